@@ -1,0 +1,199 @@
+package pgq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+)
+
+// Client dispatches jobs and operates the queue. It is safe for concurrent use.
+type Client struct {
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+}
+
+// NewClient returns a Client using pool. The schema must be migrated (Migrate).
+func NewClient(pool *pgxpool.Pool) (*Client, error) {
+	if pool == nil {
+		return nil, errors.New("pgq: NewClient: pool is nil")
+	}
+	return &Client{pool: pool, q: dbsqlc.New(pool)}, nil
+}
+
+// Pool returns the pool the client was made with.
+func (c *Client) Pool() *pgxpool.Pool { return c.pool }
+
+// Dispatch queues one job named job with args encoded as its JSON payload and returns
+// its uuid. Options override the job class (S1). It commits on its own; use DispatchTx
+// to dispatch inside your transaction. Errors wrap ErrInvalidArgument for bad input.
+func (c *Client) Dispatch(ctx context.Context, job string, args any, opts ...Option) (uuid.UUID, error) {
+	return dispatchOne(ctx, c.q, job, args, opts)
+}
+
+// DispatchTx queues one job in tx: it exists only if tx commits, and workers are woken
+// on commit (S2).
+func (c *Client) DispatchTx(ctx context.Context, tx pgx.Tx, job string, args any, opts ...Option) (uuid.UUID, error) {
+	return dispatchOne(ctx, c.q.WithTx(tx), job, args, opts)
+}
+
+// DispatchMany queues one job per element of args, all with the same name and options,
+// in one round trip (pgq.dispatch_many), and returns their uuids in order.
+func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	return dispatchMany(ctx, c.q, job, args, opts)
+}
+
+// DispatchManyTx is DispatchMany inside tx.
+func (c *Client) DispatchManyTx(ctx context.Context, tx pgx.Tx, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	return dispatchMany(ctx, c.q.WithTx(tx), job, args, opts)
+}
+
+func dispatchOne(ctx context.Context, q *dbsqlc.Queries, job string, args any, opts []Option) (uuid.UUID, error) {
+	ids, err := dispatchMany(ctx, q, job, []any{args}, opts)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return ids[0], nil
+}
+
+func dispatchMany(ctx context.Context, q *dbsqlc.Queries, job string, args []any, opts []Option) ([]uuid.UUID, error) {
+	s := collect(opts)
+	if err := s.dispatchOnly("dispatch"); err != nil {
+		return nil, err
+	}
+	payloads := make([]json.RawMessage, len(args))
+	for i, a := range args {
+		p, err := encodePayload(a)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch %s: %w", job, err)
+		}
+		payloads[i] = p
+	}
+	retryUntil := s.retryUntil
+	if retryUntil == nil && s.retryFor != nil {
+		retryUntil = ptr(time.Now().Add(*s.retryFor))
+	}
+	rows, err := q.JobDispatchMany(ctx, dbsqlc.JobDispatchManyParams{
+		Job:           job,
+		Payloads:      payloads,
+		Queue:         s.queue,
+		Delay:         s.delay,
+		Tries:         s.tries,
+		Backoff:       s.backoff,
+		RetryUntil:    retryUntil,
+		MaxExceptions: s.maxExceptions,
+		Timeout:       s.timeout,
+		FailOnTimeout: s.failOnTimeout,
+		Priority:      s.priority,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+	}
+	return derefAll(rows), nil
+}
+
+// encodePayload turns args into the job's JSON payload: json.RawMessage and []byte are
+// taken as JSON text, anything else is marshalled; nil becomes {}.
+func encodePayload(args any) (json.RawMessage, error) {
+	var raw []byte
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: encode payload: %w", ErrInvalidArgument, err)
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: payload is not valid JSON: %.60q", ErrInvalidArgument, raw)
+	}
+	return raw, nil
+}
+
+func derefAll(ids []*uuid.UUID) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if id != nil {
+			out = append(out, *id)
+		}
+	}
+	return out
+}
+
+// DefineJob upserts the job class name (pgq.define_job): its queue (Queue, default
+// "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
+// FailOnTimeout and RetryFor. The whole declaration is replaced. Jobs already
+// dispatched keep their settings (S1).
+func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
+	s := collect(opts)
+	if err := s.classOnly(); err != nil {
+		return err
+	}
+	queue := "default"
+	if s.queue != nil {
+		queue = *s.queue
+	}
+	_, err := c.q.JobClassDefine(ctx, dbsqlc.JobClassDefineParams{
+		Name:          name,
+		Queue:         queue,
+		Handler:       s.handler,
+		Tries:         s.tries,
+		Backoff:       s.backoff,
+		MaxExceptions: s.maxExceptions,
+		Timeout:       s.timeout,
+		FailOnTimeout: s.failOnTimeout != nil && *s.failOnTimeout,
+		RetryFor:      s.retryFor,
+	})
+	if err != nil {
+		return fmt.Errorf("define job %s: %w", name, MapError(err))
+	}
+	return nil
+}
+
+// DefineQueue creates or updates a queue with its lease retryAfter (whole seconds,
+// S14) and paused flag.
+func (c *Client) DefineQueue(ctx context.Context, name string, retryAfter time.Duration, paused bool) error {
+	_, err := c.q.QueueDefine(ctx, dbsqlc.QueueDefineParams{
+		Name: name, RetryAfter: int32(retryAfter / time.Second), Paused: paused,
+	})
+	if err != nil {
+		return fmt.Errorf("define queue %s: %w", name, MapError(err))
+	}
+	return nil
+}
+
+// RunNow makes a job waiting out a delay or backoff available immediately (S20).
+// Returns ErrNotFound when no waiting job has that uuid.
+func (c *Client) RunNow(ctx context.Context, id uuid.UUID) error {
+	found, err := c.q.JobRunNow(ctx, id)
+	if err != nil {
+		return fmt.Errorf("run now %s: %w", id, MapError(err))
+	}
+	if !found {
+		return fmt.Errorf("run now %s: %w (no waiting job)", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Prune deletes the attempt history of finished jobs older than olderThan and
+// returns how many rows went.
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
+	n, err := c.q.AttemptPrune(ctx, olderThan)
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", MapError(err))
+	}
+	return n, nil
+}

@@ -1,0 +1,166 @@
+package pgq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+)
+
+// FailedJob is a row of pgq.failed_jobs (S17).
+type FailedJob struct {
+	UUID      uuid.UUID
+	Job       string
+	Queue     string
+	Payload   json.RawMessage
+	Exception string
+	FailedAt  time.Time
+	Attempts  int
+}
+
+// Attempt is a row of pgq.attempts, the attempt history (S19).
+type Attempt struct {
+	Attempt       int
+	Outcome       string
+	Worker        string
+	ReservedAt    *time.Time
+	StartedAt     *time.Time
+	FinishedAt    time.Time
+	Exception     string
+	Delay         *int
+	Final         bool
+	RejectedCalls []string
+}
+
+func failedJobFrom(r dbsqlc.PgqFailedJob) FailedJob {
+	return FailedJob{UUID: r.Uuid, Job: r.Job, Queue: r.Queue, Payload: r.Payload,
+		Exception: r.Exception, FailedAt: r.FailedAt, Attempts: int(r.Attempts)}
+}
+
+// FailedJobs lists up to max failed jobs, newest first, of queue ("" for all).
+func (c *Client) FailedJobs(ctx context.Context, queue string, max int) ([]FailedJob, error) {
+	var q *string
+	if queue != "" {
+		q = &queue
+	}
+	rows, err := c.q.FailedJobList(ctx, dbsqlc.FailedJobListParams{Queue: q, Max: int32(max)})
+	if err != nil {
+		return nil, fmt.Errorf("list failed jobs: %w", MapError(err))
+	}
+	out := make([]FailedJob, len(rows))
+	for i, r := range rows {
+		out[i] = failedJobFrom(r)
+	}
+	return out, nil
+}
+
+// FailedJob returns one failed job. ErrNotFound when there is none.
+func (c *Client) FailedJob(ctx context.Context, id uuid.UUID) (FailedJob, error) {
+	r, err := c.q.FailedJobGet(ctx, id)
+	if err != nil {
+		return FailedJob{}, fmt.Errorf("failed job %s: %w", id, MapError(err))
+	}
+	return failedJobFrom(r), nil
+}
+
+// Attempts returns the attempt history of a job, oldest first.
+func (c *Client) Attempts(ctx context.Context, job uuid.UUID) ([]Attempt, error) {
+	rows, err := c.q.AttemptListByJob(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of %s: %w", job, MapError(err))
+	}
+	out := make([]Attempt, len(rows))
+	for i, r := range rows {
+		a := Attempt{Attempt: int(r.Attempt), Outcome: r.Outcome, ReservedAt: r.ReservedAt,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Final: r.Final, RejectedCalls: r.RejectedCalls}
+		if r.Worker != nil {
+			a.Worker = *r.Worker
+		}
+		if r.Exception != nil {
+			a.Exception = *r.Exception
+		}
+		if r.Delay != nil {
+			a.Delay = ptr(int(*r.Delay))
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// RetryFailed puts a failed job back on its queue with attempts reset (S20).
+// ErrNotFound when there is no such failed job.
+func (c *Client) RetryFailed(ctx context.Context, id uuid.UUID) error {
+	ids, err := c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Uuid: &id})
+	if err != nil {
+		return fmt.Errorf("retry failed %s: %w", id, MapError(err))
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("retry failed %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// RetryAllFailed puts every failed job (of queue, "" for all) back and returns how many.
+func (c *Client) RetryAllFailed(ctx context.Context, queue string) (int, error) {
+	var q *string
+	if queue != "" {
+		q = &queue
+	}
+	ids, err := c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Queue: q})
+	if err != nil {
+		return 0, fmt.Errorf("retry all failed: %w", MapError(err))
+	}
+	return len(ids), nil
+}
+
+// ForgetFailed deletes one failed job. ErrNotFound when there was none.
+func (c *Client) ForgetFailed(ctx context.Context, id uuid.UUID) error {
+	ok, err := c.q.FailedJobForget(ctx, id)
+	if err != nil {
+		return fmt.Errorf("forget failed %s: %w", id, MapError(err))
+	}
+	if !ok {
+		return fmt.Errorf("forget failed %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// FlushFailed deletes every failed job, or those failed more than olderThan ago when
+// olderThan > 0, and returns how many.
+func (c *Client) FlushFailed(ctx context.Context, olderThan time.Duration) (int64, error) {
+	var d *time.Duration
+	if olderThan > 0 {
+		d = &olderThan
+	}
+	n, err := c.q.FailedJobFlush(ctx, d)
+	if err != nil {
+		return 0, fmt.Errorf("flush failed: %w", MapError(err))
+	}
+	return n, nil
+}
+
+// QueueStatus is one queue's summary (pgq-worker status).
+type QueueStatus struct {
+	Queue                                       string
+	Ready, Scheduled, Retrying, Running, Failed int64
+	OldestWait                                  time.Duration
+}
+
+// Status summarises every queue: jobs ready, scheduled, retrying, running and failed,
+// and how long the oldest ready job has waited.
+func (c *Client) Status(ctx context.Context) ([]QueueStatus, error) {
+	rows, err := c.q.QueueStatusList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", MapError(err))
+	}
+	out := make([]QueueStatus, len(rows))
+	for i, r := range rows {
+		out[i] = QueueStatus{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Retrying: r.Retrying,
+			Running: r.Running, Failed: r.Failed, OldestWait: time.Duration(r.OldestWaitSeconds * float64(time.Second))}
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+package pgq
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option sets one job setting at dispatch (overriding the job class, S1) or in a job
+// class declaration (DefineJob). Options that do not apply to a call are rejected by it.
+type Option func(*settings)
+
+type settings struct {
+	queue         *string
+	handler       *string
+	delay         *time.Duration
+	tries         *int32
+	backoff       []int32
+	retryUntil    *time.Time
+	retryFor      *time.Duration
+	maxExceptions *int32
+	timeout       *int32
+	failOnTimeout *bool
+	priority      int32
+}
+
+func collect(opts []Option) settings {
+	var s settings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Queue sends the job to the named queue instead of its class's (default "default").
+func Queue(name string) Option { return func(s *settings) { s.queue = &name } }
+
+// Handler names a SQL function taking one jsonb argument that runs the job (DefineJob only).
+func Handler(function string) Option { return func(s *settings) { s.handler = &function } }
+
+// Delay keeps the job from being reserved until d has passed (S3). Dispatch only.
+func Delay(d time.Duration) Option { return func(s *settings) { s.delay = &d } }
+
+// Tries caps the attempts of the job (S5); 0 means unlimited. Unset, the worker's
+// --tries applies (default 1, S6).
+func Tries(n int) Option { return func(s *settings) { s.tries = ptr(int32(n)) } }
+
+// Backoff sets the delays after exceptions, one per retry, the last repeating (S7).
+func Backoff(d ...time.Duration) Option {
+	return func(s *settings) {
+		s.backoff = make([]int32, len(d))
+		for i, v := range d {
+			s.backoff[i] = int32(v / time.Second)
+		}
+	}
+}
+
+// RetryUntil replaces the tries count with a deadline (S9). Dispatch only.
+func RetryUntil(t time.Time) Option { return func(s *settings) { s.retryUntil = &t } }
+
+// RetryFor is a deadline relative to dispatch: retry_until = dispatch time + d (S9).
+func RetryFor(d time.Duration) Option { return func(s *settings) { s.retryFor = &d } }
+
+// MaxExceptions fails the job at its n-th exception (S10).
+func MaxExceptions(n int) Option { return func(s *settings) { s.maxExceptions = ptr(int32(n)) } }
+
+// Timeout cancels the handler after d, rounded down to whole seconds (S13); 0 means
+// none. Unset, the worker's --timeout applies (default 60 s).
+func Timeout(d time.Duration) Option {
+	return func(s *settings) { s.timeout = ptr(int32(d / time.Second)) }
+}
+
+// FailOnTimeout fails the job at its first timeout (S13).
+func FailOnTimeout() Option { return func(s *settings) { s.failOnTimeout = ptr(true) } }
+
+// Priority orders jobs within a queue, higher first (default 0). Dispatch only.
+func Priority(p int) Option { return func(s *settings) { s.priority = int32(p) } }
+
+func (s settings) dispatchOnly(call string) error {
+	if s.handler != nil {
+		return fmt.Errorf("%w: %s: Handler applies to DefineJob only", ErrInvalidArgument, call)
+	}
+	return nil
+}
+
+func (s settings) classOnly() error {
+	if s.delay != nil || s.retryUntil != nil || s.priority != 0 {
+		return fmt.Errorf("%w: DefineJob: Delay, RetryUntil and Priority apply to dispatch only", ErrInvalidArgument)
+	}
+	return nil
+}

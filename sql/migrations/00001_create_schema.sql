@@ -1,0 +1,956 @@
+-- pgq: the job queue's state machine. Every state change of a job is one call of a
+-- function in this file; the Go worker only calls them. Read a function's header
+-- comment (or `\df+ pgq.*` in psql) for its contract.
+--
+-- Job states, as rows:
+--   waiting   pgq.jobs row, reserved_at IS NULL (ready once available_at <= now())
+--   reserved  pgq.jobs row, reserved_at/reserved_until/lease_token set
+--   finished  row gone from pgq.jobs; pgq.attempts keeps the history (succeeded)
+--   failed    row gone from pgq.jobs; a pgq.failed_jobs row holds it (S17)
+--
+-- Custom SQLSTATEs: PQ001 lease lost (the token no longer holds the job),
+-- 22023 bad argument, 42883 handler function missing.
+
+-- +goose Up
+CREATE SCHEMA pgq;
+
+COMMENT ON SCHEMA pgq IS 'pgq job queue: tables, views and the functions that are its state machine';
+
+CREATE TABLE pgq.queues (
+    name        text PRIMARY KEY,
+    retry_after int NOT NULL DEFAULT 90 CHECK (retry_after > 0),
+    paused      boolean NOT NULL DEFAULT false,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.queues IS 'Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.';
+COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without a heartbeat before the job is handed to another worker.';
+
+INSERT INTO pgq.queues (name) VALUES ('default');
+
+CREATE TABLE pgq.job_classes (
+    name            text PRIMARY KEY,
+    queue           text NOT NULL DEFAULT 'default',
+    handler         text,
+    tries           int,
+    backoff         int[],
+    max_exceptions  int,
+    timeout         int,
+    fail_on_timeout boolean NOT NULL DEFAULT false,
+    retry_for       interval,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.job_classes IS 'Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).';
+
+CREATE TABLE pgq.jobs (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    uuid            uuid NOT NULL DEFAULT gen_random_uuid() UNIQUE,
+    job             text NOT NULL,
+    queue           text NOT NULL,
+    payload         jsonb NOT NULL,
+    priority        int NOT NULL DEFAULT 0,
+    -- settings frozen at dispatch (S1); NULL tries/backoff/timeout mean the worker's defaults
+    handler         text,
+    tries           int,
+    backoff         int[],
+    max_exceptions  int,
+    timeout         int,
+    fail_on_timeout boolean NOT NULL DEFAULT false,
+    retry_until     timestamptz,
+    -- progress
+    attempts        int NOT NULL DEFAULT 0,
+    exceptions      int NOT NULL DEFAULT 0,
+    lease_expiries  int NOT NULL DEFAULT 0,
+    last_exception  text,
+    last_exception_attempt int,
+    available_at    timestamptz NOT NULL DEFAULT now(),
+    wait_reason     text NOT NULL DEFAULT 'dispatched'
+        CHECK (wait_reason IN ('dispatched', 'backoff', 'released', 'lease_expired', 'run_now', 'retried')),
+    -- reservation (NULL while waiting)
+    reserved_at     timestamptz,
+    reserved_until  timestamptz,
+    reserved_by     text,
+    lease_token     uuid,
+    started_at      timestamptz,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), lease_expired, run_now, retried (from failed_jobs).';
+COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
+
+-- The reserve path: waiting jobs of one queue in priority, then FIFO order.
+CREATE INDEX jobs_reserve_idx ON pgq.jobs (queue, priority DESC, available_at, id)
+    WHERE reserved_at IS NULL;
+-- The lease sweep: reserved jobs by lease end.
+CREATE INDEX jobs_lease_idx ON pgq.jobs (reserved_until)
+    WHERE reserved_until IS NOT NULL;
+
+CREATE TABLE pgq.attempts (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_uuid       uuid NOT NULL,
+    job            text NOT NULL,
+    queue          text NOT NULL,
+    attempt        int NOT NULL,
+    worker         text,
+    lease_token    uuid,
+    reserved_at    timestamptz,
+    started_at     timestamptz,
+    finished_at    timestamptz NOT NULL,
+    outcome        text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'released', 'turned_away',
+                       'timed_out', 'lease_expired', 'debounced', 'exhausted')),
+    middleware     text,
+    exception      text,
+    delay          int,
+    final          boolean NOT NULL DEFAULT false,
+    rejected_calls text[]
+);
+
+COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
+COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
+COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
+COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
+COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+
+CREATE INDEX attempts_job_uuid_idx ON pgq.attempts (job_uuid);
+
+CREATE TABLE pgq.failed_jobs (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    uuid        uuid NOT NULL UNIQUE,
+    connection  text NOT NULL DEFAULT 'pgq',
+    queue       text NOT NULL,
+    payload     jsonb NOT NULL,
+    exception   text NOT NULL,
+    failed_at   timestamptz NOT NULL DEFAULT now(),
+    job         text NOT NULL,
+    attempts    int NOT NULL,
+    -- what retry_failed needs to put the job back as it was dispatched
+    priority        int NOT NULL DEFAULT 0,
+    handler         text,
+    tries           int,
+    backoff         int[],
+    max_exceptions  int,
+    timeout         int,
+    fail_on_timeout boolean NOT NULL DEFAULT false,
+    retry_until     timestamptz,
+    dispatched_at   timestamptz NOT NULL
+);
+
+COMMENT ON TABLE pgq.failed_jobs IS 'Jobs that failed for good (S17), with Laravel''s columns plus job name and attempts used.';
+
+CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs (failed_at);
+
+-- +goose StatementBegin
+-- pgq._check_settings: the shared guard of define_job and dispatch (S4). Raises 22023
+-- naming the bad value; returns nothing.
+CREATE FUNCTION pgq._check_settings(
+    p_tries int, p_backoff int[], p_max_exceptions int, p_timeout int, p_priority int DEFAULT 0
+) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: tries must be >= 0 (0 means unlimited), got %', p_tries
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_backoff IS NOT NULL THEN
+        IF cardinality(p_backoff) = 0 THEN
+            RAISE EXCEPTION 'pgq: backoff must have at least one entry, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+        IF array_position(p_backoff, NULL) IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(p_backoff) b WHERE b < 0) THEN
+            RAISE EXCEPTION 'pgq: backoff entries must be seconds >= 0, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF p_max_exceptions < 1 THEN
+        RAISE EXCEPTION 'pgq: max_exceptions must be >= 1, got %', p_max_exceptions
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout < 0 THEN
+        RAISE EXCEPTION 'pgq: timeout must be seconds >= 0, got %', p_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL THEN
+        RAISE EXCEPTION 'pgq: priority must not be NULL' USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._check_name: queue and job names are 1-100 characters of letters, digits and
+-- _ . : - / (S4). Raises 22023.
+CREATE FUNCTION pgq._check_name(p_kind text, p_name text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_][A-Za-z0-9_.:/\\-]{0,99}$' THEN
+        RAISE EXCEPTION 'pgq: invalid % name %: use 1-100 letters, digits, _ . : / - (starting with a letter, digit or _)',
+            p_kind, coalesce(quote_literal(p_name), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._handler_proc: resolves a SQL handler name to its function taking one jsonb
+-- argument, or NULL when there is none.
+CREATE FUNCTION pgq._handler_proc(p_handler text) RETURNS regprocedure
+LANGUAGE sql STABLE AS $$
+    SELECT to_regprocedure(p_handler || '(jsonb)');
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
+CREATE FUNCTION pgq.define_queue(name text, retry_after int DEFAULT 90, paused boolean DEFAULT false)
+RETURNS pgq.queues
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_queue pgq.queues;
+BEGIN
+    PERFORM pgq._check_name('queue', define_queue.name);
+    IF define_queue.retry_after IS NULL OR define_queue.retry_after < 1 THEN
+        RAISE EXCEPTION 'pgq: retry_after must be seconds >= 1, got %', define_queue.retry_after
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.queues AS q (name, retry_after, paused)
+    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false))
+    ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
+        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
+    RETURNING * INTO v_queue;
+    RETURN v_queue;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.define_queue(text, int, boolean) IS
+    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
+
+-- +goose StatementBegin
+-- pgq.define_job: upserts a job class. The whole declaration is replaced (a parameter
+-- left out becomes NULL/default). Jobs already dispatched keep their frozen settings (S1).
+-- handler names a SQL function taking one jsonb argument; it must exist when defined.
+CREATE FUNCTION pgq.define_job(
+    name            text,
+    queue           text DEFAULT 'default',
+    handler         text DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT false,
+    retry_for       interval DEFAULT NULL
+) RETURNS pgq.job_classes
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_class pgq.job_classes;
+BEGIN
+    PERFORM pgq._check_name('job', define_job.name);
+    PERFORM pgq._check_name('queue', define_job.queue);
+    PERFORM pgq._check_settings(define_job.tries, define_job.backoff, define_job.max_exceptions, define_job.timeout);
+    IF define_job.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', define_job.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
+        RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
+            USING ERRCODE = '42883',
+                  HINT = 'Create the function first: CREATE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
+    END IF;
+    INSERT INTO pgq.job_classes AS c
+        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for)
+    VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
+            define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
+            define_job.retry_for)
+    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
+        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
+            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
+            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
+            retry_for = EXCLUDED.retry_for, updated_at = now()
+    RETURNING * INTO v_class;
+    RETURN v_class;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval) IS
+    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for. New dispatches copy it (S1).';
+
+-- +goose StatementBegin
+-- pgq.dispatch_many: queues one job per payload, all with the same job name and
+-- options, in the caller's transaction (S2). Per-dispatch options override the job
+-- class; a job with no class is allowed (worker defaults apply). Workers of the queue
+-- are woken by a NOTIFY sent on commit, unless the jobs are delayed.
+-- State change: (nothing) -> waiting. Raises 22023 for bad input, writing nothing (S4).
+CREATE FUNCTION pgq.dispatch_many(
+    job             text,
+    payloads        jsonb[],
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0
+) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_class pgq.job_classes;
+    v_queue text;
+BEGIN
+    PERFORM pgq._check_name('job', dispatch_many.job);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
+    v_queue := coalesce(dispatch_many.queue, v_class.queue, 'default');
+    PERFORM pgq._check_name('queue', v_queue);
+    PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
+                                dispatch_many.timeout, dispatch_many.priority);
+    IF dispatch_many.delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
+
+    RETURN QUERY
+    INSERT INTO pgq.jobs AS j
+        (job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+         fail_on_timeout, retry_until, available_at)
+    SELECT dispatch_many.job, v_queue, p.payload, dispatch_many.priority, v_class.handler,
+           coalesce(dispatch_many.tries, v_class.tries),
+           coalesce(dispatch_many.backoff, v_class.backoff),
+           coalesce(dispatch_many.max_exceptions, v_class.max_exceptions),
+           coalesce(dispatch_many.timeout, v_class.timeout),
+           coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false),
+           coalesce(dispatch_many.retry_until, now() + v_class.retry_for),
+           now() + coalesce(dispatch_many.delay, interval '0')
+    FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+    ORDER BY p.n
+    RETURNING j.uuid;
+
+    IF coalesce(dispatch_many.delay, interval '0') = interval '0' THEN
+        PERFORM pg_notify('pgq_jobs', v_queue);
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int) IS
+    'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order.';
+
+-- +goose StatementBegin
+-- pgq.dispatch: queues one job and returns its uuid. See pgq.dispatch_many.
+CREATE FUNCTION pgq.dispatch(
+    job             text,
+    payload         jsonb DEFAULT '{}',
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0
+) RETURNS uuid
+LANGUAGE sql VOLATILE AS $$
+    SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
+                             dispatch.tries, dispatch.backoff, dispatch.retry_until,
+                             dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
+                             dispatch.priority);
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int) IS
+    'Queues one job in the caller''s transaction and returns its uuid. Options override the job class (S1).';
+
+-- +goose StatementBegin
+-- pgq._record: appends one attempt row for a job as it is now (S19).
+CREATE FUNCTION pgq._record(
+    p_job pgq.jobs, p_outcome text, p_now timestamptz,
+    p_exception text DEFAULT NULL, p_delay int DEFAULT NULL, p_final boolean DEFAULT false,
+    p_started boolean DEFAULT true
+) RETURNS pgq.attempts
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
+         finished_at, outcome, exception, delay, final)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
+            p_exception, p_delay, p_final)
+    RETURNING *;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
+-- written and a job_failed event is sent on commit. State change: reserved -> failed.
+CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.id = p_job.id;
+    INSERT INTO pgq.failed_jobs
+        (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
+         max_exceptions, timeout, fail_on_timeout, retry_until, dispatched_at)
+    VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
+            p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+            p_job.fail_on_timeout, p_job.retry_until, p_job.created_at)
+    ON CONFLICT (uuid) DO UPDATE
+        SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    PERFORM pg_notify('pgq_events', json_build_object(
+        'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._exhausted_message: the S12 failure text for a job picked up after its last
+-- attempt or deadline, with the last real exception and the lease expiries, so the
+-- failed job says why it ran out.
+CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT format('MaxAttemptsExceeded: %s %s', p_job.job,
+                  CASE WHEN p_job.retry_until IS NOT NULL AND p_now > p_job.retry_until
+                       THEN format('passed its retry deadline %s after %s attempts', p_job.retry_until, p_job.attempts - 1)
+                       ELSE format('attempted %s times', p_job.attempts - 1) END)
+        || CASE WHEN p_job.last_exception IS NOT NULL
+                THEN format('; last exception (attempt %s): %s', p_job.last_exception_attempt, p_job.last_exception)
+                WHEN p_job.attempts > 1 THEN '; handler never raised an exception'
+                ELSE '' END
+        || CASE WHEN p_job.lease_expiries > 0
+                THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
+                ELSE '' END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.reserve: reserves up to max jobs for a worker, taking the queues in the order given
+-- (S30) and, within a queue, by priority then FIFO, with FOR UPDATE SKIP LOCKED.
+-- First sweeps expired leases of those queues back to waiting, recording each as
+-- lease_expired (S14). Then applies the pickup checks to every reserved job: a job whose
+-- attempts exceed its tries (default_tries when it set none; 0 = unlimited) or whose
+-- deadline passed fails before its handler runs (S12). Later checks (debounce, unique,
+-- middleware) belong in the same loop. Returns only jobs whose handler may run, each
+-- with a fresh lease_token and attempts already counted (S5).
+-- State change: waiting -> reserved; reserved (lease ended) -> waiting -> reserved;
+-- waiting -> failed (exhausted).
+-- Call it on the worker's session connection (overlap locks belong to that session).
+CREATE FUNCTION pgq.reserve(
+    worker        text,
+    queues        text[],
+    max           int,
+    default_tries int DEFAULT 1,
+    as_of         timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.jobs
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now   timestamptz := coalesce(reserve.as_of, now());
+    v_left  int := reserve.max;
+    v_queue text;
+    v_lease int;
+    v_paused boolean;
+    v_job   pgq.jobs;
+    v_tries int;
+    v_want  int;
+    v_picked int;
+BEGIN
+    IF reserve.max IS NULL OR reserve.max < 1 THEN
+        RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
+    END IF;
+    IF reserve.default_tries IS NULL OR reserve.default_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
+    END IF;
+
+    -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
+    -- the same row, and a job being completed right now is left alone.
+    WITH expired AS (
+        SELECT j.*
+        FROM pgq.jobs j
+        WHERE j.reserved_until < v_now
+          AND j.queue = ANY (reserve.queues)
+        ORDER BY j.reserved_until
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    ), back AS (
+        UPDATE pgq.jobs j
+        SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
+            started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
+        FROM expired e
+        WHERE j.id = e.id
+    )
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
+    SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
+           e.reserved_until, 'lease_expired',
+           format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+    FROM expired e;
+
+    FOREACH v_queue IN ARRAY reserve.queues LOOP
+        EXIT WHEN v_left <= 0;
+        SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
+        CONTINUE WHEN v_paused;
+        v_lease := coalesce(v_lease, 90);
+
+        -- Exhausted jobs do not fill the batch: pick again until it is full or the
+        -- queue has no more ready jobs.
+        LOOP
+            v_want := v_left;
+            v_picked := 0;
+            FOR v_job IN
+                WITH picked AS (
+                    SELECT j.id
+                    FROM pgq.jobs j
+                    WHERE j.queue = v_queue
+                      AND j.reserved_at IS NULL
+                      AND j.available_at <= v_now
+                    ORDER BY j.priority DESC, j.available_at, j.id
+                    LIMIT v_want
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE pgq.jobs j
+                SET attempts = j.attempts + 1,
+                    reserved_at = v_now,
+                    reserved_until = v_now + make_interval(secs => v_lease),
+                    reserved_by = reserve.worker,
+                    lease_token = gen_random_uuid(),
+                    started_at = v_now
+                FROM picked p
+                WHERE j.id = p.id
+                RETURNING j.*
+            LOOP
+                v_picked := v_picked + 1;
+                -- Pickup check S12: already exhausted, fail before the handler runs.
+                v_tries := coalesce(v_job.tries, reserve.default_tries);
+                IF (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+                   OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts > v_tries) THEN
+                    PERFORM pgq._record(v_job, 'exhausted', v_now, pgq._exhausted_message(v_job, v_now),
+                                        p_final => true, p_started => false);
+                    PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
+                    CONTINUE;
+                END IF;
+                v_left := v_left - 1;
+                RETURN NEXT v_job;
+            END LOOP;
+            EXIT WHEN v_picked < v_want OR v_left <= 0;
+        END LOOP;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz) IS
+    'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), fails exhausted ones before their handler (S12); returns the runnable jobs with fresh lease tokens.';
+
+-- +goose StatementBegin
+-- pgq._reject: records calls made with a lease token that no longer holds its job (S15)
+-- on the attempt that token belonged to.
+CREATE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamptz) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    UPDATE pgq.attempts a
+    SET rejected_calls = array_append(a.rejected_calls, format('%s rejected at %s: lease lost', p_call, p_now))
+    FROM unnest(p_uuids, p_tokens) AS t(uuid, token)
+    WHERE a.job_uuid = t.uuid
+      AND a.lease_token = t.token;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.complete: the attempts of these jobs succeeded. Each job is deleted only when its
+-- lease token still holds it; the attempt is recorded as succeeded. Calls whose token lost
+-- its lease are rejected and recorded on that token's attempt (S15).
+-- Returns the uuids completed. State change: reserved -> finished.
+CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
+RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now  timestamptz := coalesce(complete.as_of, now());
+    v_done uuid[];
+BEGIN
+    IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
+        RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
+            cardinality(complete.uuids), cardinality(complete.tokens) USING ERRCODE = '22023';
+    END IF;
+
+    WITH done AS (
+        DELETE FROM pgq.jobs j
+        USING unnest(complete.uuids, complete.tokens) AS t(uuid, token)
+        WHERE j.uuid = t.uuid
+          AND j.lease_token = t.token
+        RETURNING j.*
+    ), history AS (
+        INSERT INTO pgq.attempts
+            (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
+        SELECT d.uuid, d.job, d.queue, d.attempts, d.reserved_by, d.lease_token, d.reserved_at, d.started_at,
+               v_now, 'succeeded'
+        FROM done d
+    )
+    SELECT coalesce(array_agg(d.uuid), '{}') INTO v_done FROM done d;
+
+    IF cardinality(v_done) < cardinality(complete.uuids) THEN
+        PERFORM pgq._reject('complete',
+                            ARRAY(SELECT t.uuid FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            ARRAY(SELECT t.token FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            v_now);
+    END IF;
+    RETURN QUERY SELECT unnest(v_done);
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.complete(uuid[], uuid[], timestamptz) IS
+    'Worker protocol: completes jobs whose lease token still holds them, recording succeeded attempts; stale tokens are rejected and recorded (S15). Returns the uuids completed.';
+
+-- +goose StatementBegin
+-- pgq._held: the job this lease token holds, locked, or NULL after recording the
+-- rejected call (S15).
+CREATE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamptz) RETURNS pgq.jobs
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM pgq._reject(p_call, ARRAY[p_uuid], ARRAY[p_token], p_now);
+        RETURN NULL;
+    END IF;
+    RETURN v_job;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.fail: the handler of this attempt raised (or timed out, with timed_out). Decides in
+-- one place what follows:
+--   fail for good when: timed out with fail_on_timeout (S13); this is the
+--   max_exceptions-th exception (S10); the deadline has passed (S9); or, with no deadline,
+--   tries > 0 and attempts >= tries (S5, S6; default_tries when the job set none);
+--   otherwise back to waiting after backoff[attempts] (1-based; last entry repeats, S7, S8),
+--   default_backoff when the job set none.
+-- A timeout is not an exception for max_exceptions (S13); the failure text after a
+-- timeout is TimeoutExceeded (S18). Returns the attempt recorded (final tells whether the
+-- job failed for good), or no row when the token lost its lease (recorded, S15).
+-- State change: reserved -> waiting (backoff) | failed.
+CREATE FUNCTION pgq.fail(
+    uuid            uuid,
+    token           uuid,
+    exception       text,
+    timed_out       boolean DEFAULT false,
+    default_tries   int DEFAULT 1,
+    default_backoff int[] DEFAULT '{0}',
+    as_of           timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now     timestamptz := coalesce(fail.as_of, now());
+    v_job     pgq.jobs;
+    v_tries   int;
+    v_backoff int[];
+    v_delay   int;
+    v_text    text;
+    v_final   boolean;
+    v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
+BEGIN
+    PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
+    v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+
+    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    IF fail.timed_out THEN
+        v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
+    ELSE
+        v_job.exceptions := v_job.exceptions + 1;
+        v_job.last_exception := v_text;
+        v_job.last_exception_attempt := v_job.attempts;
+    END IF;
+
+    v_tries := coalesce(v_job.tries, fail.default_tries);
+    v_final := (fail.timed_out AND v_job.fail_on_timeout)
+            OR (NOT fail.timed_out AND v_job.max_exceptions IS NOT NULL AND v_job.exceptions >= v_job.max_exceptions)
+            OR (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+            OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
+
+    IF v_final THEN
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
+        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN;
+    END IF;
+
+    v_backoff := coalesce(v_job.backoff, fail.default_backoff);
+    v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    UPDATE pgq.jobs j
+    SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
+        last_exception_attempt = v_job.last_exception_attempt,
+        available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.id = v_job.id;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.fail(uuid, uuid, text, boolean, int, int[], timestamptz) IS
+    'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
+
+-- +goose StatementBegin
+-- pgq.release: the job goes back to waiting for delay seconds without counting an
+-- exception and without backoff (S11). With refund the attempt is given back (used when
+-- a worker stops, S32: an interrupted attempt must not exhaust the job). Returns the
+-- attempt recorded, or no row when the lease was lost (recorded, S15).
+-- State change: reserved -> waiting.
+CREATE FUNCTION pgq.release(
+    uuid   uuid,
+    token  uuid,
+    delay  int DEFAULT 0,
+    refund boolean DEFAULT false,
+    reason text DEFAULT NULL,
+    as_of  timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz := coalesce(release.as_of, now());
+    v_job pgq.jobs;
+BEGIN
+    IF release.delay IS NULL OR release.delay < 0 THEN
+        RAISE EXCEPTION 'pgq: release delay must be seconds >= 0, got %', release.delay USING ERRCODE = '22023';
+    END IF;
+    v_job := pgq._held('release', release.uuid, release.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
+        available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.id = v_job.id;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.release(uuid, uuid, int, boolean, text, timestamptz) IS
+    'Worker protocol: puts a reserved job back to wait delay seconds, no exception counted (S11); refund gives the attempt back (shutdown, S32).';
+
+-- +goose StatementBegin
+-- pgq.heartbeat: extends the lease of every job whose token still holds it to now +
+-- its queue's retry_after (S14). Returns the jobs still held; a job missing from the
+-- result has lost its lease and its handler should stop.
+CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.jobs
+LANGUAGE sql VOLATILE AS $$
+    UPDATE pgq.jobs j
+    SET reserved_until = coalesce(heartbeat.as_of, now())
+                         + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue), 90))
+    FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
+    WHERE j.uuid = t.uuid
+      AND j.lease_token = t.token
+    RETURNING j.*;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
+    'Worker protocol: extends the leases still held by these tokens; returns those jobs (S14).';
+
+-- +goose StatementBegin
+-- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
+-- the job, in the caller's transaction: the function's effects and the completion commit
+-- together. Call it after setting statement_timeout to the job's timeout.
+-- Raises 42883 when the handler function does not exist, PQ001 when the token no longer
+-- holds the job (the caller must roll back, so the effects are discarded), and whatever
+-- the handler raises. No dynamic SQL but the call: the name is resolved to a
+-- regprocedure first, so it cannot inject anything.
+CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_job  pgq.jobs;
+    v_proc regprocedure;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: job % is not held by lease token %', run_sql_job.uuid, run_sql_job.token
+            USING ERRCODE = 'PQ001';
+    END IF;
+    v_proc := pgq._handler_proc(v_job.handler);
+    IF v_proc IS NULL THEN
+        RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
+            USING ERRCODE = '42883';
+    END IF;
+    EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
+        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
+    'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction.';
+
+-- +goose StatementBegin
+-- pgq.run_now: a waiting job (delay or backoff) becomes available immediately (S20).
+-- Returns false when no waiting job has that uuid.
+CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+    WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('pgq_jobs', v_queue);
+    RETURN true;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20); false when there is no such waiting job.';
+
+-- +goose StatementBegin
+-- pgq.retry_failed: puts failed jobs back on their queue with attempts reset and their
+-- settings as dispatched; the attempt history is kept (S20). A deadline is moved by the
+-- time the job spent since dispatch, so the job gets its whole retry window again.
+-- uuid NULL retries every failed job (of queue, when given). Returns the uuids requeued.
+-- State change: failed -> waiting.
+CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_uuids  uuid[];
+    v_queues text[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
+          AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+        RETURNING f.*
+    ), back AS (
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, wait_reason)
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
+               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), 'retried'
+        FROM gone g
+        ORDER BY g.id
+        RETURNING j.uuid, j.queue
+    )
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
+    INTO v_uuids, v_queues
+    FROM back b;
+
+    PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.retry_failed(uuid, text) IS
+    'Requeues a failed job (or all, uuid NULL; optionally of one queue) with attempts reset; history kept (S20).';
+
+-- +goose StatementBegin
+-- pgq.forget_failed: deletes one failed job. Returns false when there was none.
+CREATE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING 1)
+    SELECT EXISTS (SELECT FROM gone);
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.forget_failed(uuid) IS 'Deletes one failed job (S20); false when there was none.';
+
+-- +goose StatementBegin
+-- pgq.flush_failed: deletes every failed job, or those failed more than older_than ago.
+-- Returns how many were deleted.
+CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.flush_failed(interval) IS 'Deletes all failed jobs, or those older than older_than (S20); returns the count.';
+
+-- +goose StatementBegin
+-- pgq.prune: deletes attempt history of jobs that are finished (no longer live or failed)
+-- and finished more than older_than ago. Returns how many attempt rows were deleted.
+CREATE FUNCTION pgq.prune(older_than interval) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_count bigint;
+BEGIN
+    IF prune.older_than IS NULL OR prune.older_than < interval '0' THEN
+        RAISE EXCEPTION 'pgq: prune older_than must be a non-negative interval, got %', prune.older_than
+            USING ERRCODE = '22023';
+    END IF;
+    WITH gone AS (
+        DELETE FROM pgq.attempts a
+        WHERE a.finished_at < now() - prune.older_than
+          AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid)
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.uuid = a.job_uuid)
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    RETURN v_count;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed; returns the count.';
+
+-- Views for psql. Each answers one question.
+
+CREATE VIEW pgq.ready AS
+SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
+       now() - j.available_at AS waiting_for, j.wait_reason, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at <= now();
+
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
+
+CREATE VIEW pgq.scheduled AS
+SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0;
+
+COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attempted yet).';
+
+CREATE VIEW pgq.retrying AS
+SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.tries, j.wait_reason, j.available_at,
+       j.available_at - now() AS due_in, j.last_exception_attempt, j.last_exception, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0;
+
+COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).';
+
+CREATE VIEW pgq.running AS
+SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.reserved_by AS worker, j.reserved_at, j.started_at,
+       j.reserved_until AS lease_until, j.reserved_until < now() AS lease_expired, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NOT NULL;
+
+COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until when their lease lasts.';
+
+CREATE VIEW pgq.failed AS
+SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception, f.payload,
+       (SELECT jsonb_agg(jsonb_build_object(
+                   'attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker,
+                   'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay)
+               ORDER BY a.id)
+        FROM pgq.attempts a WHERE a.job_uuid = f.uuid) AS history
+FROM pgq.failed_jobs f;
+
+COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception) as history.';
+
+-- +goose Down
+DROP SCHEMA pgq CASCADE;

@@ -1,0 +1,30 @@
+-- name: JobDispatchMany :many
+SELECT * FROM pgq.dispatch_many(
+    job => @job::text,
+    payloads => @payloads::jsonb[],
+    queue => sqlc.narg('queue')::text,
+    delay => sqlc.narg('delay')::interval,
+    tries => sqlc.narg('tries')::int,
+    backoff => sqlc.narg('backoff')::int[],
+    retry_until => sqlc.narg('retry_until')::timestamptz,
+    max_exceptions => sqlc.narg('max_exceptions')::int,
+    timeout => sqlc.narg('timeout')::int,
+    fail_on_timeout => sqlc.narg('fail_on_timeout')::boolean,
+    priority => @priority::int
+);
+
+-- name: JobClassDefine :one
+SELECT * FROM pgq.define_job(
+    name => @name::text,
+    queue => @queue::text,
+    handler => sqlc.narg('handler')::text,
+    tries => sqlc.narg('tries')::int,
+    backoff => sqlc.narg('backoff')::int[],
+    max_exceptions => sqlc.narg('max_exceptions')::int,
+    timeout => sqlc.narg('timeout')::int,
+    fail_on_timeout => @fail_on_timeout::boolean,
+    retry_for => sqlc.narg('retry_for')::interval
+);
+
+-- name: QueueDefine :one
+SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after::int, paused => @paused::boolean);

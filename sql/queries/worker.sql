@@ -1,0 +1,42 @@
+-- name: JobReserve :many
+SELECT * FROM pgq.reserve(
+    worker => @worker::text,
+    queues => @queues::text[],
+    max => @max::int,
+    default_tries => @default_tries::int,
+    as_of => sqlc.narg('as_of')::timestamptz
+);
+
+-- name: JobCompleteMany :many
+SELECT * FROM pgq.complete(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
+
+-- name: JobFail :many
+SELECT * FROM pgq.fail(
+    uuid => @uuid::uuid,
+    token => @token::uuid,
+    exception => @exception::text,
+    timed_out => @timed_out::boolean,
+    default_tries => @default_tries::int,
+    default_backoff => @default_backoff::int[]
+);
+
+-- name: JobRelease :many
+SELECT * FROM pgq.release(
+    uuid => @uuid::uuid,
+    token => @token::uuid,
+    delay => @delay::int,
+    refund => @refund::boolean,
+    reason => sqlc.narg('reason')::text
+);
+
+-- name: JobHeartbeatMany :many
+SELECT * FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
+
+-- name: JobRunSQL :exec
+SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
+
+-- name: SessionSetStatementTimeout :exec
+SELECT FROM set_config('statement_timeout', @milliseconds::text, true);
+
+-- name: ListenJobs :exec
+LISTEN pgq_jobs;

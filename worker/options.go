@@ -1,0 +1,189 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Option configures a Worker. Each mirrors a pgq-worker work flag.
+type Option func(*config) error
+
+type config struct {
+	queues        []string
+	concurrency   int
+	tries         int
+	backoff       []int32
+	timeout       time.Duration
+	sleep         time.Duration
+	name          string
+	maxJobs       int
+	maxTime       time.Duration
+	stopWhenEmpty bool
+	shutdownGrace time.Duration
+	timeoutGrace  time.Duration
+	logger        *slog.Logger
+}
+
+func defaults() config {
+	host, _ := os.Hostname()
+	return config{
+		queues:        []string{"default"},
+		concurrency:   10,
+		tries:         1,
+		backoff:       []int32{0},
+		timeout:       60 * time.Second,
+		sleep:         3 * time.Second,
+		name:          fmt.Sprintf("%s:%d", host, os.Getpid()),
+		shutdownGrace: 30 * time.Second,
+		timeoutGrace:  5 * time.Second,
+		logger:        slog.Default(),
+	}
+}
+
+// WithQueues sets the queues served, in priority order (S30). Default "default".
+func WithQueues(queues ...string) Option {
+	return func(c *config) error {
+		if len(queues) == 0 {
+			return errors.New("WithQueues: at least one queue")
+		}
+		c.queues = queues
+		return nil
+	}
+}
+
+// WithConcurrency sets how many handlers run at once. Default 10.
+func WithConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("WithConcurrency: must be >= 1, got %d", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithTries sets the tries of jobs that set none (S6). Default 1; 0 means unlimited.
+func WithTries(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("WithTries: must be >= 0, got %d", n)
+		}
+		c.tries = n
+		return nil
+	}
+}
+
+// WithBackoff sets the backoff of jobs that set none (S7). Default 0.
+func WithBackoff(d ...time.Duration) Option {
+	return func(c *config) error {
+		if len(d) == 0 {
+			return errors.New("WithBackoff: at least one delay")
+		}
+		c.backoff = make([]int32, len(d))
+		for i, v := range d {
+			if v < 0 {
+				return fmt.Errorf("WithBackoff: delays must be >= 0, got %s", v)
+			}
+			c.backoff[i] = int32(v / time.Second)
+		}
+		return nil
+	}
+}
+
+// WithTimeout sets the timeout of jobs that set none (S13). Default 60 s; 0 means none.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithTimeout: must be >= 0, got %s", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithSleep sets the poll interval used when no notification arrives (S31). Default 3 s.
+func WithSleep(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithSleep: must be > 0, got %s", d)
+		}
+		c.sleep = d
+		return nil
+	}
+}
+
+// WithName sets the worker name recorded on reservations. Default host:pid.
+func WithName(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("WithName: empty name")
+		}
+		c.name = name
+		return nil
+	}
+}
+
+// WithMaxJobs stops the worker after it has reserved n jobs and they have finished.
+func WithMaxJobs(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("WithMaxJobs: must be >= 0, got %d", n)
+		}
+		c.maxJobs = n
+		return nil
+	}
+}
+
+// WithMaxTime stops the worker gracefully after d.
+func WithMaxTime(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithMaxTime: must be >= 0, got %s", d)
+		}
+		c.maxTime = d
+		return nil
+	}
+}
+
+// WithStopWhenEmpty stops the worker once no job is ready and none is running.
+func WithStopWhenEmpty() Option {
+	return func(c *config) error { c.stopWhenEmpty = true; return nil }
+}
+
+// WithShutdownGrace sets how long running handlers may finish after a stop request
+// before they are cancelled and their jobs released (S32). Default 30 s.
+func WithShutdownGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithShutdownGrace: must be >= 0, got %s", d)
+		}
+		c.shutdownGrace = d
+		return nil
+	}
+}
+
+// WithTimeoutGrace sets how long a cancelled handler has to return before the worker
+// gives up on it, stops and Run returns ErrHandlerStuck (S13). Default 5 s.
+func WithTimeoutGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithTimeoutGrace: must be > 0, got %s", d)
+		}
+		c.timeoutGrace = d
+		return nil
+	}
+}
+
+// WithLogger sets the structured logger; one info line per job outcome.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("WithLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
