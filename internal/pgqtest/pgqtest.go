@@ -1,0 +1,165 @@
+// Package pgqtest gives tests their own migrated PostgreSQL database: the schema is
+// migrated once into a template database (named by a hash of the migrations, so a
+// changed migration makes a new one), and each test clones it with CREATE DATABASE …
+// TEMPLATE and drops it at cleanup. DATABASE_URL names the server (default
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable).
+package pgqtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/pgq"
+	pgqsql "github.com/pgq-dev/pgq/sql"
+)
+
+// AdminURL is the server tests run against.
+func AdminURL() string {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+var counter atomic.Int64
+
+// DB is a test's own database.
+type DB struct {
+	URL  string        // connection string of the test database
+	Pool *pgxpool.Pool // a pool on it, closed at cleanup
+}
+
+// New clones the migrated template into a new database for t and returns it.
+func New(t testing.TB) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("pgqtest: connect %s: %v (is PostgreSQL running? .ci/run starts one)", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+	tmpl, err := template(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgqtest: template: %v", err)
+	}
+	name := fmt.Sprintf("pgq_test_%d_%d", os.Getpid(), counter.Add(1))
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
+		t.Fatalf("pgqtest: clone: %v", err)
+	}
+	db := &DB{URL: withDatabase(AdminURL(), name)}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 30
+	db.Pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Logf("pgqtest: drop %s: %v", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+			t.Logf("pgqtest: drop %s: %v", name, err)
+		}
+	})
+	return db
+}
+
+// template returns the name of the migrated template database, creating it under an
+// advisory lock when no test process has yet.
+func template(ctx context.Context, admin *pgx.Conn) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(pgqsql.Migrations, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(pgqsql.Migrations, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))[:12]
+	name := "pgq_template_" + sum
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", name); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext($1))", name)
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s", name)); err != nil {
+		return "", err
+	}
+	pool, err := pgxpool.New(ctx, withDatabase(AdminURL(), name))
+	if err != nil {
+		return "", err
+	}
+	_, err = pgq.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s IS_TEMPLATE true", name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func withDatabase(raw, name string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		// keyword/value form
+		return strings.TrimSpace(raw) + " dbname=" + name
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Exec runs SQL on the test database and fails the test on error.
+func (db *DB) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	if _, err := db.Pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("exec %q: %v", sql, err)
+	}
+}
+
+// Scalar returns the single value of a query, failing the test on error.
+func Scalar[T any](t testing.TB, db *DB, sql string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := db.Pool.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("query %q: %v", sql, err)
+	}
+	return v
+}
