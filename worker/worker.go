@@ -102,6 +102,9 @@ func signal(ch chan struct{}) {
 func (w *Worker) Run(ctx context.Context) error {
 	session, err := w.pool.Acquire(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing reserved
+		}
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
 	defer func() { session.Release() }()

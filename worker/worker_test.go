@@ -1,0 +1,403 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+	"github.com/pgq-dev/pgq/pgq"
+	"github.com/pgq-dev/pgq/worker"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type bundle struct {
+	db     *pgqtest.DB
+	client *pgq.Client
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db := pgqtest.New(t)
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	return bundle{db: db, client: client}
+}
+
+func (b bundle) worker(t *testing.T, opts ...worker.Option) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(b.db.Pool, append([]worker.Option{worker.WithLogger(quiet), worker.WithSleep(100 * time.Millisecond)}, opts...)...)
+	require.NoError(t, err)
+	return w
+}
+
+// start runs w in the background; the returned func stops it and returns Run's error.
+func start(t *testing.T, w *worker.Worker) func() error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				err = errors.New("worker did not stop")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// drain runs w with WithStopWhenEmpty until it stops.
+func drain(t *testing.T, w *worker.Worker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Run(ctx))
+}
+
+func (b bundle) outcomes(t *testing.T, id uuid.UUID) []string {
+	t.Helper()
+	return pgqtest.Scalar[[]string](t, b.db,
+		`SELECT coalesce(array_agg(outcome ORDER BY id), '{}') FROM pgq.attempts WHERE job_uuid = $1`, id)
+}
+
+func (b bundle) failedException(t *testing.T, id uuid.UUID) string {
+	t.Helper()
+	return pgqtest.Scalar[string](t, b.db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1`, id)
+}
+
+type order struct {
+	OrderID int `json:"order_id"`
+}
+
+// S6: the worker's --tries applies to jobs that set none (default 1).
+func TestS6WorkerDefaultTries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		opts  []worker.Option
+		tries int
+	}{
+		{"DefaultOne", nil, 1},
+		{"WithTries3", []worker.Option{worker.WithTries(3)}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var calls atomic.Int32
+			w := b.worker(t, append(tc.opts, worker.WithStopWhenEmpty())...)
+			worker.Handle(w, "flaky", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+				calls.Add(1)
+				return errors.New("vendor 500")
+			}})
+			id, err := b.client.Dispatch(context.Background(), "flaky", order{OrderID: 1})
+			require.NoError(t, err)
+			drain(t, w)
+			require.Equal(t, int32(tc.tries), calls.Load())
+			require.Equal(t, "vendor 500", b.failedException(t, id))
+		})
+	}
+}
+
+// S11: a handler releasing its own job uses an attempt, counts no exception and waits
+// the delay it chose.
+func TestS11HandlerRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls atomic.Int32
+	w := b.worker(t, worker.WithStopWhenEmpty())
+	worker.Handle(w, "poll", worker.Handler[json.RawMessage]{Run: func(ctx context.Context, j *worker.Job[json.RawMessage]) error {
+		if calls.Add(1) == 1 {
+			return worker.Release(30 * time.Second)
+		}
+		return nil
+	}})
+	id, err := b.client.Dispatch(context.Background(), "poll", nil, pgq.Tries(3), pgq.MaxExceptions(1))
+	require.NoError(t, err)
+	drain(t, w)
+	require.Equal(t, []string{"released"}, b.outcomes(t, id))
+	require.Equal(t, 30, pgqtest.Scalar[int](t, b.db, `SELECT delay FROM pgq.attempts WHERE job_uuid = $1`, id))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT exceptions FROM pgq.jobs WHERE uuid = $1`, id))
+
+	require.NoError(t, b.client.RunNow(context.Background(), id))
+	drain(t, b.worker(t, worker.WithStopWhenEmpty()))
+	// no handler registered on the second worker: proves run_now made it due, and the
+	// missing handler is a clean failure (S33)
+	require.Equal(t, []string{"released", "failed"}, b.outcomes(t, id))
+}
+
+// S13: a Go handler past its timeout is cancelled and the attempt recorded timed_out; a
+// handler that ignores the cancellation stops the worker with ErrHandlerStuck and its job
+// stays reserved (it comes back through its lease, never while it may still run).
+func TestS13GoHandlerTimeout(t *testing.T) {
+	t.Parallel()
+	t.Run("Cancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		w := b.worker(t, worker.WithStopWhenEmpty(), worker.WithTries(2))
+		var calls atomic.Int32
+		worker.Handle(w, "slow", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+			calls.Add(1)
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+		id, err := b.client.Dispatch(context.Background(), "slow", order{1}, pgq.Timeout(time.Second), pgq.MaxExceptions(1))
+		require.NoError(t, err)
+		drain(t, w)
+		require.Equal(t, int32(2), calls.Load(), "a timeout is not an exception: max_exceptions 1 did not stop it")
+		require.Equal(t, []string{"timed_out", "timed_out"}, b.outcomes(t, id))
+		require.Contains(t, b.failedException(t, id), "TimeoutExceeded: slow attempt 2 ran past its timeout")
+	})
+	t.Run("Stuck", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		w := b.worker(t, worker.WithTimeoutGrace(300*time.Millisecond))
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		worker.Handle(w, "stubborn", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+			<-release // ignores ctx
+			return nil
+		}})
+		id, err := b.client.Dispatch(context.Background(), "stubborn", order{1}, pgq.Timeout(time.Second))
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.ErrorIs(t, w.Run(ctx), worker.ErrHandlerStuck)
+		require.Equal(t, 1, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.running WHERE uuid = $1`, id),
+			"the job stays reserved until its lease ends")
+		require.Empty(t, b.outcomes(t, id))
+	})
+}
+
+// S17: the failed hook runs once, with the recorded exception and the typed arguments.
+func TestS17FailedHookRunsOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithStopWhenEmpty(), worker.WithTries(3))
+	var hooks []string
+	var mu sync.Mutex
+	worker.Handle(w, "charge", worker.Handler[order]{
+		Run: func(ctx context.Context, j *worker.Job[order]) error {
+			return errors.New("card declined")
+		},
+		Failed: func(ctx context.Context, j *worker.Job[order], err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			hooks = append(hooks, err.Error())
+			require.Equal(t, 42, j.Args.OrderID)
+			require.Equal(t, 3, j.Attempt)
+		},
+	})
+	_, err := b.client.Dispatch(context.Background(), "charge", order{OrderID: 42})
+	require.NoError(t, err)
+	drain(t, w)
+	require.Equal(t, []string{"card declined"}, hooks)
+}
+
+// S31: an idle worker is woken by NOTIFY (its poll is a minute), and after its LISTEN
+// connection is killed it reconnects and still starts new jobs.
+func TestS31WakeUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := worker.New(b.db.Pool, worker.WithLogger(quiet), worker.WithSleep(time.Minute))
+	require.NoError(t, err)
+	ran := make(chan int, 10)
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		ran <- j.Args.OrderID
+		return nil
+	}})
+	stop := start(t, w)
+	waitListening(t, b)
+
+	_, err = b.client.Dispatch(context.Background(), "ping", order{1})
+	require.NoError(t, err)
+	select {
+	case n := <-ran:
+		require.Equal(t, 1, n)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle worker was not woken by the notification")
+	}
+
+	b.db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	              WHERE datname = current_database() AND query LIKE '%LISTEN pgq_jobs%' AND pid <> pg_backend_pid()`)
+	time.Sleep(100 * time.Millisecond)
+	waitListening(t, b)
+	_, err = b.client.Dispatch(context.Background(), "ping", order{2})
+	require.NoError(t, err)
+	select {
+	case n := <-ran:
+		require.Equal(t, 2, n)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no job started after the listener reconnected")
+	}
+	require.NoError(t, stop())
+}
+
+func waitListening(t *testing.T, b bundle) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pg_stat_activity
+		    WHERE datname = current_database() AND query LIKE '%LISTEN pgq_jobs%' AND pid <> pg_backend_pid()`) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// S32: a stop request lets running handlers finish within the grace; the rest are
+// cancelled and released without delay, attempt refunded; Run returns nil and nothing
+// is left reserved.
+func TestS32GracefulStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithShutdownGrace(500*time.Millisecond))
+	started := make(chan string, 2)
+	worker.Handle(w, "quick", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- "quick"
+		time.Sleep(200 * time.Millisecond)
+		return nil
+	}})
+	worker.Handle(w, "long", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- "long"
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	quick, err := b.client.Dispatch(context.Background(), "quick", order{1})
+	require.NoError(t, err)
+	long, err := b.client.Dispatch(context.Background(), "long", order{2}, pgq.Tries(1))
+	require.NoError(t, err)
+	stop := start(t, w)
+	<-started
+	<-started
+	require.NoError(t, stop())
+
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, quick), "finished within the grace")
+	require.Equal(t, []string{"released"}, b.outcomes(t, long))
+	var attempts int
+	var reserved bool
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		`SELECT attempts, reserved_at IS NOT NULL FROM pgq.jobs WHERE uuid = $1`, long).Scan(&attempts, &reserved))
+	require.Equal(t, 0, attempts, "the interrupted attempt is refunded: tries 1 is not used up by a deploy")
+	require.False(t, reserved)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.ready WHERE uuid = $1`, long), "available at once")
+}
+
+// S33: an unknown job, a payload the handler cannot decode and a panic each fail their
+// attempt with a clear exception, and the worker goes on serving.
+func TestS33BadInputNeverKillsTheWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithStopWhenEmpty(), worker.WithConcurrency(1))
+	worker.Handle(w, "typed", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		if j.Args.OrderID == 13 {
+			panic("unlucky order")
+		}
+		return nil
+	}})
+	ctx := context.Background()
+	unknown, err := b.client.Dispatch(ctx, "nobody_handles_this", nil)
+	require.NoError(t, err)
+	badPayload, err := b.client.Dispatch(ctx, "typed", json.RawMessage(`{"order_id": "not a number"}`))
+	require.NoError(t, err)
+	panics, err := b.client.Dispatch(ctx, "typed", order{13})
+	require.NoError(t, err)
+	good, err := b.client.Dispatch(ctx, "typed", order{14})
+	require.NoError(t, err)
+	drain(t, w)
+
+	require.Contains(t, b.failedException(t, unknown), `no handler for job "nobody_handles_this"`)
+	require.Contains(t, b.failedException(t, badPayload), "decode payload of typed into worker_test.order")
+	require.Equal(t, "panic: unlucky order", b.failedException(t, panics))
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, good))
+}
+
+// S2 through the Go API: DispatchTx joins the caller's transaction.
+func TestS2DispatchTx(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = b.client.DispatchTx(ctx, tx, "report", order{1})
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`))
+
+	tx, err = b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	ids, err := b.client.DispatchManyTx(ctx, tx, "report", []any{order{1}, order{2}})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`))
+
+	_, err = b.client.Dispatch(ctx, "report", nil, pgq.Backoff())
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "an empty backoff is rejected by PostgreSQL (S4)")
+	_, err = b.client.Dispatch(ctx, "report", json.RawMessage(`{"broken"`))
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument)
+}
+
+// S14 in process: a live worker heartbeats its job, so a second worker never gets it
+// even though the job runs well past retry_after.
+func TestS14HeartbeatKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, b.client.DefineQueue(ctx, "default", 2*time.Second, false))
+	var runs atomic.Int32
+	handler := worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		runs.Add(1)
+		time.Sleep(5 * time.Second)
+		return nil
+	}}
+	id, err := b.client.Dispatch(ctx, "long", order{1}, pgq.Tries(5))
+	require.NoError(t, err)
+	var stops []func() error
+	for _, name := range []string{"one", "two"} {
+		w := b.worker(t, worker.WithName(name))
+		worker.Handle(w, "long", handler)
+		stops = append(stops, start(t, w))
+	}
+	require.Eventually(t, func() bool { return len(b.outcomes(t, id)) > 0 }, 20*time.Second, 50*time.Millisecond)
+	for _, stop := range stops {
+		require.NoError(t, stop())
+	}
+	require.Equal(t, int32(1), runs.Load())
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, id))
+}
+
+// S30 in process: --queue high,low with one slot takes every high job first.
+func TestS30PriorityQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var order_ []string
+	var mu sync.Mutex
+	w := b.worker(t, worker.WithQueues("high", "low"), worker.WithConcurrency(1), worker.WithStopWhenEmpty())
+	worker.Handle(w, "j", worker.Handler[string]{Run: func(ctx context.Context, j *worker.Job[string]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order_ = append(order_, j.Args)
+		return nil
+	}})
+	for _, q := range []string{"low", "high", "low", "high"} {
+		_, err := b.client.Dispatch(ctx, "j", q, pgq.Queue(q))
+		require.NoError(t, err)
+	}
+	drain(t, w)
+	require.Equal(t, []string{"high", "high", "low", "low"}, order_)
+}
