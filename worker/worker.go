@@ -447,11 +447,23 @@ func (w *Worker) logResult(a *active, attempts []dbsqlc.PgqAttempt, err error) {
 		if at.Exception != nil {
 			exc = errors.New(*at.Exception)
 		}
-		w.logOutcome(a, at.Outcome, exc, attrs...)
+		outcome := at.Outcome
+		switch {
+		case at.Final:
+			outcome += " for good"
+		case at.Delay != nil && at.Outcome != "released":
+			outcome += ", will retry"
+		}
+		w.logOutcomeMsg(a, "job "+outcome, at.Outcome, exc, attrs...)
 	}
 }
 
 func (w *Worker) logOutcome(a *active, outcome string, err error, attrs ...any) {
+	w.logOutcomeMsg(a, "job "+outcome, outcome, err, attrs...)
+}
+
+// logOutcomeMsg writes the one line per job outcome.
+func (w *Worker) logOutcomeMsg(a *active, msg, outcome string, err error, attrs ...any) {
 	attrs = append([]any{"job", a.row.Job, "uuid", a.row.Uuid, "attempt", a.row.Attempts, "queue", a.row.Queue,
 		"duration", time.Since(a.started).Round(time.Microsecond), "outcome", outcome}, attrs...)
 	level := slog.LevelInfo
@@ -461,7 +473,7 @@ func (w *Worker) logOutcome(a *active, outcome string, err error, attrs ...any) 
 			level = slog.LevelWarn
 		}
 	}
-	w.log.Log(context.Background(), level, "job "+outcome, attrs...)
+	w.log.Log(context.Background(), level, msg, attrs...)
 }
 
 // forget drops a job from the running set, so it is no longer heartbeated.
