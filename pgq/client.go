@@ -32,8 +32,10 @@ func NewClient(pool *pgxpool.Pool) (*Client, error) {
 func (c *Client) Pool() *pgxpool.Pool { return c.pool }
 
 // Dispatch queues one job named job with args encoded as its JSON payload and returns
-// its uuid. Options override the job class (S1). It commits on its own; use DispatchTx
-// to dispatch inside your transaction. Errors wrap ErrInvalidArgument for bad input.
+// its uuid, or uuid.Nil when a unique lock dropped it (S21). Options override the job
+// class (S1); args implementing UniqueArgs or DebouncedArgs add their options. It
+// commits on its own; use DispatchTx to dispatch inside your transaction. Errors wrap
+// ErrInvalidArgument for bad input.
 func (c *Client) Dispatch(ctx context.Context, job string, args any, opts ...Option) (uuid.UUID, error) {
 	return dispatchOne(ctx, c.q, job, args, opts)
 }
@@ -45,7 +47,9 @@ func (c *Client) DispatchTx(ctx context.Context, tx pgx.Tx, job string, args any
 }
 
 // DispatchMany queues one job per element of args, all with the same name and options,
-// in one round trip (pgq.dispatch_many), and returns their uuids in order.
+// in one round trip (pgq.dispatch_many), and returns their uuids in order (uuid.Nil for
+// a dropped unique duplicate). Arguments implementing UniqueArgs or DebouncedArgs are
+// dispatched one call each, since each carries its own key.
 func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
 	return dispatchMany(ctx, c.q, job, args, opts)
 }
@@ -56,7 +60,7 @@ func (c *Client) DispatchManyTx(ctx context.Context, tx pgx.Tx, job string, args
 }
 
 func dispatchOne(ctx context.Context, q *dbsqlc.Queries, job string, args any, opts []Option) (uuid.UUID, error) {
-	ids, err := dispatchMany(ctx, q, job, []any{args}, opts)
+	ids, err := dispatchBatch(ctx, q, job, []any{args}, append(argOptions(args), opts...))
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -64,6 +68,21 @@ func dispatchOne(ctx context.Context, q *dbsqlc.Queries, job string, args any, o
 }
 
 func dispatchMany(ctx context.Context, q *dbsqlc.Queries, job string, args []any, opts []Option) ([]uuid.UUID, error) {
+	if len(args) > 0 && len(argOptions(args[0])) > 0 {
+		ids := make([]uuid.UUID, len(args))
+		for i, a := range args {
+			id, err := dispatchOne(ctx, q, job, a, opts)
+			if err != nil {
+				return nil, err
+			}
+			ids[i] = id
+		}
+		return ids, nil
+	}
+	return dispatchBatch(ctx, q, job, args, opts)
+}
+
+func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []any, opts []Option) ([]uuid.UUID, error) {
 	s := collect(opts)
 	if err := s.dispatchOnly("dispatch"); err != nil {
 		return nil, err
@@ -81,17 +100,23 @@ func dispatchMany(ctx context.Context, q *dbsqlc.Queries, job string, args []any
 		retryUntil = ptr(time.Now().Add(*s.retryFor))
 	}
 	rows, err := q.JobDispatchMany(ctx, dbsqlc.JobDispatchManyParams{
-		Job:           job,
-		Payloads:      payloads,
-		Queue:         s.queue,
-		Delay:         s.delay,
-		Tries:         s.tries,
-		Backoff:       s.backoff,
-		RetryUntil:    retryUntil,
-		MaxExceptions: s.maxExceptions,
-		Timeout:       s.timeout,
-		FailOnTimeout: s.failOnTimeout,
-		Priority:      s.priority,
+		Job:             job,
+		Payloads:        payloads,
+		Queue:           s.queue,
+		Delay:           s.delay,
+		Tries:           s.tries,
+		Backoff:         s.backoff,
+		RetryUntil:      retryUntil,
+		MaxExceptions:   s.maxExceptions,
+		Timeout:         s.timeout,
+		FailOnTimeout:   s.failOnTimeout,
+		Priority:        s.priority,
+		UniqueKey:       s.uniqueKey,
+		UniqueFor:       s.uniqueFor,
+		UniqueUntil:     s.uniqueUntil,
+		DebounceKey:     s.debounceKey,
+		DebounceFor:     s.debounceFor,
+		DebounceMaxWait: s.debounceMaxWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
@@ -123,11 +148,12 @@ func encodePayload(args any) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// derefAll keeps positions: a NULL (dropped) uuid becomes uuid.Nil.
 func derefAll(ids []*uuid.UUID) []uuid.UUID {
-	out := make([]uuid.UUID, 0, len(ids))
-	for _, id := range ids {
+	out := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
 		if id != nil {
-			out = append(out, *id)
+			out[i] = *id
 		}
 	}
 	return out
@@ -135,7 +161,8 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 
 // DefineJob upserts the job class name (pgq.define_job): its queue (Queue, default
 // "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
-// FailOnTimeout and RetryFor. The whole declaration is replaced. Jobs already
+// FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
+// DebounceFor/DebounceBy/DebounceMaxWait. The whole declaration is replaced. Jobs already
 // dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
@@ -147,15 +174,21 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 		queue = *s.queue
 	}
 	_, err := c.q.JobClassDefine(ctx, dbsqlc.JobClassDefineParams{
-		Name:          name,
-		Queue:         queue,
-		Handler:       s.handler,
-		Tries:         s.tries,
-		Backoff:       s.backoff,
-		MaxExceptions: s.maxExceptions,
-		Timeout:       s.timeout,
-		FailOnTimeout: s.failOnTimeout != nil && *s.failOnTimeout,
-		RetryFor:      s.retryFor,
+		Name:            name,
+		Queue:           queue,
+		Handler:         s.handler,
+		Tries:           s.tries,
+		Backoff:         s.backoff,
+		MaxExceptions:   s.maxExceptions,
+		Timeout:         s.timeout,
+		FailOnTimeout:   s.failOnTimeout != nil && *s.failOnTimeout,
+		RetryFor:        s.retryFor,
+		UniqueFor:       s.uniqueFor,
+		UniqueUntil:     s.uniqueUntil,
+		UniqueBy:        s.uniqueBy,
+		DebounceFor:     s.debounceFor,
+		DebounceBy:      s.debounceBy,
+		DebounceMaxWait: s.debounceMaxWait,
 	})
 	if err != nil {
 		return fmt.Errorf("define job %s: %w", name, MapError(err))

@@ -21,6 +21,15 @@ type settings struct {
 	timeout       *int32
 	failOnTimeout *bool
 	priority      int32
+
+	uniqueKey       *string
+	uniqueFor       *time.Duration
+	uniqueUntil     *string
+	uniqueBy        []string
+	debounceKey     *string
+	debounceFor     *time.Duration
+	debounceBy      []string
+	debounceMaxWait *time.Duration
 }
 
 func collect(opts []Option) settings {
@@ -77,16 +86,76 @@ func FailOnTimeout() Option { return func(s *settings) { s.failOnTimeout = ptr(t
 // Priority orders jobs within a queue, higher first (default 0). Dispatch only.
 func Priority(p int) Option { return func(s *settings) { s.priority = int32(p) } }
 
+// UniqueKey makes the dispatch unique (S21): while a job of the same name holds key,
+// another dispatch with it is dropped. Dispatch only; classes use UniqueBy.
+func UniqueKey(key string) Option { return func(s *settings) { s.uniqueKey = &key } }
+
+// UniqueFor bounds how long a unique lock is held (it is never extended, S21). Without
+// it a lock is held until its job succeeds or fails for good.
+func UniqueFor(d time.Duration) Option { return func(s *settings) { s.uniqueFor = &d } }
+
+// UniqueUntilProcessing releases the unique lock right before the handler first runs
+// (S23) instead of after the job succeeds.
+func UniqueUntilProcessing() Option {
+	return func(s *settings) { s.uniqueUntil = ptr("processing") }
+}
+
+// UniqueBy makes a class unique per the values of these payload fields (DefineJob only).
+func UniqueBy(fields ...string) Option { return func(s *settings) { s.uniqueBy = fields } }
+
+// DebounceKey debounces the dispatch (S24): only the newest job per key runs. Dispatch
+// only; classes use DebounceBy.
+func DebounceKey(key string) Option { return func(s *settings) { s.debounceKey = &key } }
+
+// DebounceFor is how long a debounced job waits for a newer dispatch (its delay, S24).
+func DebounceFor(d time.Duration) Option { return func(s *settings) { s.debounceFor = &d } }
+
+// DebounceBy debounces a class per the values of these payload fields (DefineJob only).
+func DebounceBy(fields ...string) Option { return func(s *settings) { s.debounceBy = fields } }
+
+// DebounceMaxWait caps the debounce: with dispatches arriving forever, the newest copy
+// still runs no later than d after the first dispatch of the burst.
+func DebounceMaxWait(d time.Duration) Option { return func(s *settings) { s.debounceMaxWait = &d } }
+
+// UniqueArgs are job arguments that make their dispatch unique (Laravel's
+// ShouldBeUnique): Dispatch uses UniqueID as the key and UniqueFor as the lock's
+// lifetime (0: until released).
+type UniqueArgs interface {
+	UniqueID() string
+	UniqueFor() time.Duration
+}
+
+// DebouncedArgs are job arguments whose dispatches debounce each other per DebounceID.
+type DebouncedArgs interface {
+	DebounceID() string
+	DebounceFor() time.Duration
+}
+
+// argOptions returns the options a job's arguments carry.
+func argOptions(args any) []Option {
+	var opts []Option
+	if u, ok := args.(UniqueArgs); ok {
+		opts = append(opts, UniqueKey(u.UniqueID()))
+		if d := u.UniqueFor(); d > 0 {
+			opts = append(opts, UniqueFor(d))
+		}
+	}
+	if d, ok := args.(DebouncedArgs); ok {
+		opts = append(opts, DebounceKey(d.DebounceID()), DebounceFor(d.DebounceFor()))
+	}
+	return opts
+}
+
 func (s settings) dispatchOnly(call string) error {
-	if s.handler != nil {
-		return fmt.Errorf("%w: %s: Handler applies to DefineJob only", ErrInvalidArgument, call)
+	if s.handler != nil || s.uniqueBy != nil || s.debounceBy != nil {
+		return fmt.Errorf("%w: %s: Handler, UniqueBy and DebounceBy apply to DefineJob only", ErrInvalidArgument, call)
 	}
 	return nil
 }
 
 func (s settings) classOnly() error {
-	if s.delay != nil || s.retryUntil != nil || s.priority != 0 {
-		return fmt.Errorf("%w: DefineJob: Delay, RetryUntil and Priority apply to dispatch only", ErrInvalidArgument)
+	if s.delay != nil || s.retryUntil != nil || s.priority != 0 || s.uniqueKey != nil || s.debounceKey != nil {
+		return fmt.Errorf("%w: DefineJob: Delay, RetryUntil, Priority, UniqueKey and DebounceKey apply to dispatch only", ErrInvalidArgument)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 const jobClassDefine = `-- name: JobClassDefine :one
-SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, created_at, updated_at FROM pgq.define_job(
+SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, created_at, updated_at FROM pgq.define_job(
     name => $1::text,
     queue => $2::text,
     handler => $3::text,
@@ -23,20 +23,32 @@ SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_ti
     max_exceptions => $6::int,
     timeout => $7::int,
     fail_on_timeout => $8::boolean,
-    retry_for => $9::interval
+    retry_for => $9::interval,
+    unique_for => $10::interval,
+    unique_until => $11::text,
+    unique_by => $12::text[],
+    debounce_for => $13::interval,
+    debounce_by => $14::text[],
+    debounce_max_wait => $15::interval
 )
 `
 
 type JobClassDefineParams struct {
-	Name          string
-	Queue         string
-	Handler       *string
-	Tries         *int32
-	Backoff       []int32
-	MaxExceptions *int32
-	Timeout       *int32
-	FailOnTimeout bool
-	RetryFor      *time.Duration
+	Name            string
+	Queue           string
+	Handler         *string
+	Tries           *int32
+	Backoff         []int32
+	MaxExceptions   *int32
+	Timeout         *int32
+	FailOnTimeout   bool
+	RetryFor        *time.Duration
+	UniqueFor       *time.Duration
+	UniqueUntil     *string
+	UniqueBy        []string
+	DebounceFor     *time.Duration
+	DebounceBy      []string
+	DebounceMaxWait *time.Duration
 }
 
 func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (PgqJobClass, error) {
@@ -50,6 +62,12 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.Timeout,
 		arg.FailOnTimeout,
 		arg.RetryFor,
+		arg.UniqueFor,
+		arg.UniqueUntil,
+		arg.UniqueBy,
+		arg.DebounceFor,
+		arg.DebounceBy,
+		arg.DebounceMaxWait,
 	)
 	var i PgqJobClass
 	err := row.Scan(
@@ -62,6 +80,12 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		&i.Timeout,
 		&i.FailOnTimeout,
 		&i.RetryFor,
+		&i.UniqueFor,
+		&i.UniqueUntil,
+		&i.UniqueBy,
+		&i.DebounceFor,
+		&i.DebounceBy,
+		&i.DebounceMaxWait,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -80,22 +104,34 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     max_exceptions => $8::int,
     timeout => $9::int,
     fail_on_timeout => $10::boolean,
-    priority => $11::int
+    priority => $11::int,
+    unique_key => $12::text,
+    unique_for => $13::interval,
+    unique_until => $14::text,
+    debounce_key => $15::text,
+    debounce_for => $16::interval,
+    debounce_max_wait => $17::interval
 )
 `
 
 type JobDispatchManyParams struct {
-	Job           string
-	Payloads      []json.RawMessage
-	Queue         *string
-	Delay         *time.Duration
-	Tries         *int32
-	Backoff       []int32
-	RetryUntil    *time.Time
-	MaxExceptions *int32
-	Timeout       *int32
-	FailOnTimeout *bool
-	Priority      int32
+	Job             string
+	Payloads        []json.RawMessage
+	Queue           *string
+	Delay           *time.Duration
+	Tries           *int32
+	Backoff         []int32
+	RetryUntil      *time.Time
+	MaxExceptions   *int32
+	Timeout         *int32
+	FailOnTimeout   *bool
+	Priority        int32
+	UniqueKey       *string
+	UniqueFor       *time.Duration
+	UniqueUntil     *string
+	DebounceKey     *string
+	DebounceFor     *time.Duration
+	DebounceMaxWait *time.Duration
 }
 
 func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams) ([]*uuid.UUID, error) {
@@ -111,6 +147,12 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		arg.Timeout,
 		arg.FailOnTimeout,
 		arg.Priority,
+		arg.UniqueKey,
+		arg.UniqueFor,
+		arg.UniqueUntil,
+		arg.DebounceKey,
+		arg.DebounceFor,
+		arg.DebounceMaxWait,
 	)
 	if err != nil {
 		return nil, err

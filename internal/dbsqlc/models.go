@@ -35,6 +35,15 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
+// The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
+type PgqDebounceToken struct {
+	Key            string
+	Token          uuid.UUID
+	JobUuid        uuid.UUID
+	BurstStartedAt *time.Time
+	UpdatedAt      time.Time
+}
+
 // Failed jobs with every previous attempt (outcome and exception) as history.
 type PgqFailed struct {
 	ID        int64
@@ -67,24 +76,36 @@ type PgqFailedJob struct {
 	Timeout       *int32
 	FailOnTimeout bool
 	RetryUntil    *time.Time
+	UniqueKey     *string
+	UniqueToken   *uuid.UUID
+	UniqueUntil   *string
+	DebounceKey   *string
+	DebounceToken *uuid.UUID
 	DispatchedAt  time.Time
 }
 
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.
 type PgqJob struct {
-	ID                   int64
-	Uuid                 uuid.UUID
-	Job                  string
-	Queue                string
-	Payload              json.RawMessage
-	Priority             int32
-	Handler              *string
-	Tries                *int32
-	Backoff              []int32
-	MaxExceptions        *int32
-	Timeout              *int32
-	FailOnTimeout        bool
-	RetryUntil           *time.Time
+	ID            int64
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Payload       json.RawMessage
+	Priority      int32
+	Handler       *string
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	// Owner token of this job's unique lock: every release deletes the lock only if it still matches (S22).
+	UniqueToken *uuid.UUID
+	UniqueUntil *string
+	DebounceKey *string
+	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
+	DebounceToken        *uuid.UUID
 	Attempts             int32
 	Exceptions           int32
 	LeaseExpiries        int32
@@ -104,17 +125,34 @@ type PgqJob struct {
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
 type PgqJobClass struct {
-	Name          string
-	Queue         string
-	Handler       *string
-	Tries         *int32
-	Backoff       []int32
-	MaxExceptions *int32
-	Timeout       *int32
-	FailOnTimeout bool
-	RetryFor      *time.Duration
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	Name            string
+	Queue           string
+	Handler         *string
+	Tries           *int32
+	Backoff         []int32
+	MaxExceptions   *int32
+	Timeout         *int32
+	FailOnTimeout   bool
+	RetryFor        *time.Duration
+	UniqueFor       *time.Duration
+	UniqueUntil     *string
+	UniqueBy        []string
+	DebounceFor     *time.Duration
+	DebounceBy      []string
+	DebounceMaxWait *time.Duration
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Unique locks (key, owner job, expiry, whether the owner job still exists) and current debounce tokens.
+type PgqLock struct {
+	Kind      string
+	Key       string
+	JobUuid   uuid.UUID
+	Token     uuid.UUID
+	Since     time.Time
+	ExpiresAt *time.Time
+	JobExists bool
 }
 
 // Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.
@@ -182,4 +220,13 @@ type PgqScheduled struct {
 	DueIn       int32
 	CreatedAt   time.Time
 	Payload     json.RawMessage
+}
+
+// Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.
+type PgqUniqueLock struct {
+	Key       string
+	Owner     uuid.UUID
+	JobUuid   uuid.UUID
+	ExpiresAt *time.Time
+	CreatedAt time.Time
 }

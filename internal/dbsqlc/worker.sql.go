@@ -106,7 +106,7 @@ func (q *Queries) JobFail(ctx context.Context, arg JobFailParams) ([]PgqAttempt,
 }
 
 const jobHeartbeatMany = `-- name: JobHeartbeatMany :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[])
+SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[])
 `
 
 type JobHeartbeatManyParams struct {
@@ -137,6 +137,11 @@ func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyPara
 			&i.Timeout,
 			&i.FailOnTimeout,
 			&i.RetryUntil,
+			&i.UniqueKey,
+			&i.UniqueToken,
+			&i.UniqueUntil,
+			&i.DebounceKey,
+			&i.DebounceToken,
 			&i.Attempts,
 			&i.Exceptions,
 			&i.LeaseExpiries,
@@ -223,7 +228,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 }
 
 const jobReserve = `-- name: JobReserve :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.reserve(
+SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
     max => $3::int,
@@ -269,6 +274,11 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqJo
 			&i.Timeout,
 			&i.FailOnTimeout,
 			&i.RetryUntil,
+			&i.UniqueKey,
+			&i.UniqueToken,
+			&i.UniqueUntil,
+			&i.DebounceKey,
+			&i.DebounceToken,
 			&i.Attempts,
 			&i.Exceptions,
 			&i.LeaseExpiries,

@@ -39,6 +39,14 @@ CREATE TABLE pgq.job_classes (
     timeout         int,
     fail_on_timeout boolean NOT NULL DEFAULT false,
     retry_for       interval,
+    -- unique jobs (S21-S23): a lock per key from dispatch until processed or processing
+    unique_for      interval,
+    unique_until    text CHECK (unique_until IN ('processed', 'processing')),
+    unique_by       text[],
+    -- debounced jobs (S24): only the newest dispatch per key runs
+    debounce_for    interval,
+    debounce_by     text[],
+    debounce_max_wait interval,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
@@ -60,6 +68,11 @@ CREATE TABLE pgq.jobs (
     timeout         int,
     fail_on_timeout boolean NOT NULL DEFAULT false,
     retry_until     timestamptz,
+    unique_key      text,
+    unique_token    uuid,
+    unique_until    text,
+    debounce_key    text,
+    debounce_token  uuid,
     -- progress
     attempts        int NOT NULL DEFAULT 0,
     exceptions      int NOT NULL DEFAULT 0,
@@ -80,6 +93,8 @@ CREATE TABLE pgq.jobs (
 
 COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
 COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), lease_expired, run_now, retried (from failed_jobs).';
+COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
+COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
 COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
 
 -- The reserve path: waiting jobs of one queue in priority, then FIFO order.
@@ -136,12 +151,37 @@ CREATE TABLE pgq.failed_jobs (
     timeout         int,
     fail_on_timeout boolean NOT NULL DEFAULT false,
     retry_until     timestamptz,
+    unique_key      text,
+    unique_token    uuid,
+    unique_until    text,
+    debounce_key    text,
+    debounce_token  uuid,
     dispatched_at   timestamptz NOT NULL
 );
 
 COMMENT ON TABLE pgq.failed_jobs IS 'Jobs that failed for good (S17), with Laravel''s columns plus job name and attempts used.';
 
 CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs (failed_at);
+
+CREATE TABLE pgq.unique_locks (
+    key        text PRIMARY KEY,
+    owner      uuid NOT NULL,
+    job_uuid   uuid NOT NULL,
+    expires_at timestamptz,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.unique_locks IS 'Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.';
+
+CREATE TABLE pgq.debounce_tokens (
+    key              text PRIMARY KEY,
+    token            uuid NOT NULL,
+    job_uuid         uuid NOT NULL,
+    burst_started_at timestamptz,
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
 
 -- +goose StatementBegin
 -- pgq._check_settings: the shared guard of define_job and dispatch (S4). Raises 22023
@@ -205,6 +245,70 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+-- pgq._check_unique_debounce: the guard of the unique and debounce settings (S25: they
+-- exclude each other). Raises 22023.
+CREATE FUNCTION pgq._check_unique_debounce(
+    p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text,
+    p_debounce_for interval, p_debounce_max_wait interval
+) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_unique AND p_debounce THEN
+        RAISE EXCEPTION 'pgq: a job cannot be both unique and debounced: give unique_* or debounce_* settings, not both'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: unique_for must be positive, got %', p_unique_for USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_until NOT IN ('processed', 'processing') THEN
+        RAISE EXCEPTION 'pgq: unique_until must be processed or processing, got %', quote_literal(p_unique_until)
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_for < interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_for must not be negative, got %', p_debounce_for USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_max_wait <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_max_wait must be positive, got %', p_debounce_max_wait USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._key: the unique or debounce key of one dispatch, scoped to the job name:
+-- job:explicit-key, or job:[values of the payload fields named by p_by], or the job name
+-- alone. Raises 22023 when the payload lacks a field of p_by.
+CREATE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_field text;
+BEGIN
+    IF p_explicit IS NOT NULL THEN
+        RETURN p_job || ':' || p_explicit;
+    END IF;
+    IF p_by IS NULL THEN
+        RETURN p_job;
+    END IF;
+    FOREACH v_field IN ARRAY p_by LOOP
+        IF NOT (p_payload ? v_field) THEN
+            RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job, quote_literal(v_field), p_by
+                USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+    RETURN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._release_unique: deletes a unique lock only if the token still owns it (S22).
+CREATE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 -- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
 CREATE FUNCTION pgq.define_queue(name text, retry_after int DEFAULT 90, paused boolean DEFAULT false)
 RETURNS pgq.queues
@@ -243,7 +347,13 @@ CREATE FUNCTION pgq.define_job(
     max_exceptions  int DEFAULT NULL,
     timeout         int DEFAULT NULL,
     fail_on_timeout boolean DEFAULT false,
-    retry_for       interval DEFAULT NULL
+    retry_for       interval DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    unique_by       text[] DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_by     text[] DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -255,36 +365,52 @@ BEGIN
     IF define_job.retry_for <= interval '0' THEN
         RAISE EXCEPTION 'pgq: retry_for must be positive, got %', define_job.retry_for USING ERRCODE = '22023';
     END IF;
+    PERFORM pgq._check_unique_debounce(
+        define_job.unique_for IS NOT NULL OR define_job.unique_until IS NOT NULL OR define_job.unique_by IS NOT NULL,
+        define_job.debounce_for IS NOT NULL OR define_job.debounce_by IS NOT NULL OR define_job.debounce_max_wait IS NOT NULL,
+        define_job.unique_for, define_job.unique_until, define_job.debounce_for, define_job.debounce_max_wait);
     IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
         RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
             USING ERRCODE = '42883',
                   HINT = 'Create the function first: CREATE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
     END IF;
     INSERT INTO pgq.job_classes AS c
-        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for)
+        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait)
     VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
             define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
-            define_job.retry_for)
+            define_job.retry_for, define_job.unique_for,
+            CASE WHEN define_job.unique_for IS NOT NULL OR define_job.unique_by IS NOT NULL
+                 THEN coalesce(define_job.unique_until, 'processed') END,
+            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait)
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
             timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
-            retry_for = EXCLUDED.retry_for, updated_at = now()
+            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
+            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
+            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
+            debounce_max_wait = EXCLUDED.debounce_max_wait, updated_at = now()
     RETURNING * INTO v_class;
     RETURN v_class;
 END;
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval) IS
-    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for. New dispatches copy it (S1).';
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval) IS
+    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_* and debounce_* settings. New dispatches copy it (S1).';
 
 -- +goose StatementBegin
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
 -- options, in the caller's transaction (S2). Per-dispatch options override the job
 -- class; a job with no class is allowed (worker defaults apply). Workers of the queue
 -- are woken by a NOTIFY sent on commit, unless the jobs are delayed.
+-- Unique jobs (S21): each takes its lock row in this transaction; a job whose key is
+-- locked by a live holder is dropped and its uuid is NULL in the result. Debounced jobs
+-- (S24): each writes a new current token for its key and waits debounce_for (capped by
+-- debounce_max_wait after the first dispatch of the burst). Both at once: 22023 (S25).
 -- State change: (nothing) -> waiting. Raises 22023 for bad input, writing nothing (S4).
+-- Returns one uuid (or NULL) per payload, in payload order.
 CREATE FUNCTION pgq.dispatch_many(
     job             text,
     payloads        jsonb[],
@@ -296,12 +422,26 @@ CREATE FUNCTION pgq.dispatch_many(
     max_exceptions  int DEFAULT NULL,
     timeout         int DEFAULT NULL,
     fail_on_timeout boolean DEFAULT NULL,
-    priority        int DEFAULT 0
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    v_class pgq.job_classes;
-    v_queue text;
+    v_class     pgq.job_classes;
+    v_queue     text;
+    v_job       pgq.jobs;
+    v_unique    boolean;
+    v_debounce  boolean;
+    v_payload   jsonb;
+    v_burst     timestamptz;
+    v_unique_for interval;
+    v_debounce_for interval;
+    v_max_wait  interval;
 BEGIN
     PERFORM pgq._check_name('job', dispatch_many.job);
     SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
@@ -315,35 +455,103 @@ BEGIN
     IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
     END IF;
+    v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
+             OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
+    v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
+               OR dispatch_many.debounce_max_wait IS NOT NULL
+               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
+    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
+                                       dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
 
-    RETURN QUERY
-    INSERT INTO pgq.jobs AS j
-        (job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-         fail_on_timeout, retry_until, available_at)
-    SELECT dispatch_many.job, v_queue, p.payload, dispatch_many.priority, v_class.handler,
-           coalesce(dispatch_many.tries, v_class.tries),
-           coalesce(dispatch_many.backoff, v_class.backoff),
-           coalesce(dispatch_many.max_exceptions, v_class.max_exceptions),
-           coalesce(dispatch_many.timeout, v_class.timeout),
-           coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false),
-           coalesce(dispatch_many.retry_until, now() + v_class.retry_for),
-           now() + coalesce(dispatch_many.delay, interval '0')
-    FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
-    ORDER BY p.n
-    RETURNING j.uuid;
+    -- The frozen settings (S1), shared by every payload.
+    v_job.job := dispatch_many.job;
+    v_job.queue := v_queue;
+    v_job.priority := dispatch_many.priority;
+    v_job.handler := v_class.handler;
+    v_job.tries := coalesce(dispatch_many.tries, v_class.tries);
+    v_job.backoff := coalesce(dispatch_many.backoff, v_class.backoff);
+    v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
+    v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
+    v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
+    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + v_class.retry_for);
+    v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
 
-    IF coalesce(dispatch_many.delay, interval '0') = interval '0' THEN
+    IF NOT v_unique AND NOT v_debounce THEN
+        RETURN QUERY
+        INSERT INTO pgq.jobs AS j
+            (job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at)
+        SELECT v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at
+        FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+        ORDER BY p.n
+        RETURNING j.uuid;
+    ELSE
+        v_unique_for := coalesce(dispatch_many.unique_for, v_class.unique_for);
+        v_debounce_for := coalesce(dispatch_many.debounce_for, v_class.debounce_for);
+        v_max_wait := coalesce(dispatch_many.debounce_max_wait, v_class.debounce_max_wait);
+        IF v_debounce AND v_debounce_for IS NULL THEN
+            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
+        END IF;
+        FOREACH v_payload IN ARRAY dispatch_many.payloads LOOP
+            v_job.uuid := gen_random_uuid();
+            v_job.payload := v_payload;
+            IF v_unique THEN
+                v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_token := gen_random_uuid();
+                v_job.unique_until := coalesce(dispatch_many.unique_until, v_class.unique_until, 'processed');
+                -- Take the lock, or take over one that expired. A concurrent dispatch of
+                -- the same key waits here for this transaction, then sees its lock row.
+                -- Hazard: the WHERE may only read the lock row itself. A subquery (say, "is
+                -- the owner job gone?") reads this statement's snapshot, which cannot see
+                -- the job the other transaction just committed, and lets duplicates in.
+                INSERT INTO pgq.unique_locks AS u (key, owner, job_uuid, expires_at)
+                VALUES (v_job.unique_key, v_job.unique_token, v_job.uuid, now() + v_unique_for)
+                ON CONFLICT (key) DO UPDATE
+                    SET owner = EXCLUDED.owner, job_uuid = EXCLUDED.job_uuid,
+                        expires_at = EXCLUDED.expires_at, created_at = now()
+                    WHERE u.expires_at <= now();
+                IF NOT FOUND THEN
+                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                    CONTINUE;
+                END IF;
+            ELSE
+                v_job.debounce_key := pgq._key(dispatch_many.job, dispatch_many.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_token := gen_random_uuid();
+                INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
+                VALUES (v_job.debounce_key, v_job.debounce_token, v_job.uuid, now())
+                ON CONFLICT (key) DO UPDATE
+                    SET token = EXCLUDED.token, job_uuid = EXCLUDED.job_uuid, updated_at = now(),
+                        burst_started_at = coalesce(d.burst_started_at, now())
+                RETURNING d.burst_started_at INTO v_burst;
+                v_job.available_at := greatest(now() + coalesce(dispatch_many.delay, interval '0'),
+                                               least(now() + v_debounce_for, v_burst + v_max_wait));
+            END IF;
+            INSERT INTO pgq.jobs
+                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+                 debounce_key, debounce_token)
+            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
+                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
+                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
+                    v_job.debounce_key, v_job.debounce_token);
+            RETURN NEXT v_job.uuid;
+        END LOOP;
+    END IF;
+
+    IF coalesce(dispatch_many.delay, interval '0') = interval '0' AND NOT v_debounce THEN
         PERFORM pg_notify('pgq_jobs', v_queue);
     END IF;
 END;
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int) IS
-    'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order.';
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval) IS
+    'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- +goose StatementBegin
--- pgq.dispatch: queues one job and returns its uuid. See pgq.dispatch_many.
+-- pgq.dispatch: queues one job and returns its uuid, or NULL when a unique lock dropped
+-- it. See pgq.dispatch_many.
 CREATE FUNCTION pgq.dispatch(
     job             text,
     payload         jsonb DEFAULT '{}',
@@ -355,18 +563,25 @@ CREATE FUNCTION pgq.dispatch(
     max_exceptions  int DEFAULT NULL,
     timeout         int DEFAULT NULL,
     fail_on_timeout boolean DEFAULT NULL,
-    priority        int DEFAULT 0
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE sql VOLATILE AS $$
     SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
                              dispatch.tries, dispatch.backoff, dispatch.retry_until,
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
-                             dispatch.priority);
+                             dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
+                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait);
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int) IS
-    'Queues one job in the caller''s transaction and returns its uuid. Options override the job class (S1).';
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval) IS
+    'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 -- +goose StatementBegin
 -- pgq._record: appends one attempt row for a job as it is now (S19).
@@ -393,12 +608,16 @@ CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) R
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.id = p_job.id;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
+    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_job.debounce_key AND d.token = p_job.debounce_token;
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
-         max_exceptions, timeout, fail_on_timeout, retry_until, dispatched_at)
+         max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, dispatched_at)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
-            p_job.fail_on_timeout, p_job.retry_until, p_job.created_at)
+            p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
+            p_job.debounce_key, p_job.debounce_token, p_job.created_at)
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
@@ -524,7 +743,20 @@ BEGIN
                 RETURNING j.*
             LOOP
                 v_picked := v_picked + 1;
-                -- Pickup check S12: already exhausted, fail before the handler runs.
+                -- Pickup check S24: a debounced job whose token is no longer its key's
+                -- current one is deleted without running (first attempt and retries).
+                IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
+                    SELECT FROM pgq.debounce_tokens d WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token
+                ) THEN
+                    PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
+                                        p_started => false);
+                    DELETE FROM pgq.jobs j WHERE j.id = v_job.id;
+                    PERFORM pg_notify('pgq_events', json_build_object(
+                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                    CONTINUE;
+                END IF;
+                -- Pickup check S12: already exhausted, fail before the handler runs (this
+                -- also releases an until-processing lock: S23, beyond Laravel).
                 v_tries := coalesce(v_job.tries, reserve.default_tries);
                 IF (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
                    OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts > v_tries) THEN
@@ -532,6 +764,17 @@ BEGIN
                                         p_final => true, p_started => false);
                     PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
                     CONTINUE;
+                END IF;
+                -- Middleware turn-aways (S26-S29) go here: before any lock is released.
+                -- The handler will run: an until-processing lock goes now (S23,
+                -- owner-checked, so a retry's release leaves a newer copy's lock alone),
+                -- and the debounce burst is over.
+                IF v_job.unique_until = 'processing' THEN
+                    PERFORM pgq._release_unique(v_job.unique_key, v_job.unique_token);
+                END IF;
+                IF v_job.debounce_key IS NOT NULL THEN
+                    UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
+                    WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
                 END IF;
                 v_left := v_left - 1;
                 RETURN NEXT v_job;
@@ -588,6 +831,15 @@ BEGIN
         SELECT d.uuid, d.job, d.queue, d.attempts, d.reserved_by, d.lease_token, d.reserved_at, d.started_at,
                v_now, 'succeeded'
         FROM done d
+    ), unlocked AS (
+        -- S21/S22: the lock goes after an attempt that finished, if this job still owns it
+        DELETE FROM pgq.unique_locks u
+        USING done d
+        WHERE u.key = d.unique_key AND u.owner = d.unique_token
+    ), untokened AS (
+        DELETE FROM pgq.debounce_tokens t
+        USING done d
+        WHERE t.key = d.debounce_key AND t.token = d.debounce_token
     )
     SELECT coalesce(array_agg(d.uuid), '{}') INTO v_done FROM done d;
 
@@ -832,11 +1084,17 @@ BEGIN
           AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
         RETURNING f.*
     ), back AS (
+        -- The unique token comes back but not the lock (released when the job failed):
+        -- every release is owner-checked, so this copy can never free another's lock (S22).
+        -- A debounced job comes back without its token (also released): retrying it is a
+        -- deliberate act, so it runs instead of being debounced at pickup.
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, wait_reason)
+             fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
+             wait_reason)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
-               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), 'retried'
+               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
+               g.unique_until, NULL, NULL, 'retried'
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue
@@ -940,6 +1198,17 @@ FROM pgq.jobs j
 WHERE j.reserved_at IS NOT NULL;
 
 COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until when their lease lasts.';
+
+CREATE VIEW pgq.locks AS
+SELECT 'unique'::text AS kind, u.key, u.job_uuid, u.owner AS token, u.created_at AS since, u.expires_at,
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists
+FROM pgq.unique_locks u
+UNION ALL
+SELECT 'debounce', d.key, d.job_uuid, d.token, d.updated_at, NULL,
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid)
+FROM pgq.debounce_tokens d;
+
+COMMENT ON VIEW pgq.locks IS 'Unique locks (key, owner job, expiry, whether the owner job still exists) and current debounce tokens.';
 
 CREATE VIEW pgq.failed AS
 SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception, f.payload,

@@ -10,7 +10,13 @@ SELECT * FROM pgq.dispatch_many(
     max_exceptions => sqlc.narg('max_exceptions')::int,
     timeout => sqlc.narg('timeout')::int,
     fail_on_timeout => sqlc.narg('fail_on_timeout')::boolean,
-    priority => @priority::int
+    priority => @priority::int,
+    unique_key => sqlc.narg('unique_key')::text,
+    unique_for => sqlc.narg('unique_for')::interval,
+    unique_until => sqlc.narg('unique_until')::text,
+    debounce_key => sqlc.narg('debounce_key')::text,
+    debounce_for => sqlc.narg('debounce_for')::interval,
+    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval
 );
 
 -- name: JobClassDefine :one
@@ -23,7 +29,13 @@ SELECT * FROM pgq.define_job(
     max_exceptions => sqlc.narg('max_exceptions')::int,
     timeout => sqlc.narg('timeout')::int,
     fail_on_timeout => @fail_on_timeout::boolean,
-    retry_for => sqlc.narg('retry_for')::interval
+    retry_for => sqlc.narg('retry_for')::interval,
+    unique_for => sqlc.narg('unique_for')::interval,
+    unique_until => sqlc.narg('unique_until')::text,
+    unique_by => sqlc.narg('unique_by')::text[],
+    debounce_for => sqlc.narg('debounce_for')::interval,
+    debounce_by => sqlc.narg('debounce_by')::text[],
+    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval
 );
 
 -- name: QueueDefine :one
