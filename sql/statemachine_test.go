@@ -36,7 +36,7 @@ func reserve(t *testing.T, db *pgqtest.DB, worker string, at time.Time, queues .
 		queues = []string{"default"}
 	}
 	rows, err := db.Pool.Query(ctx,
-		`SELECT uuid, lease_token, attempts, reserved_until FROM pgq.reserve($1, $2, 100, 1, $3)`, worker, queues, at)
+		`SELECT uuid, lease_token, attempts, reserved_until FROM pgq.reserve($1, $2, 100, 1, $3) WHERE pickup IS NULL`, worker, queues, at)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reserved, error) {
 		var j reserved
@@ -283,7 +283,7 @@ func TestS6DefaultTries(t *testing.T) {
 	id := dispatch(t, db, `'worker_default', queue => 'w3'`)
 	for i := 1; i <= 3; i++ {
 		var tok uuid.UUID
-		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT lease_token FROM pgq.reserve('w', '{w3}', 1, 3, $1)`, now).Scan(&tok))
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT lease_token FROM pgq.reserve('w', '{w3}', 1, 3, $1) WHERE pickup IS NULL`, now).Scan(&tok))
 		final := pgqtest.Scalar[bool](t, db, `SELECT final FROM pgq.fail($1, $2, 'boom', false, 3, '{0}', $3)`, id, tok, now)
 		require.Equal(t, i == 3, final, "attempt %d with worker --tries 3", i)
 	}
@@ -707,7 +707,7 @@ func TestS30QueueOrder(t *testing.T) {
 	high2 := dispatch(t, db, `'j', queue => 'high'`)
 	var got []uuid.UUID
 	for range 4 {
-		rows, err := db.Pool.Query(ctx, `SELECT uuid FROM pgq.reserve('w', '{high,low}', 1, 1, now() + interval '1 second')`)
+		rows, err := db.Pool.Query(ctx, `SELECT uuid FROM pgq.reserve('w', '{high,low}', 1, 1, now() + interval '1 second') WHERE pickup IS NULL`)
 		require.NoError(t, err)
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		require.NoError(t, err)
@@ -731,7 +731,7 @@ func TestS30ConcurrentReserveSkipLocked(t *testing.T) {
 		go func() {
 			var mine []uuid.UUID
 			for {
-				rows, err := db.Pool.Query(ctx, `SELECT uuid FROM pgq.reserve($1, '{default}', 25)`, fmt.Sprint("w", w))
+				rows, err := db.Pool.Query(ctx, `SELECT uuid FROM pgq.reserve($1, '{default}', 25) WHERE pickup IS NULL`, fmt.Sprint("w", w))
 				if err != nil {
 					results <- result{err: err}
 					return

@@ -29,8 +29,9 @@ import (
 var ErrHandlerStuck = errors.New("pgq/worker: a handler did not return after cancellation; exit the process")
 
 var (
-	errShutdown = errors.New("worker stopping")
-	errTimeout  = errors.New("job timeout")
+	errShutdown    = errors.New("worker stopping")
+	errTimeout     = errors.New("job timeout")
+	errOverlapLost = errors.New("the session holding this job's overlap lock was lost")
 )
 
 // Worker reserves and runs jobs. Create it with New, register handlers with Handle, then
@@ -43,7 +44,12 @@ type Worker struct {
 	handlers map[string]handler
 
 	mu      sync.Mutex
-	running map[uuid.UUID]*active
+	running map[uuid.UUID]*active // by lease token: one entry per attempt
+
+	// session is the connection reserve runs on: overlap advisory locks taken by reserve
+	// belong to it, so they are released on it too. sessionMu serialises its use.
+	sessionMu sync.Mutex
+	session   *pgxpool.Conn
 
 	freed       chan struct{} // a handler slot came free
 	wake        chan struct{} // a notification for one of our queues
@@ -51,12 +57,13 @@ type Worker struct {
 	completions chan *active
 }
 
-// active is one job whose handler the worker is running.
+// active is one attempt whose handler the worker is running.
 type active struct {
-	row         dbsqlc.PgqJob
+	row         dbsqlc.PgqReservation
 	token       uuid.UUID
 	cancel      context.CancelCauseFunc
 	started     time.Time
+	lease       time.Duration // the queue's retry_after, as granted at reservation
 	heartbeatAt time.Time
 }
 
@@ -107,8 +114,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
-	defer func() { session.Release() }()
-	sq := dbsqlc.New(session)
+	w.session = session
+	defer func() {
+		w.sessionMu.Lock()
+		if w.session != nil {
+			w.session.Release()
+		}
+		w.sessionMu.Unlock()
+	}()
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -141,25 +154,27 @@ func (w *Worker) Run(ctx context.Context) error {
 			free = min(free, w.cfg.maxJobs-reserved)
 		}
 		if fetch && free > 0 {
-			rows, err := sq.JobReserve(ctx, dbsqlc.JobReserveParams{
-				Worker: w.cfg.name, Queues: w.cfg.queues, Max: int32(free), DefaultTries: int32(w.cfg.tries),
-			})
+			rows, err := w.reserve(ctx, free)
 			switch {
 			case ctx.Err() != nil:
 				return w.shutdown()
 			case err != nil:
 				w.log.Error("reserve failed; retrying", "err", err)
-				if session, err = w.reacquire(ctx, session); err != nil {
+				if err := w.recoverSession(ctx); err != nil {
 					return w.shutdown()
 				}
-				sq = dbsqlc.New(session)
-				rows = nil
 			}
+			runnable := 0
 			for i := range rows {
+				if rows[i].Pickup != nil {
+					w.logPickup(&rows[i])
+					continue
+				}
 				w.start(ctx, &rows[i])
+				runnable++
 			}
-			reserved += len(rows)
-			fetch = len(rows) == free
+			reserved += runnable
+			fetch = runnable == free
 			if !fetch {
 				poll.Reset(w.cfg.sleep)
 			}
@@ -196,29 +211,85 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// reacquire swaps a broken session connection for a new one after a short pause.
-func (w *Worker) reacquire(ctx context.Context, old *pgxpool.Conn) (*pgxpool.Conn, error) {
-	if old.Conn().IsClosed() || old.Conn().PgConn().IsBusy() {
-		old.Release()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Second):
-			}
-			c, err := w.pool.Acquire(ctx)
-			if err == nil {
-				return c, nil
-			}
-			w.log.Error("session connection failed; retrying", "err", err)
-		}
+var errNoSession = errors.New("pgq/worker: no session connection")
+
+func (w *Worker) reserve(ctx context.Context, max int) ([]dbsqlc.PgqReservation, error) {
+	w.sessionMu.Lock()
+	defer w.sessionMu.Unlock()
+	if w.session == nil {
+		return nil, errNoSession
 	}
+	return dbsqlc.New(w.session).JobReserve(ctx, dbsqlc.JobReserveParams{
+		Worker: w.cfg.name, Queues: w.cfg.queues, Max: int32(max), DefaultTries: int32(w.cfg.tries),
+	})
+}
+
+// recoverSession pauses after a failed session call and, when the session connection is
+// gone, cancels the handlers whose overlap locks went with it (PostgreSQL freed them, so
+// another worker may already run the same key) and opens a new session.
+func (w *Worker) recoverSession(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		return old, ctx.Err()
+		return ctx.Err()
 	case <-time.After(time.Second):
-		return old, nil
 	}
+	w.sessionMu.Lock()
+	defer w.sessionMu.Unlock()
+	if w.session != nil && !w.session.Conn().IsClosed() {
+		return nil
+	}
+	w.mu.Lock()
+	for _, a := range w.running {
+		if len(a.row.OverlapKeys) > 0 {
+			a.cancel(errOverlapLost)
+		}
+	}
+	w.mu.Unlock()
+	if w.session != nil {
+		w.session.Release()
+	}
+	for {
+		c, err := w.pool.Acquire(ctx)
+		if err == nil {
+			w.session = c
+			return nil
+		}
+		w.log.Error("session connection failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			w.session = nil
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// unlockOverlap gives back a finished job's overlap locks on the session that took them.
+func (w *Worker) unlockOverlap(a *active) {
+	if len(a.row.OverlapKeys) == 0 {
+		return
+	}
+	w.sessionMu.Lock()
+	defer w.sessionMu.Unlock()
+	if w.session == nil {
+		return // the session is gone, and its locks with it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := dbsqlc.New(w.session).OverlapUnlock(ctx, dbsqlc.OverlapUnlockParams{Uuid: a.row.Uuid, Keys: a.row.OverlapKeys}); err != nil {
+		w.log.Warn("overlap unlock failed", "job", a.row.Job, "uuid", a.row.Uuid, "err", err)
+	}
+}
+
+// logPickup writes the outcome line of a job that reserve did not hand over: turned away
+// by middleware, exhausted (S12) or debounced (S24).
+func (w *Worker) logPickup(r *dbsqlc.PgqReservation) {
+	level := slog.LevelInfo
+	if *r.Pickup == "exhausted" {
+		level = slog.LevelWarn
+	}
+	w.log.Log(context.Background(), level, "job "+*r.Pickup+": "+deref(r.PickupNote),
+		"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", *r.Pickup)
 }
 
 func (w *Worker) runningCount() int {
@@ -228,24 +299,20 @@ func (w *Worker) runningCount() int {
 }
 
 // start runs one reserved job's handler in its own goroutine.
-func (w *Worker) start(ctx context.Context, row *dbsqlc.PgqJob) {
+func (w *Worker) start(ctx context.Context, row *dbsqlc.PgqReservation) {
 	jobCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, started: time.Now()}
-	a.heartbeatAt = a.started.Add(leaseOf(row) / 3)
+	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, started: time.Now(), lease: 90 * time.Second}
+	if row.ReservedAt != nil && row.ReservedUntil != nil {
+		a.lease = row.ReservedUntil.Sub(*row.ReservedAt)
+	}
+	a.heartbeatAt = a.started.Add(a.lease / 3)
 	w.mu.Lock()
-	w.running[row.Uuid] = a
+	w.running[a.token] = a
 	w.mu.Unlock()
 	go w.runJob(jobCtx, a)
 }
 
-func leaseOf(row *dbsqlc.PgqJob) time.Duration {
-	if row.ReservedAt == nil || row.ReservedUntil == nil {
-		return 90 * time.Second
-	}
-	return row.ReservedUntil.Sub(*row.ReservedAt)
-}
-
-func (w *Worker) timeoutOf(row *dbsqlc.PgqJob) time.Duration {
+func (w *Worker) timeoutOf(row *dbsqlc.PgqReservation) time.Duration {
 	if row.Timeout != nil {
 		return time.Duration(*row.Timeout) * time.Second
 	}
@@ -288,7 +355,7 @@ func (w *Worker) runJob(ctx context.Context, a *active) {
 
 // invoke runs the job's SQL handler (in one transaction with its completion) or its
 // registered Go handler. A panic becomes the attempt's exception (S33).
-func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqJob, token uuid.UUID) (err error) {
+func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqReservation, token uuid.UUID) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}
@@ -307,13 +374,11 @@ func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqJob, token uuid.UUID
 // errCompletedInTx marks a SQL job whose handler and completion committed together.
 var errCompletedInTx = errors.New("completed in handler transaction")
 
-func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.PgqJob, token uuid.UUID) error {
+func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.PgqReservation, token uuid.UUID) error {
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := w.q.WithTx(tx)
-		if t := w.timeoutOf(row); t > 0 {
-			if err := q.SessionSetStatementTimeout(ctx, fmt.Sprint(t.Milliseconds())); err != nil {
-				return err
-			}
+		if err := q.SessionSetHandlerLimits(ctx, fmt.Sprint(w.timeoutOf(row).Milliseconds())); err != nil {
+			return err
 		}
 		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: token})
 	})
@@ -335,14 +400,20 @@ func (w *Worker) report(ctx context.Context, a *active, err error) {
 		return
 	case errors.Is(err, errCompletedInTx):
 		w.logOutcome(a, "succeeded", nil)
-	case errors.Is(err, pgq.ErrLeaseLost):
-		// The SQL handler's effects were rolled back. Record the rejected completion.
+	case errors.Is(err, pgq.ErrLeaseLost) && !w.holds(rctx, a):
+		// The SQL handler's effects were rolled back with its rejected completion. A
+		// token that lost its job never gets it back, so this complete is rejected too,
+		// and recorded on the attempt (S15). (A handler that raised PQ001 itself while
+		// its lease holds fails below like any exception.)
 		_, _ = w.q.JobCompleteMany(rctx, dbsqlc.JobCompleteManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
 		w.logOutcome(a, "lease_lost", err)
-	case errors.Is(cause, errShutdown):
+	case errors.Is(cause, errShutdown), errors.Is(cause, errOverlapLost):
+		reason := "worker stopped before the handler finished; released without delay, attempt not counted"
+		if errors.Is(cause, errOverlapLost) {
+			reason = "the worker's session holding the overlap lock was lost; released without delay, attempt not counted"
+		}
 		attempts, rerr := w.q.JobRelease(rctx, dbsqlc.JobReleaseParams{
-			Uuid: a.row.Uuid, Token: a.token, Delay: 0, Refund: true,
-			Reason: ptr("worker stopped before the handler finished; released without delay, attempt not counted"),
+			Uuid: a.row.Uuid, Token: a.token, Delay: 0, Refund: true, Reason: &reason,
 		})
 		w.logResult(a, attempts, rerr)
 	default:
@@ -353,6 +424,8 @@ func (w *Worker) report(ctx context.Context, a *active, err error) {
 			w.logResult(a, attempts, rerr)
 			break
 		}
+		// Every other error is the attempt's exception. If the lease was lost meanwhile,
+		// fail is rejected and recorded (S15).
 		timedOut := errors.Is(cause, errTimeout) || isQueryCanceled(err) && !errors.Is(cause, pgq.ErrLeaseLost)
 		attempts, ferr := w.q.JobFail(rctx, dbsqlc.JobFailParams{
 			Uuid: a.row.Uuid, Token: a.token, Exception: err.Error(), TimedOut: timedOut,
@@ -364,6 +437,13 @@ func (w *Worker) report(ctx context.Context, a *active, err error) {
 		}
 	}
 	w.finish(a)
+}
+
+// holds tells whether the attempt's token still holds its job (a heartbeat that also
+// answers the question).
+func (w *Worker) holds(ctx context.Context, a *active) bool {
+	held, err := w.q.JobHeartbeatMany(ctx, dbsqlc.JobHeartbeatManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
+	return err != nil || len(held) == 1 // on error, assume held: fail is the safe call
 }
 
 func isQueryCanceled(err error) bool {
@@ -476,15 +556,16 @@ func (w *Worker) logOutcomeMsg(a *active, msg, outcome string, err error, attrs 
 	w.log.Log(context.Background(), level, msg, attrs...)
 }
 
-// forget drops a job from the running set, so it is no longer heartbeated.
+// forget drops an attempt from the running set, so it is no longer heartbeated.
 func (w *Worker) forget(a *active) {
 	w.mu.Lock()
-	delete(w.running, a.row.Uuid)
+	delete(w.running, a.token)
 	w.mu.Unlock()
 }
 
 func (w *Worker) finish(a *active) {
 	a.cancel(nil)
+	w.unlockOverlap(a)
 	w.forget(a)
 	signal(w.freed)
 }
@@ -543,6 +624,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		w.watchOverlap(ctx)
 		now := time.Now()
 		w.mu.Lock()
 		var due []*active
@@ -565,17 +647,50 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			w.log.Error("heartbeat failed", "err", err, "jobs", len(due))
 			continue
 		}
+		kept := make(map[uuid.UUID]bool, len(held))
+		for _, r := range held {
+			kept[*r.LeaseToken] = true
+		}
 		for _, a := range due {
-			i := slices.IndexFunc(held, func(r dbsqlc.PgqJob) bool { return r.Uuid == a.row.Uuid })
-			if i < 0 {
+			if !kept[a.token] {
 				w.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
 				a.cancel(pgq.ErrLeaseLost)
 				continue
 			}
 			w.mu.Lock()
-			a.heartbeatAt = now.Add(leaseOf(&held[i]) / 3)
+			a.heartbeatAt = now.Add(a.lease / 3) // from now: the lease was just renewed for a whole retry_after
 			w.mu.Unlock()
 		}
+	}
+}
+
+// watchOverlap runs every tick while a running job holds overlap locks: it releases locks
+// held past their expire_after (pgq.expire_overlap) and, through that call, notices a
+// lost session connection, whose handlers it then cancels.
+func (w *Worker) watchOverlap(ctx context.Context) {
+	w.mu.Lock()
+	holding := false
+	for _, a := range w.running {
+		holding = holding || len(a.row.OverlapKeys) > 0
+	}
+	w.mu.Unlock()
+	if !holding {
+		return
+	}
+	w.sessionMu.Lock()
+	if w.session == nil {
+		w.sessionMu.Unlock()
+		return
+	}
+	keys, err := dbsqlc.New(w.session).OverlapExpire(ctx)
+	w.sessionMu.Unlock()
+	if err != nil {
+		w.log.Error("session check failed", "err", err)
+		_ = w.recoverSession(ctx)
+		return
+	}
+	for _, k := range keys {
+		w.log.Warn("overlap lock held past expire_after; released while its handler still runs", "key", k)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 const jobClassDefine = `-- name: JobClassDefine :one
-SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, created_at, updated_at FROM pgq.define_job(
+SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware, created_at, updated_at FROM pgq.define_job(
     name => $1::text,
     queue => $2::text,
     handler => $3::text,
@@ -29,7 +29,8 @@ SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_ti
     unique_by => $12::text[],
     debounce_for => $13::interval,
     debounce_by => $14::text[],
-    debounce_max_wait => $15::interval
+    debounce_max_wait => $15::interval,
+    middleware => $16::jsonb
 )
 `
 
@@ -49,6 +50,7 @@ type JobClassDefineParams struct {
 	DebounceFor     *time.Duration
 	DebounceBy      []string
 	DebounceMaxWait *time.Duration
+	Middleware      json.RawMessage
 }
 
 func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (PgqJobClass, error) {
@@ -68,6 +70,7 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.DebounceFor,
 		arg.DebounceBy,
 		arg.DebounceMaxWait,
+		arg.Middleware,
 	)
 	var i PgqJobClass
 	err := row.Scan(
@@ -86,6 +89,7 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		&i.DebounceFor,
 		&i.DebounceBy,
 		&i.DebounceMaxWait,
+		&i.Middleware,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -110,7 +114,8 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     unique_until => $14::text,
     debounce_key => $15::text,
     debounce_for => $16::interval,
-    debounce_max_wait => $17::interval
+    debounce_max_wait => $17::interval,
+    middleware => $18::jsonb
 )
 `
 
@@ -132,6 +137,7 @@ type JobDispatchManyParams struct {
 	DebounceKey     *string
 	DebounceFor     *time.Duration
 	DebounceMaxWait *time.Duration
+	Middleware      json.RawMessage
 }
 
 func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams) ([]*uuid.UUID, error) {
@@ -153,6 +159,7 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		arg.DebounceKey,
 		arg.DebounceFor,
 		arg.DebounceMaxWait,
+		arg.Middleware,
 	)
 	if err != nil {
 		return nil, err
@@ -170,6 +177,29 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		return nil, err
 	}
 	return items, nil
+}
+
+const limitDefine = `-- name: LimitDefine :one
+SELECT name, max, per, created_at, updated_at FROM pgq.define_limit(name => $1::text, max => $2::int, per => $3::interval)
+`
+
+type LimitDefineParams struct {
+	Name string
+	Max  int32
+	Per  time.Duration
+}
+
+func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (PgqRateLimit, error) {
+	row := q.db.QueryRow(ctx, limitDefine, arg.Name, arg.Max, arg.Per)
+	var i PgqRateLimit
+	err := row.Scan(
+		&i.Name,
+		&i.Max,
+		&i.Per,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const queueDefine = `-- name: QueueDefine :one

@@ -87,7 +87,7 @@ func (q *Queries) FailedJobForget(ctx context.Context, argUuid uuid.UUID) (bool,
 }
 
 const failedJobGet = `-- name: FailedJobGet :one
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, dispatched_at FROM pgq.failed_jobs WHERE uuid = $1::uuid
+SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at FROM pgq.failed_jobs WHERE uuid = $1::uuid
 `
 
 func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (PgqFailedJob, error) {
@@ -116,13 +116,14 @@ func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (PgqFaile
 		&i.UniqueUntil,
 		&i.DebounceKey,
 		&i.DebounceToken,
+		&i.Middleware,
 		&i.DispatchedAt,
 	)
 	return i, err
 }
 
 const failedJobList = `-- name: FailedJobList :many
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, dispatched_at
+SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at
 FROM pgq.failed_jobs
 WHERE $1::text IS NULL OR queue = $1::text
 ORDER BY failed_at DESC, id DESC
@@ -166,6 +167,7 @@ func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([
 			&i.UniqueUntil,
 			&i.DebounceKey,
 			&i.DebounceToken,
+			&i.Middleware,
 			&i.DispatchedAt,
 		); err != nil {
 			return nil, err

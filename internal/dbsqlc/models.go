@@ -35,6 +35,17 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
+// Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.
+type PgqCircuit struct {
+	Key           string
+	Failures      int32
+	WindowStart   time.Time
+	Decay         int32
+	MaxExceptions int32
+	LastException *string
+	UpdatedAt     time.Time
+}
+
 // The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
 type PgqDebounceToken struct {
 	Key            string
@@ -81,6 +92,7 @@ type PgqFailedJob struct {
 	UniqueUntil   *string
 	DebounceKey   *string
 	DebounceToken *uuid.UUID
+	Middleware    json.RawMessage
 	DispatchedAt  time.Time
 }
 
@@ -106,13 +118,16 @@ type PgqJob struct {
 	DebounceKey *string
 	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
 	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
 	Attempts             int32
 	Exceptions           int32
 	LeaseExpiries        int32
 	LastException        *string
 	LastExceptionAttempt *int32
-	AvailableAt          time.Time
-	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), lease_expired, run_now, retried (from failed_jobs).
+	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
+	TurnAways   json.RawMessage
+	AvailableAt time.Time
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).
 	WaitReason    string
 	ReservedAt    *time.Time
 	ReservedUntil *time.Time
@@ -120,7 +135,9 @@ type PgqJob struct {
 	// Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).
 	LeaseToken *uuid.UUID
 	StartedAt  *time.Time
-	CreatedAt  time.Time
+	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
+	OverlapKeys []string
+	CreatedAt   time.Time
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -140,11 +157,25 @@ type PgqJobClass struct {
 	DebounceFor     *time.Duration
 	DebounceBy      []string
 	DebounceMaxWait *time.Duration
+	Middleware      json.RawMessage
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
 
-// Unique locks (key, owner job, expiry, whether the owner job still exists) and current debounce tokens.
+// Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).
+type PgqLimit struct {
+	Kind          string
+	Name          string
+	Key           string
+	Max           int32
+	Per           time.Duration
+	Used          int32
+	ResetsAt      interface{}
+	State         string
+	LastException *string
+}
+
+// Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).
 type PgqLock struct {
 	Kind      string
 	Key       string
@@ -153,6 +184,19 @@ type PgqLock struct {
 	Since     time.Time
 	ExpiresAt *time.Time
 	JobExists bool
+	Worker    *string
+	Pid       *int32
+}
+
+// Who took each without_overlapping advisory lock (S26). The lock itself is a session advisory lock; pgq.locks joins pg_locks to tell whether it is still held.
+type PgqOverlapLock struct {
+	Key         string
+	LockID      int64
+	JobUuid     uuid.UUID
+	Worker      *string
+	Pid         int32
+	Since       time.Time
+	ExpireAfter *int32
 }
 
 // Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.
@@ -163,6 +207,23 @@ type PgqQueue struct {
 	Paused     bool
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+// Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).
+type PgqRateLimit struct {
+	Name      string
+	Max       int32
+	Per       time.Duration
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// The current fixed window of each rate limit key: hits counted under the row lock, so the budget is exact under concurrency.
+type PgqRateLimitWindow struct {
+	LimitName   string
+	Key         string
+	WindowStart time.Time
+	Hits        int32
 }
 
 // Jobs a worker may reserve now.
@@ -177,6 +238,46 @@ type PgqReady struct {
 	WaitingFor  int32
 	WaitReason  string
 	Payload     json.RawMessage
+}
+
+// The row type pgq.reserve returns (always empty itself): a job, plus for a job that will not run what happened at pickup.
+type PgqReservation struct {
+	ID                   int64
+	Uuid                 uuid.UUID
+	Job                  string
+	Queue                string
+	Payload              json.RawMessage
+	Priority             int32
+	Handler              *string
+	Tries                *int32
+	Backoff              []int32
+	MaxExceptions        *int32
+	Timeout              *int32
+	FailOnTimeout        bool
+	RetryUntil           *time.Time
+	UniqueKey            *string
+	UniqueToken          *uuid.UUID
+	UniqueUntil          *string
+	DebounceKey          *string
+	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	LastException        *string
+	LastExceptionAttempt *int32
+	TurnAways            json.RawMessage
+	AvailableAt          time.Time
+	WaitReason           string
+	ReservedAt           *time.Time
+	ReservedUntil        *time.Time
+	ReservedBy           *string
+	LeaseToken           *uuid.UUID
+	StartedAt            *time.Time
+	OverlapKeys          []string
+	CreatedAt            time.Time
+	Pickup               *string
+	PickupNote           *string
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).

@@ -106,7 +106,7 @@ func (q *Queries) JobFail(ctx context.Context, arg JobFailParams) ([]PgqAttempt,
 }
 
 const jobHeartbeatMany = `-- name: JobHeartbeatMany :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[])
+SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[])
 `
 
 type JobHeartbeatManyParams struct {
@@ -142,11 +142,13 @@ func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyPara
 			&i.UniqueUntil,
 			&i.DebounceKey,
 			&i.DebounceToken,
+			&i.Middleware,
 			&i.Attempts,
 			&i.Exceptions,
 			&i.LeaseExpiries,
 			&i.LastException,
 			&i.LastExceptionAttempt,
+			&i.TurnAways,
 			&i.AvailableAt,
 			&i.WaitReason,
 			&i.ReservedAt,
@@ -154,6 +156,7 @@ func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyPara
 			&i.ReservedBy,
 			&i.LeaseToken,
 			&i.StartedAt,
+			&i.OverlapKeys,
 			&i.CreatedAt,
 		); err != nil {
 			return nil, err
@@ -228,7 +231,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 }
 
 const jobReserve = `-- name: JobReserve :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, created_at FROM pgq.reserve(
+SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at, pickup, pickup_note FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
     max => $3::int,
@@ -245,7 +248,7 @@ type JobReserveParams struct {
 	AsOf         *time.Time
 }
 
-func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqJob, error) {
+func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqReservation, error) {
 	rows, err := q.db.Query(ctx, jobReserve,
 		arg.Worker,
 		arg.Queues,
@@ -257,9 +260,9 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqJo
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqJob
+	var items []PgqReservation
 	for rows.Next() {
-		var i PgqJob
+		var i PgqReservation
 		if err := rows.Scan(
 			&i.ID,
 			&i.Uuid,
@@ -279,11 +282,13 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqJo
 			&i.UniqueUntil,
 			&i.DebounceKey,
 			&i.DebounceToken,
+			&i.Middleware,
 			&i.Attempts,
 			&i.Exceptions,
 			&i.LeaseExpiries,
 			&i.LastException,
 			&i.LastExceptionAttempt,
+			&i.TurnAways,
 			&i.AvailableAt,
 			&i.WaitReason,
 			&i.ReservedAt,
@@ -291,7 +296,10 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqJo
 			&i.ReservedBy,
 			&i.LeaseToken,
 			&i.StartedAt,
+			&i.OverlapKeys,
 			&i.CreatedAt,
+			&i.Pickup,
+			&i.PickupNote,
 		); err != nil {
 			return nil, err
 		}
@@ -326,11 +334,55 @@ func (q *Queries) ListenJobs(ctx context.Context) error {
 	return err
 }
 
-const sessionSetStatementTimeout = `-- name: SessionSetStatementTimeout :exec
-SELECT FROM set_config('statement_timeout', $1::text, true)
+const overlapExpire = `-- name: OverlapExpire :many
+SELECT key::text FROM pgq.expire_overlap() AS key
 `
 
-func (q *Queries) SessionSetStatementTimeout(ctx context.Context, milliseconds string) error {
-	_, err := q.db.Exec(ctx, sessionSetStatementTimeout, milliseconds)
+func (q *Queries) OverlapExpire(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, overlapExpire)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, err
+		}
+		items = append(items, key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const overlapUnlock = `-- name: OverlapUnlock :one
+SELECT pgq.unlock_overlap(uuid => $1::uuid, keys => $2::text[])::int AS released
+`
+
+type OverlapUnlockParams struct {
+	Uuid uuid.UUID
+	Keys []string
+}
+
+func (q *Queries) OverlapUnlock(ctx context.Context, arg OverlapUnlockParams) (int32, error) {
+	row := q.db.QueryRow(ctx, overlapUnlock, arg.Uuid, arg.Keys)
+	var released int32
+	err := row.Scan(&released)
+	return released, err
+}
+
+const sessionSetHandlerLimits = `-- name: SessionSetHandlerLimits :exec
+SELECT set_config('statement_timeout', $1::text, true),
+       set_config('client_connection_check_interval', '1000', true)
+`
+
+// For a SQL handler's transaction: its timeout, and a check that ends the handler within
+// a second when the worker's connection is gone (a killed worker's handler must not run
+// on beside its retry).
+func (q *Queries) SessionSetHandlerLimits(ctx context.Context, milliseconds string) error {
+	_, err := q.db.Exec(ctx, sessionSetHandlerLimits, milliseconds)
 	return err
 }

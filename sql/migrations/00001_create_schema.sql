@@ -47,6 +47,8 @@ CREATE TABLE pgq.job_classes (
     debounce_for    interval,
     debounce_by     text[],
     debounce_max_wait interval,
+    -- middleware (S26-S29): evaluated in order by pgq.reserve before the handler runs
+    middleware      jsonb,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
@@ -73,26 +75,31 @@ CREATE TABLE pgq.jobs (
     unique_until    text,
     debounce_key    text,
     debounce_token  uuid,
+    middleware      jsonb,
     -- progress
     attempts        int NOT NULL DEFAULT 0,
     exceptions      int NOT NULL DEFAULT 0,
     lease_expiries  int NOT NULL DEFAULT 0,
     last_exception  text,
     last_exception_attempt int,
+    turn_aways      jsonb NOT NULL DEFAULT '{}',
     available_at    timestamptz NOT NULL DEFAULT now(),
     wait_reason     text NOT NULL DEFAULT 'dispatched'
-        CHECK (wait_reason IN ('dispatched', 'backoff', 'released', 'lease_expired', 'run_now', 'retried')),
+        CHECK (wait_reason IN ('dispatched', 'backoff', 'released', 'turned_away', 'lease_expired', 'run_now', 'retried')),
     -- reservation (NULL while waiting)
     reserved_at     timestamptz,
     reserved_until  timestamptz,
     reserved_by     text,
     lease_token     uuid,
     started_at      timestamptz,
+    overlap_keys    text[],
     created_at      timestamptz NOT NULL DEFAULT now()
 );
 
 COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
-COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), lease_expired, run_now, retried (from failed_jobs).';
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).';
+COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
+COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
 COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
 COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
 COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
@@ -156,6 +163,7 @@ CREATE TABLE pgq.failed_jobs (
     unique_until    text,
     debounce_key    text,
     debounce_token  uuid,
+    middleware      jsonb,
     dispatched_at   timestamptz NOT NULL
 );
 
@@ -180,6 +188,50 @@ CREATE TABLE pgq.debounce_tokens (
     burst_started_at timestamptz,
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
+
+CREATE TABLE pgq.rate_limits (
+    name       text PRIMARY KEY,
+    max        int NOT NULL CHECK (max > 0),
+    per        interval NOT NULL CHECK (per > interval '0'),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.rate_limits IS 'Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).';
+
+CREATE TABLE pgq.rate_limit_windows (
+    limit_name   text NOT NULL REFERENCES pgq.rate_limits (name) ON DELETE CASCADE,
+    key          text NOT NULL,
+    window_start timestamptz NOT NULL,
+    hits         int NOT NULL,
+    PRIMARY KEY (limit_name, key)
+);
+
+COMMENT ON TABLE pgq.rate_limit_windows IS 'The current fixed window of each rate limit key: hits counted under the row lock, so the budget is exact under concurrency.';
+
+CREATE TABLE pgq.circuits (
+    key            text PRIMARY KEY,
+    failures       int NOT NULL,
+    window_start   timestamptz NOT NULL,
+    decay          int NOT NULL,
+    max_exceptions int NOT NULL,
+    last_exception text,
+    updated_at     timestamptz NOT NULL DEFAULT now()
+);
+
+COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.';
+
+CREATE TABLE pgq.overlap_locks (
+    key          text PRIMARY KEY,
+    lock_id      bigint NOT NULL,
+    job_uuid     uuid NOT NULL,
+    worker       text,
+    pid          int NOT NULL,
+    since        timestamptz NOT NULL,
+    expire_after int
+);
+
+COMMENT ON TABLE pgq.overlap_locks IS 'Who took each without_overlapping advisory lock (S26). The lock itself is a session advisory lock; pgq.locks joins pg_locks to tell whether it is still held.';
 
 COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
 
@@ -301,6 +353,280 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+-- pgq._texts: a jsonb array of strings as text[] (NULL for NULL).
+CREATE FUNCTION pgq._texts(p jsonb) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(p)) END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._check_middleware: middleware is a JSON array of one-key objects, evaluated in
+-- order before the handler (S26-S29):
+--   {"without_overlapping": {"key": "k" | "by": ["field"], "release_after": 0, "expire_after": 30,
+--                            "dont_release": false, "shared": false}}
+--   {"rate_limited": {"limit": "name", "by": ["field"]}}
+--   {"throttles_exceptions": {"max_exceptions": 10, "decay": 600, "backoff": 0, "key": "k" | "by": [...],
+--                             "when": "regex on the exception text"}}
+-- Raises 22023 naming the bad entry.
+CREATE FUNCTION pgq._check_middleware(p_middleware jsonb) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_mw   jsonb;
+    v_name text;
+    v_cfg  jsonb;
+    v_bad  text;
+BEGIN
+    IF p_middleware IS NULL THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(p_middleware) <> 'array' THEN
+        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', p_middleware USING ERRCODE = '22023';
+    END IF;
+    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_middleware) m LOOP
+        IF jsonb_typeof(v_mw) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v_mw)) <> 1 THEN
+            RAISE EXCEPTION 'pgq: each middleware must be an object with one key, got %', v_mw USING ERRCODE = '22023';
+        END IF;
+        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        IF jsonb_typeof(v_cfg) <> 'object' THEN
+            RAISE EXCEPTION 'pgq: settings of % must be an object, got %', v_name, v_cfg USING ERRCODE = '22023';
+        END IF;
+        SELECT string_agg(k, ', ') INTO v_bad FROM jsonb_object_keys(v_cfg) k
+        WHERE k <> ALL (CASE v_name
+            WHEN 'without_overlapping' THEN ARRAY['key', 'by', 'release_after', 'expire_after', 'dont_release', 'shared']
+            WHEN 'rate_limited' THEN ARRAY['limit', 'by']
+            WHEN 'throttles_exceptions' THEN ARRAY['max_exceptions', 'decay', 'backoff', 'key', 'by', 'when']
+            ELSE NULL END);
+        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions') THEN
+            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited or throttles_exceptions',
+                quote_literal(v_name) USING ERRCODE = '22023';
+        END IF;
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: unknown setting(s) % of %', v_bad, v_name USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0) THEN
+            RAISE EXCEPTION 'pgq: % "by" must be a non-empty array of payload field names, got %', v_name, v_cfg -> 'by'
+                USING ERRCODE = '22023';
+        END IF;
+        IF EXISTS (SELECT FROM jsonb_each(v_cfg) e
+                   WHERE e.key IN ('release_after', 'expire_after', 'max_exceptions', 'decay', 'backoff')
+                     AND (jsonb_typeof(e.value) <> 'number' OR (e.value)::numeric < 0
+                          OR (e.key IN ('expire_after', 'max_exceptions', 'decay') AND (e.value)::numeric < 1))) THEN
+            RAISE EXCEPTION 'pgq: % has a bad number in %: release_after and backoff are seconds >= 0, expire_after, decay and max_exceptions >= 1',
+                v_name, v_cfg USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
+            RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
+                coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
+            BEGIN
+                PERFORM '' ~ (v_cfg ->> 'when');
+            EXCEPTION WHEN invalid_regular_expression THEN
+                RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', v_cfg ->> 'when'
+                    USING ERRCODE = '22023';
+            END;
+        END IF;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._middleware: the settings of the first middleware of that name, or NULL.
+CREATE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._circuit_key: a throttles_exceptions circuit's key: key or by fields, scoped to the
+-- job name; the job name by default.
+CREATE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT pgq._key(p_job, p_cfg ->> 'key', pgq._texts(p_cfg -> 'by'), p_payload);
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._overlap_lock_id: the advisory lock id of an overlap key.
+CREATE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended('pgq.overlap:' || p_key, 0);
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._lock_held: whether backend p_pid holds the advisory lock p_lock (from pg_locks).
+CREATE FUNCTION pgq._lock_held(p_pid int, p_lock bigint) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.pid = p_pid AND l.granted AND l.objsubid = 1
+          AND l.classid::bigint = ((p_lock >> 32) & 4294967295)
+          AND l.objid::bigint = (p_lock & 4294967295));
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.unlock_overlap: gives back the overlap locks this session took for a job, when its
+-- handler has ended (S26). Call it on the session that reserved the job. Returns how
+-- many locks were released.
+CREATE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS int
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_key   text;
+    v_count int := 0;
+BEGIN
+    FOREACH v_key IN ARRAY coalesce(unlock_overlap.keys, '{}') LOOP
+        IF pg_advisory_unlock(pgq._overlap_lock_id(v_key)) THEN
+            v_count := v_count + 1;
+        END IF;
+        DELETE FROM pgq.overlap_locks o WHERE o.key = v_key AND o.job_uuid = unlock_overlap.uuid;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.unlock_overlap(uuid, text[]) IS
+    'Worker protocol: releases the without_overlapping advisory locks a job held, on the session that reserved it (S26).';
+
+-- +goose StatementBegin
+-- pgq.expire_overlap: releases the overlap locks this session has held longer than their
+-- expire_after (S27: expire_after caps how long one holder keeps the lock, even while its
+-- handler still runs). Call it on the worker's session now and then; returns the keys.
+CREATE FUNCTION pgq.expire_overlap() RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_lock pgq.overlap_locks;
+BEGIN
+    FOR v_lock IN
+        SELECT * FROM pgq.overlap_locks o
+        WHERE o.pid = pg_backend_pid()
+          AND o.since + make_interval(secs => o.expire_after) <= now()
+    LOOP
+        PERFORM pgq.unlock_overlap(v_lock.job_uuid, ARRAY[v_lock.key]);
+        RETURN NEXT v_lock.key;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.expire_overlap() IS
+    'Worker protocol: releases this session''s overlap locks held past their expire_after; returns their keys.';
+
+-- +goose StatementBegin
+-- pgq._admit: runs a reserved job's middleware in order, before its handler (S26-S29).
+-- Returns turned_by NULL and the overlap keys now held by this session when every
+-- middleware admits the job; otherwise the middleware that turned it away, a note, the
+-- delay and whether to drop it (dont_release), having given back any lock an earlier
+-- middleware took. Never raises for a job's settings: a broken job must not stop reserve.
+CREATE FUNCTION pgq._admit(
+    p_job pgq.jobs, p_now timestamptz,
+    OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[]
+)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_mw      jsonb;
+    v_name    text;
+    v_cfg     jsonb;
+    v_key     text;
+    v_lock    bigint;
+    v_limit   pgq.rate_limits;
+    v_window  pgq.rate_limit_windows;
+    v_circuit pgq.circuits;
+BEGIN
+    held := '{}';
+    drop := false;
+    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
+        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        IF v_name = 'without_overlapping' THEN
+            v_key := pgq._key(CASE WHEN (v_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job.job END,
+                              v_cfg ->> 'key', pgq._texts(v_cfg -> 'by'), p_job.payload);
+            v_lock := pgq._overlap_lock_id(v_key);
+            -- Session advisory locks are re-entrant: without the first test one worker could
+            -- run two jobs with the same key.
+            IF NOT pgq._lock_held(pg_backend_pid(), v_lock) AND pg_try_advisory_lock(v_lock) THEN
+                held := held || v_key;
+                INSERT INTO pgq.overlap_locks AS o (key, lock_id, job_uuid, worker, pid, since, expire_after)
+                VALUES (v_key, v_lock, p_job.uuid, p_job.reserved_by, pg_backend_pid(), p_now, (v_cfg ->> 'expire_after')::int)
+                ON CONFLICT (key) DO UPDATE
+                    SET lock_id = EXCLUDED.lock_id, job_uuid = EXCLUDED.job_uuid, worker = EXCLUDED.worker,
+                        pid = EXCLUDED.pid, since = EXCLUDED.since, expire_after = EXCLUDED.expire_after;
+                CONTINUE;
+            END IF;
+            turned_by := v_name;
+            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
+            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
+            note := format('turned away by without_overlapping (key %s), %s', v_key,
+                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
+        ELSIF v_name = 'rate_limited' THEN
+            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
+            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
+            v_key := pgq._key(v_limit.name, NULL, pgq._texts(v_cfg -> 'by'), p_job.payload);
+            -- Fixed window, exact under concurrency: the hit is counted under the row lock
+            -- and the WHERE reads only that row.
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            VALUES (v_limit.name, v_key, p_now, 1)
+            ON CONFLICT (limit_name, key) DO UPDATE
+                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
+                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
+                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
+            RETURNING * INTO v_window;
+            CONTINUE WHEN FOUND;
+            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
+            turned_by := v_name;
+            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + 3;
+            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
+        ELSIF v_name = 'throttles_exceptions' THEN
+            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = pgq._circuit_key(p_job.job, p_job.payload, v_cfg);
+            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
+                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
+            turned_by := v_name;
+            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + 3;
+            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+        END IF;
+        EXIT;  -- turned away
+    END LOOP;
+    IF turned_by IS NOT NULL AND cardinality(held) > 0 THEN
+        PERFORM pgq.unlock_overlap(p_job.uuid, held);
+        held := '{}';
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.define_limit: creates or updates a named rate limit of max hits per window,
+-- shared by every worker (S28).
+CREATE FUNCTION pgq.define_limit(name text, max int, per interval) RETURNS pgq.rate_limits
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_limit pgq.rate_limits;
+BEGIN
+    PERFORM pgq._check_name('limit', define_limit.name);
+    IF define_limit.max IS NULL OR define_limit.max < 1 THEN
+        RAISE EXCEPTION 'pgq: limit max must be >= 1, got %', define_limit.max USING ERRCODE = '22023';
+    END IF;
+    IF define_limit.per IS NULL OR define_limit.per <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: limit per must be a positive interval, got %', define_limit.per USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.rate_limits AS l (name, max, per) VALUES (define_limit.name, define_limit.max, define_limit.per)
+    ON CONFLICT ON CONSTRAINT rate_limits_pkey DO UPDATE SET max = EXCLUDED.max, per = EXCLUDED.per, updated_at = now()
+    RETURNING * INTO v_limit;
+    RETURN v_limit;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.define_limit(text, int, interval) IS
+    'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28).';
+
+-- +goose StatementBegin
 -- pgq._release_unique: deletes a unique lock only if the token still owns it (S22).
 CREATE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
 LANGUAGE sql VOLATILE AS $$
@@ -353,7 +679,8 @@ CREATE FUNCTION pgq.define_job(
     unique_by       text[] DEFAULT NULL,
     debounce_for    interval DEFAULT NULL,
     debounce_by     text[] DEFAULT NULL,
-    debounce_max_wait interval DEFAULT NULL
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -369,6 +696,7 @@ BEGIN
         define_job.unique_for IS NOT NULL OR define_job.unique_until IS NOT NULL OR define_job.unique_by IS NOT NULL,
         define_job.debounce_for IS NOT NULL OR define_job.debounce_by IS NOT NULL OR define_job.debounce_max_wait IS NOT NULL,
         define_job.unique_for, define_job.unique_until, define_job.debounce_for, define_job.debounce_max_wait);
+    PERFORM pgq._check_middleware(define_job.middleware);
     IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
         RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
             USING ERRCODE = '42883',
@@ -376,13 +704,14 @@ BEGIN
     END IF;
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
-         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait)
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
     VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
             define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
             define_job.retry_for, define_job.unique_for,
             CASE WHEN define_job.unique_for IS NOT NULL OR define_job.unique_by IS NOT NULL
                  THEN coalesce(define_job.unique_until, 'processed') END,
-            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait)
+            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait,
+            define_job.middleware)
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -390,15 +719,15 @@ BEGIN
             retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
             unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
-            debounce_max_wait = EXCLUDED.debounce_max_wait, updated_at = now()
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
     RETURNING * INTO v_class;
     RETURN v_class;
 END;
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval) IS
-    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_* and debounce_* settings. New dispatches copy it (S1).';
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb) IS
+    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1).';
 
 -- +goose StatementBegin
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
@@ -428,7 +757,8 @@ CREATE FUNCTION pgq.dispatch_many(
     unique_until    text DEFAULT NULL,
     debounce_key    text DEFAULT NULL,
     debounce_for    interval DEFAULT NULL,
-    debounce_max_wait interval DEFAULT NULL
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -462,6 +792,7 @@ BEGIN
                OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
     PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
                                        dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
+    PERFORM pgq._check_middleware(dispatch_many.middleware);
 
     -- The frozen settings (S1), shared by every payload.
     v_job.job := dispatch_many.job;
@@ -475,14 +806,16 @@ BEGIN
     v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
     v_job.retry_until := coalesce(dispatch_many.retry_until, now() + v_class.retry_for);
     v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
+    v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at)
+             fail_on_timeout, retry_until, available_at, middleware)
         SELECT v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
-               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
+               v_job.middleware
         FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -530,11 +863,11 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token)
+                 debounce_key, debounce_token, middleware)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token);
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;
@@ -546,7 +879,7 @@ END;
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval) IS
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb) IS
     'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- +goose StatementBegin
@@ -569,18 +902,20 @@ CREATE FUNCTION pgq.dispatch(
     unique_until    text DEFAULT NULL,
     debounce_key    text DEFAULT NULL,
     debounce_for    interval DEFAULT NULL,
-    debounce_max_wait interval DEFAULT NULL
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE sql VOLATILE AS $$
     SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
                              dispatch.tries, dispatch.backoff, dispatch.retry_until,
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
-                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait);
+                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
+                             dispatch.middleware);
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval) IS
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb) IS
     'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 -- +goose StatementBegin
@@ -613,11 +948,11 @@ BEGIN
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, dispatched_at)
+         debounce_key, debounce_token, middleware, dispatched_at)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
             p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
-            p_job.debounce_key, p_job.debounce_token, p_job.created_at)
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
@@ -633,17 +968,73 @@ $$;
 -- failed job says why it ran out.
 CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamptz) RETURNS text
 LANGUAGE sql STABLE AS $$
+    WITH turned AS (
+        SELECT coalesce(sum(t.value::int), 0) AS total,
+               string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
+        FROM jsonb_each_text(p_job.turn_aways) t
+    )
     SELECT format('MaxAttemptsExceeded: %s %s', p_job.job,
                   CASE WHEN p_job.retry_until IS NOT NULL AND p_now > p_job.retry_until
                        THEN format('passed its retry deadline %s after %s attempts', p_job.retry_until, p_job.attempts - 1)
                        ELSE format('attempted %s times', p_job.attempts - 1) END)
         || CASE WHEN p_job.last_exception IS NOT NULL
                 THEN format('; last exception (attempt %s): %s', p_job.last_exception_attempt, p_job.last_exception)
+                WHEN turned.total > 0 AND turned.total = p_job.attempts - 1 THEN '; handler never ran'
                 WHEN p_job.attempts > 1 THEN '; handler never raised an exception'
+                ELSE '' END
+        || CASE WHEN turned.total > 0 THEN
+                    CASE WHEN p_job.last_exception IS NULL AND turned.total = p_job.attempts - 1 THEN ': ' ELSE '; ' END
+                    || 'turned away ' || turned.detail
                 ELSE '' END
         || CASE WHEN p_job.lease_expiries > 0
                 THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
-                ELSE '' END;
+                ELSE '' END
+    FROM turned;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._turn_away: a middleware sent the job back before its handler ran: the attempt is
+-- recorded as turned_away with the middleware's name, and the job waits delay seconds
+-- (no exception, no backoff), or with dont_release is deleted without a failure (S27).
+CREATE FUNCTION pgq._turn_away(
+    p_job pgq.jobs, p_middleware text, p_note text, p_delay int, p_drop boolean, p_now timestamptz
+) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome,
+         middleware, exception, delay)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, NULL, p_now, 'turned_away', p_middleware, p_note,
+            CASE WHEN NOT p_drop THEN p_delay END);
+    IF p_drop THEN
+        DELETE FROM pgq.jobs j WHERE j.id = p_job.id;
+        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        DELETE FROM pgq.debounce_tokens d WHERE d.key = p_job.debounce_key AND d.token = p_job.debounce_token;
+        RETURN;
+    END IF;
+    UPDATE pgq.jobs j
+    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.id = p_job.id;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE VIEW pgq.reservations AS
+SELECT j.*, NULL::text AS pickup, NULL::text AS pickup_note
+FROM pgq.jobs j
+WHERE false;
+
+COMMENT ON VIEW pgq.reservations IS 'The row type pgq.reserve returns (always empty itself): a job, plus for a job that will not run what happened at pickup.';
+
+-- +goose StatementBegin
+-- pgq._reported: a job as pgq.reserve reports it.
+CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup text, p_note text) RETURNS pgq.reservations
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (p_job).*, p_pickup, p_note;
 $$;
 -- +goose StatementEnd
 
@@ -655,20 +1046,25 @@ $$;
 -- attempts exceed its tries (default_tries when it set none; 0 = unlimited) or whose
 -- deadline passed fails before its handler runs (S12). Later checks (debounce, unique,
 -- middleware) belong in the same loop. Returns only jobs whose handler may run, each
--- with a fresh lease_token and attempts already counted (S5).
+-- with a fresh lease_token and attempts already counted (S5), and (with pickup set, not to
+-- be run) the jobs exhausted, debounced or turned away by middleware in this call, so the
+-- worker can log every outcome. Middleware (S26-S29) runs after the debounce and S12
+-- checks and before an until-processing lock is released (S23: a turn-away keeps it).
 -- State change: waiting -> reserved; reserved (lease ended) -> waiting -> reserved;
--- waiting -> failed (exhausted).
--- Call it on the worker's session connection (overlap locks belong to that session).
+-- waiting -> failed (exhausted) | deleted (debounced, dont_release) | waiting (turned away).
+-- Call it on the worker's session connection: overlap locks belong to that session.
 CREATE FUNCTION pgq.reserve(
     worker        text,
     queues        text[],
     max           int,
     default_tries int DEFAULT 1,
     as_of         timestamptz DEFAULT NULL
-) RETURNS SETOF pgq.jobs
+) RETURNS SETOF pgq.reservations
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
+    v_admit record;
+    v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
     v_left  int := reserve.max;
     v_queue text;
     v_lease int;
@@ -727,6 +1123,7 @@ BEGIN
                     WHERE j.queue = v_queue
                       AND j.reserved_at IS NULL
                       AND j.available_at <= v_now
+                      AND j.id <> ALL (v_seen)
                     ORDER BY j.priority DESC, j.available_at, j.id
                     LIMIT v_want
                     FOR UPDATE SKIP LOCKED
@@ -753,6 +1150,7 @@ BEGIN
                     DELETE FROM pgq.jobs j WHERE j.id = v_job.id;
                     PERFORM pg_notify('pgq_events', json_build_object(
                         'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                    RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
                     CONTINUE;
                 END IF;
                 -- Pickup check S12: already exhausted, fail before the handler runs (this
@@ -763,9 +1161,24 @@ BEGIN
                     PERFORM pgq._record(v_job, 'exhausted', v_now, pgq._exhausted_message(v_job, v_now),
                                         p_final => true, p_started => false);
                     PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
+                    RETURN NEXT pgq._reported(v_job, 'exhausted', pgq._exhausted_message(v_job, v_now));
                     CONTINUE;
                 END IF;
-                -- Middleware turn-aways (S26-S29) go here: before any lock is released.
+                -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
+                -- recorded (S19) and keeps an until-processing lock (S23).
+                IF v_job.middleware IS NOT NULL THEN
+                    v_admit := pgq._admit(v_job, v_now);
+                    IF v_admit.turned_by IS NOT NULL THEN
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note);
+                        CONTINUE;
+                    END IF;
+                    IF cardinality(v_admit.held) > 0 THEN
+                        v_job.overlap_keys := v_admit.held;
+                        UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.id = v_job.id;
+                    END IF;
+                END IF;
                 -- The handler will run: an until-processing lock goes now (S23,
                 -- owner-checked, so a retry's release leaves a newer copy's lock alone),
                 -- and the debounce burst is over.
@@ -777,7 +1190,7 @@ BEGIN
                     WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
                 END IF;
                 v_left := v_left - 1;
-                RETURN NEXT v_job;
+                RETURN NEXT pgq._reported(v_job, NULL, NULL);
             END LOOP;
             EXIT WHEN v_picked < v_want OR v_left <= 0;
         END LOOP;
@@ -787,7 +1200,7 @@ $$;
 -- +goose StatementEnd
 
 COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz) IS
-    'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), fails exhausted ones before their handler (S12); returns the runnable jobs with fresh lease tokens.';
+    'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
 
 -- +goose StatementBegin
 -- pgq._reject: records calls made with a lease token that no longer holds its job (S15)
@@ -811,7 +1224,8 @@ CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFA
 RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    v_now  timestamptz := coalesce(complete.as_of, now());
+    -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
+    v_now  timestamptz := coalesce(complete.as_of, clock_timestamp());
     v_done uuid[];
 BEGIN
     IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
@@ -840,6 +1254,12 @@ BEGIN
         DELETE FROM pgq.debounce_tokens t
         USING done d
         WHERE t.key = d.debounce_key AND t.token = d.debounce_token
+    ), closed AS (
+        -- S29: a success clears the circuit's count
+        DELETE FROM pgq.circuits c
+        USING done d
+        WHERE d.middleware IS NOT NULL
+          AND c.key = pgq._circuit_key(d.job, d.payload, pgq._middleware(d.middleware, 'throttles_exceptions'))
     )
     SELECT coalesce(array_agg(d.uuid), '{}') INTO v_done FROM done d;
 
@@ -906,6 +1326,10 @@ DECLARE
     v_text    text;
     v_final   boolean;
     v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
+    v_breaker jsonb;
+    v_circuit text;
+    v_decay   int;
+    v_attempt pgq.attempts;
 BEGIN
     PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
     v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
@@ -920,6 +1344,32 @@ BEGIN
         v_job.exceptions := v_job.exceptions + 1;
         v_job.last_exception := v_text;
         v_job.last_exception_attempt := v_job.attempts;
+    END IF;
+
+    -- S29: while a throttles_exceptions breaker catches the exception, it counts it on
+    -- the circuit and releases the job with the breaker's backoff instead of failing it.
+    v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
+    IF v_breaker IS NOT NULL AND NOT fail.timed_out
+       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+        v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
+        v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
+        INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
+        VALUES (v_circuit, 1, v_now, v_decay, coalesce((v_breaker ->> 'max_exceptions')::int, 10), v_text)
+        ON CONFLICT (key) DO UPDATE
+            SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN 1 ELSE c.failures + 1 END,
+                window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN v_now ELSE c.window_start END,
+                decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
+                last_exception = EXCLUDED.last_exception, updated_at = now();
+        v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        UPDATE pgq.attempts a SET middleware = 'throttles_exceptions' WHERE a.id = v_attempt.id RETURNING * INTO v_attempt;
+        RETURN NEXT v_attempt;
+        UPDATE pgq.jobs j
+        SET last_exception = v_text, last_exception_attempt = v_job.attempts,
+            available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        WHERE j.id = v_job.id;
+        RETURN;
     END IF;
 
     v_tries := coalesce(v_job.tries, fail.default_tries);
@@ -1091,10 +1541,10 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             wait_reason)
+             middleware, wait_reason)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, 'retried'
+               g.unique_until, NULL, NULL, g.middleware, 'retried'
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue
@@ -1201,14 +1651,38 @@ COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until 
 
 CREATE VIEW pgq.locks AS
 SELECT 'unique'::text AS kind, u.key, u.job_uuid, u.owner AS token, u.created_at AS since, u.expires_at,
-       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists, NULL::text AS worker, NULL::int AS pid
 FROM pgq.unique_locks u
 UNION ALL
 SELECT 'debounce', d.key, d.job_uuid, d.token, d.updated_at, NULL,
-       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid)
-FROM pgq.debounce_tokens d;
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid), NULL, NULL
+FROM pgq.debounce_tokens d
+UNION ALL
+SELECT 'overlap', o.key, o.job_uuid, NULL, o.since, o.since + make_interval(secs => o.expire_after),
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = o.job_uuid), o.worker, o.pid
+FROM pgq.overlap_locks o
+WHERE pgq._lock_held(o.pid, o.lock_id);
 
-COMMENT ON VIEW pgq.locks IS 'Unique locks (key, owner job, expiry, whether the owner job still exists) and current debounce tokens.';
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).';
+
+CREATE VIEW pgq.limits AS
+SELECT 'rate_limit'::text AS kind, r.name, coalesce(w.key, r.name) AS key, r.max, r.per,
+       CASE WHEN w.window_start + r.per > now() THEN w.hits ELSE 0 END AS used,
+       CASE WHEN w.window_start + r.per > now() THEN w.window_start + r.per END AS resets_at,
+       CASE WHEN w.window_start + r.per > now() AND w.hits >= r.max THEN 'exhausted' ELSE 'available' END AS state,
+       NULL::text AS last_exception
+FROM pgq.rate_limits r
+LEFT JOIN pgq.rate_limit_windows w ON w.limit_name = r.name
+UNION ALL
+SELECT 'circuit', c.key, c.key, c.max_exceptions, make_interval(secs => c.decay),
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() THEN c.failures ELSE 0 END,
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() THEN c.window_start + make_interval(secs => c.decay) END,
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() AND c.failures >= c.max_exceptions
+            THEN 'open' ELSE 'closed' END,
+       c.last_exception
+FROM pgq.circuits c;
+
+COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
 
 CREATE VIEW pgq.failed AS
 SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception, f.payload,

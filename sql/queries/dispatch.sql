@@ -16,7 +16,8 @@ SELECT * FROM pgq.dispatch_many(
     unique_until => sqlc.narg('unique_until')::text,
     debounce_key => sqlc.narg('debounce_key')::text,
     debounce_for => sqlc.narg('debounce_for')::interval,
-    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval
+    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
+    middleware => sqlc.narg('middleware')::jsonb
 );
 
 -- name: JobClassDefine :one
@@ -35,8 +36,12 @@ SELECT * FROM pgq.define_job(
     unique_by => sqlc.narg('unique_by')::text[],
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_by => sqlc.narg('debounce_by')::text[],
-    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval
+    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
+    middleware => sqlc.narg('middleware')::jsonb
 );
 
 -- name: QueueDefine :one
 SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after::int, paused => @paused::boolean);
+
+-- name: LimitDefine :one
+SELECT * FROM pgq.define_limit(name => @name::text, max => @max::int, per => @per::interval);

@@ -35,8 +35,18 @@ SELECT * FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
 -- name: JobRunSQL :exec
 SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
 
--- name: SessionSetStatementTimeout :exec
-SELECT FROM set_config('statement_timeout', @milliseconds::text, true);
+-- name: SessionSetHandlerLimits :exec
+-- For a SQL handler's transaction: its timeout, and a check that ends the handler within
+-- a second when the worker's connection is gone (a killed worker's handler must not run
+-- on beside its retry).
+SELECT set_config('statement_timeout', @milliseconds::text, true),
+       set_config('client_connection_check_interval', '1000', true);
+
+-- name: OverlapUnlock :one
+SELECT pgq.unlock_overlap(uuid => @uuid::uuid, keys => @keys::text[])::int AS released;
+
+-- name: OverlapExpire :many
+SELECT key::text FROM pgq.expire_overlap() AS key;
 
 -- name: ListenJobs :exec
 LISTEN pgq_jobs;
