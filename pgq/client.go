@@ -33,7 +33,8 @@ func (c *Client) Pool() *pgxpool.Pool { return c.pool }
 
 // Dispatch queues one job named job with args encoded as its JSON payload and returns
 // its uuid, or uuid.Nil when a unique lock dropped it (S21). Options override the job
-// class (S1); args implementing UniqueArgs or DebouncedArgs add their options. It
+// class (S1); args implementing UniqueArgs, DebouncedArgs or MiddlewareArgs add their
+// options. It
 // commits on its own; use DispatchTx to dispatch inside your transaction. Errors wrap
 // ErrInvalidArgument for bad input.
 func (c *Client) Dispatch(ctx context.Context, job string, args any, opts ...Option) (uuid.UUID, error) {
@@ -117,6 +118,7 @@ func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []an
 		DebounceKey:     s.debounceKey,
 		DebounceFor:     s.debounceFor,
 		DebounceMaxWait: s.debounceMaxWait,
+		Middleware:      s.middleware,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
@@ -162,7 +164,7 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 // DefineJob upserts the job class name (pgq.define_job): its queue (Queue, default
 // "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
 // FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
-// DebounceFor/DebounceBy/DebounceMaxWait. The whole declaration is replaced. Jobs already
+// DebounceFor/DebounceBy/DebounceMaxWait, and WithMiddleware. The whole declaration is replaced. Jobs already
 // dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
@@ -189,6 +191,7 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 		DebounceFor:     s.debounceFor,
 		DebounceBy:      s.debounceBy,
 		DebounceMaxWait: s.debounceMaxWait,
+		Middleware:      s.middleware,
 	})
 	if err != nil {
 		return fmt.Errorf("define job %s: %w", name, MapError(err))

@@ -63,3 +63,45 @@ func TestS21S24ArgumentTypes(t *testing.T) {
 	err = client.DefineJob(ctx, "x", pgq.UniqueKey("a"))
 	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "UniqueKey is per dispatch")
 }
+
+type syncInventory struct {
+	ProductID int `json:"product_id"`
+}
+
+func (syncInventory) Middleware() []pgq.Middleware {
+	return []pgq.Middleware{
+		pgq.WithoutOverlapping{By: []string{"product_id"}, ReleaseAfter: 5 * time.Second, ExpireAfter: 30 * time.Second},
+		pgq.RateLimited{Limit: "vendor_api"},
+		pgq.ThrottlesExceptions{MaxExceptions: 2, Decay: time.Minute},
+	}
+}
+
+// S26-S29 through the Go API: middleware from the argument type or an option is frozen
+// into the job as the same JSON a SQL dispatch would carry.
+func TestS26S29MiddlewareFromGo(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, client.DefineLimit(ctx, "vendor_api", 60, time.Minute))
+	require.ErrorIs(t, client.DefineLimit(ctx, "bad", 0, time.Minute), pgq.ErrInvalidArgument)
+
+	id, err := client.Dispatch(ctx, "sync_inventory", syncInventory{ProductID: 88})
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+	  {"without_overlapping": {"by": ["product_id"], "release_after": 5, "expire_after": 30}},
+	  {"rate_limited": {"limit": "vendor_api"}},
+	  {"throttles_exceptions": {"max_exceptions": 2, "decay": 60, "backoff": 0}}]`,
+		pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.jobs WHERE uuid = $1`, id))
+
+	plain, err := client.Dispatch(ctx, "plain", nil)
+	require.NoError(t, err)
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT middleware IS NULL FROM pgq.jobs WHERE uuid = $1`, plain))
+
+	_, err = client.Dispatch(ctx, "x", nil, pgq.WithMiddleware(pgq.RateLimited{Limit: "undefined"}))
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument)
+	require.NoError(t, client.DefineJob(ctx, "shared_lock", pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger", Shared: true, DontRelease: true})))
+	require.JSONEq(t, `[{"without_overlapping": {"key": "ledger", "shared": true, "dont_release": true, "release_after": 0}}]`,
+		pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.job_classes WHERE name = 'shared_lock'`))
+}

@@ -30,6 +30,7 @@ type settings struct {
 	debounceFor     *time.Duration
 	debounceBy      []string
 	debounceMaxWait *time.Duration
+	middleware      []byte
 }
 
 func collect(opts []Option) settings {
@@ -142,6 +143,9 @@ func argOptions(args any) []Option {
 	}
 	if d, ok := args.(DebouncedArgs); ok {
 		opts = append(opts, DebounceKey(d.DebounceID()), DebounceFor(d.DebounceFor()))
+	}
+	if m, ok := args.(MiddlewareArgs); ok {
+		opts = append(opts, WithMiddleware(m.Middleware()...))
 	}
 	return opts
 }

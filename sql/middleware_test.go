@@ -1,0 +1,318 @@
+package sql_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// picked is one row of pgq.reserve as a worker session sees it.
+type picked struct {
+	UUID    uuid.UUID
+	Token   *uuid.UUID
+	Pickup  *string
+	Note    *string
+	Overlap []string
+}
+
+// session is a worker's session connection: overlap advisory locks belong to it.
+func session(t *testing.T, db *pgqtest.DB) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func reserveOn(t *testing.T, c *pgx.Conn, worker string, at time.Time) []picked {
+	t.Helper()
+	rows, err := c.Query(ctx, `SELECT uuid, lease_token, pickup, pickup_note, overlap_keys FROM pgq.reserve($1, '{default}', 10, 1, $2)`, worker, at)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (picked, error) {
+		var p picked
+		return p, r.Scan(&p.UUID, &p.Token, &p.Pickup, &p.Note, &p.Overlap)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func runnable(ps []picked) []picked {
+	var out []picked
+	for _, p := range ps {
+		if p.Pickup == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// S26: at most one job with an overlap key runs at a time, across workers; the lock is
+// a session advisory lock, so a worker that dies frees it the moment its connection
+// closes. A session never takes its own lock twice.
+func TestS26WithoutOverlapping(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('sync_inventory', tries => 5, middleware => '[
+	    {"without_overlapping": {"by": ["product_id"], "release_after": 0}}]')`)
+	first := dispatch(t, db, `'sync_inventory', '{"product_id": 88}'`)
+	second := dispatch(t, db, `'sync_inventory', '{"product_id": 88}'`)
+	other := dispatch(t, db, `'sync_inventory', '{"product_id": 89}'`)
+	a, b := session(t, db), session(t, db)
+	now := clock()
+
+	got := reserveOn(t, a, "A", now)
+	require.Len(t, got, 3)
+	require.Equal(t, first, got[0].UUID)
+	require.Equal(t, []string{"sync_inventory:[88]"}, got[0].Overlap)
+	require.Equal(t, "turned_away", *got[1].Pickup, "the same session does not take its own lock twice")
+	require.Equal(t, "turned away by without_overlapping (key sync_inventory:[88]), released for 0s", *got[1].Note)
+	require.Equal(t, other, got[2].UUID)
+	require.Nil(t, got[2].Pickup)
+
+	require.Equal(t, "turned_away", *reserveOn(t, b, "B", now)[0].Pickup, "another worker is turned away too")
+	var holder string
+	var pid int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT worker, pid FROM pgq.locks WHERE kind = 'overlap' AND key = 'sync_inventory:[88]'`).Scan(&holder, &pid))
+	require.Equal(t, "A", holder)
+	require.Equal(t, int(a.PgConn().PID()), pid)
+
+	// the handler ends: A gives the lock back on its session; B's next pickup runs it
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, first, *got[0].Token))
+	var released int
+	require.NoError(t, a.QueryRow(ctx, `SELECT pgq.unlock_overlap($1, $2)`, first, got[0].Overlap).Scan(&released))
+	require.Equal(t, 1, released)
+	got = runnable(reserveOn(t, b, "B", now))
+	require.Len(t, got, 1)
+	require.Equal(t, second, got[0].UUID)
+	require.Equal(t, []string{"turned_away", "turned_away", "succeeded"}[0:2], outcomes(t, db, second)[0:2])
+
+	// B dies holding the lock: PostgreSQL frees it with the connection (Laravel: a day)
+	third := dispatch(t, db, `'sync_inventory', '{"product_id": 88}'`)
+	require.NoError(t, b.Close(ctx))
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.locks WHERE key = 'sync_inventory:[88]'`) == 0
+	}, 5*time.Second, 20*time.Millisecond, "the dead session's lock is gone from pgq.locks")
+	got = runnable(reserveOn(t, a, "A", now))
+	require.Len(t, got, 1)
+	require.Equal(t, third, got[0].UUID)
+}
+
+// S27: release_after sets the bounce delay; dont_release deletes the job, recorded
+// turned_away, without a failure; expire_after caps how long a holder keeps the lock.
+func TestS27ReleaseAfterDontReleaseExpireAfter(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	holder := session(t, db)
+	_, err := holder.Exec(ctx, `SELECT pg_advisory_lock(pgq._overlap_lock_id('shared:k'))`)
+	require.NoError(t, err)
+	w := session(t, db)
+	now := clock()
+
+	released := dispatch(t, db, `'j', tries => 3, middleware => '[{"without_overlapping": {"key": "k", "shared": true, "release_after": 5}}]'`)
+	dropped := dispatch(t, db, `'j', middleware => '[{"without_overlapping": {"key": "k", "shared": true, "dont_release": true}}]'`)
+	got := reserveOn(t, w, "W", now)
+	require.Len(t, got, 2)
+	require.Equal(t, "turned away by without_overlapping (key shared:k), released for 5s", *got[0].Note)
+	require.Equal(t, "turned away by without_overlapping (key shared:k), deleted (dont_release)", *got[1].Note)
+	due := pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, released)
+	require.WithinDuration(t, now.Add(5*time.Second), due, time.Millisecond)
+	require.Equal(t, `{"without_overlapping": 1}`, pgqtest.Scalar[string](t, db, `SELECT turn_aways::text FROM pgq.jobs WHERE uuid = $1`, released))
+	require.Equal(t, 0, count(t, db, "pgq.jobs WHERE uuid = $1", dropped))
+	require.Equal(t, 0, count(t, db, "pgq.failed_jobs"))
+	require.Equal(t, []string{"turned_away"}, outcomes(t, db, dropped))
+
+	// expire_after: a holder past it loses the lock even while its handler runs
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	dispatch(t, db, `'e', middleware => '[{"without_overlapping": {"key": "x", "expire_after": 30}}]'`)
+	got = runnable(reserveOn(t, w, "W", now.Add(10*time.Second)))
+	require.Len(t, got, 2) // the released job (now due) and the new one
+	var expired []string
+	rows, err := w.Query(ctx, `SELECT * FROM pgq.expire_overlap()`)
+	require.NoError(t, err)
+	expired, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Empty(t, expired, "within expire_after")
+	db.Exec(t, `UPDATE pgq.overlap_locks SET since = now() - interval '31 seconds' WHERE key = 'e:x'`)
+	rows, err = w.Query(ctx, `SELECT * FROM pgq.expire_overlap()`)
+	require.NoError(t, err)
+	expired, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"e:x"}, expired)
+	require.Equal(t, 0, count(t, db, "pgq.locks WHERE key = 'e:x'"))
+}
+
+// S28: a named limit is one budget for every worker; over budget the job is released
+// until the window resets plus 3 s, without its handler; the count is exact under
+// concurrency.
+func TestS28RateLimited(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('webhooks', 1, '1 minute')`)
+	first := dispatch(t, db, `'push_webhook', '{"order": 1}', middleware => '[{"rate_limited": {"limit": "webhooks"}}]'`)
+	second := dispatch(t, db, `'push_webhook', '{"order": 2}', tries => 3, middleware => '[{"rate_limited": {"limit": "webhooks"}}]'`)
+	now := clock()
+	got := reserve(t, db, "w1", now)
+	require.Len(t, got, 1)
+	require.Equal(t, first, got[0].UUID)
+	var attempts int
+	var wait time.Duration
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT attempts, available_at - $2 FROM pgq.jobs WHERE uuid = $1`, second, now).Scan(&attempts, &wait))
+	require.Equal(t, 1, attempts, "the turn-away used an attempt")
+	require.Equal(t, 63*time.Second, wait, "window (60 s) + 3 s")
+	var mw, note string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT middleware, exception FROM pgq.attempts WHERE job_uuid = $1`, second).Scan(&mw, &note))
+	require.Equal(t, "rate_limited", mw)
+	require.Contains(t, note, "limit webhooks, key webhooks: 1 per 00:01:00 used")
+	require.Equal(t, "exhausted", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.limits WHERE name = 'webhooks'`))
+
+	got = reserve(t, db, "w1", now.Add(63*time.Second))
+	require.Len(t, got, 1, "a new window")
+	require.Equal(t, second, got[0].UUID)
+
+	// exact under concurrency: 8 sessions reserving 40 jobs against 5 per minute
+	db2 := pgqtest.New(t)
+	db2.Exec(t, `SELECT pgq.define_limit('vendor_api', 5, '1 minute')`)
+	db2.Exec(t, `SELECT pgq.dispatch_many('call', array_agg('{}'::jsonb), middleware => '[{"rate_limited": {"limit": "vendor_api"}}]') FROM generate_series(1, 40)`)
+	var mu sync.Mutex
+	ran := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			rows, err := db2.Pool.Query(ctx, `SELECT count(*) FILTER (WHERE pickup IS NULL) FROM pgq.reserve('w', '{default}', 10)`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			ran += int(n)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 5, ran)
+
+	// per-key budgets with by
+	db2.Exec(t, `SELECT pgq.define_limit('per_shop', 1, '1 hour')`)
+	for _, shop := range []string{"1", "2", "1"} {
+		dispatch(t, db2, `'shop_sync', '{"shop": `+shop+`}', queue => 'shops', middleware => '[{"rate_limited": {"limit": "per_shop", "by": ["shop"]}}]'`)
+	}
+	rows, err := db2.Pool.Query(ctx, `SELECT count(*) FILTER (WHERE pickup IS NULL) FROM pgq.reserve('w', '{shops}', 10)`)
+	require.NoError(t, err)
+	n, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n, "one per shop")
+}
+
+// S29: after max_exceptions exceptions within decay the circuit opens and jobs with its
+// key are released until it closes plus 3 s, without running; while catching, the
+// breaker releases with its own backoff instead of failing; a success clears it.
+func TestS29ThrottlesExceptions(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('call_vendor', tries => 10, middleware => '[
+	    {"throttles_exceptions": {"max_exceptions": 2, "decay": 60, "backoff": 0}}]')`)
+	id := dispatch(t, db, `'call_vendor', '{"order": 1}'`)
+	now := clock()
+	r := fail(t, db, reserveOne(t, db, now), "vendor 500", false, now)
+	require.False(t, r.Final)
+	require.Equal(t, 0, *r.Delay, "the breaker's backoff, not the job's")
+	fail(t, db, reserveOne(t, db, now), "vendor 500", false, now)
+	require.Empty(t, reserve(t, db, "w1", now), "third attempt: the circuit is open")
+	require.Equal(t, []string{"failed", "failed", "turned_away"}, outcomes(t, db, id))
+	var wait time.Duration
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT available_at - $2 FROM pgq.jobs WHERE uuid = $1`, id, now).Scan(&wait))
+	require.Equal(t, 63*time.Second, wait)
+	require.Equal(t, "open", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.limits WHERE key = 'call_vendor'`))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT exceptions FROM pgq.jobs WHERE uuid = $1`, id), "caught by the breaker, not counted for max_exceptions")
+
+	// after decay the circuit lets a job through; its success clears the count
+	j := reserveOne(t, db, now.Add(64*time.Second))
+	require.True(t, complete(t, db, j))
+	require.Equal(t, 0, count(t, db, "pgq.circuits"))
+
+	// when: only matching exceptions are caught; others fail normally
+	other := dispatch(t, db, `'strict', tries => 1, middleware => '[{"throttles_exceptions": {"max_exceptions": 5, "when": "^vendor"}}]'`)
+	r = fail(t, db, reserveOne(t, db, now), "bug in our code", false, now)
+	require.True(t, r.Final, "not caught by the breaker")
+	require.Equal(t, 1, count(t, db, "pgq.failed_jobs WHERE uuid = $1", other))
+}
+
+// S8 with turn-aways: two turn-aways then an exception wait backoff[2]. S12 detail: a job
+// exhausted by turn-aways says so, with the last real exception when there was one.
+func TestS8S12TurnAwaysInBackoffAndExhaustion(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	holder := session(t, db)
+	_, err := holder.Exec(ctx, `SELECT pg_advisory_lock(pgq._overlap_lock_id('sync_inventory:[88]'))`)
+	require.NoError(t, err)
+	w := session(t, db)
+	mw := `'[{"without_overlapping": {"by": ["product_id"]}}]'`
+	now := clock()
+
+	shifted := dispatch(t, db, `'sync_inventory', '{"product_id": 88}', tries => 5, backoff => '{10,60,300}', middleware => `+mw)
+	reserveOn(t, w, "W", now)
+	reserveOn(t, w, "W", now)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	j := runnable(reserveOn(t, w, "W", now))
+	require.Len(t, j, 1)
+	delay := pgqtest.Scalar[int](t, db, `SELECT delay FROM pgq.fail($1, $2, 'vendor 500', as_of => $3)`, shifted, *j[0].Token, now)
+	require.Equal(t, 300, delay, "S8: attempt 3 uses backoff[3rd entry]")
+
+	// exhausted after nothing but turn-aways
+	_, err = w.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock(pgq._overlap_lock_id('sync_inventory:[7]'))`)
+	require.NoError(t, err)
+	never := dispatch(t, db, `'sync_inventory', '{"product_id": 7}', tries => 3, middleware => `+mw)
+	for range 3 {
+		reserveOn(t, w, "W", now)
+	}
+	got := reserveOn(t, w, "W", now)
+	require.Equal(t, "exhausted", *got[0].Pickup)
+	require.Equal(t, "MaxAttemptsExceeded: sync_inventory attempted 3 times; handler never ran: turned away 3× by without_overlapping",
+		pgqtest.Scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1`, never))
+}
+
+// Middleware is validated at dispatch and define_job (S4): clear errors, nothing written.
+func TestMiddlewareValidation(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	for _, tc := range []struct{ mw, msg string }{
+		{`{"without_overlapping": {}}`, "middleware must be a JSON array"},
+		{`[{"without_overlapping": {}, "rate_limited": {}}]`, "each middleware must be an object with one key"},
+		{`[{"retry_forever": {}}]`, "unknown middleware 'retry_forever'"},
+		{`[{"without_overlapping": {"release": 5}}]`, "unknown setting(s) release of without_overlapping"},
+		{`[{"without_overlapping": {"by": []}}]`, `"by" must be a non-empty array`},
+		{`[{"without_overlapping": {"release_after": -1}}]`, "bad number"},
+		{`[{"throttles_exceptions": {"decay": 0}}]`, "bad number"},
+		{`[{"rate_limited": {"limit": "nope"}}]`, "rate_limited names limit 'nope', which is not defined"},
+		{`[{"throttles_exceptions": {"when": "("}}]`, `"when" is not a valid regular expression`},
+	} {
+		_, err := db.Pool.Exec(ctx, `SELECT pgq.dispatch('j', middleware => $1::jsonb)`, tc.mw)
+		require.Equal(t, "22023", pgCode(err), tc.mw)
+		require.Contains(t, err.Error(), tc.msg)
+		_, err = db.Pool.Exec(ctx, `SELECT pgq.define_job('j', middleware => $1::jsonb)`, tc.mw)
+		require.Equal(t, "22023", pgCode(err), tc.mw)
+	}
+	require.Equal(t, 0, count(t, db, "pgq.jobs"))
+	require.Equal(t, 0, count(t, db, "pgq.job_classes"))
+	// S1: a class's middleware is frozen into the job
+	db.Exec(t, `SELECT pgq.define_job('k', middleware => '[{"without_overlapping": {"key": "a"}}]')`)
+	id := dispatch(t, db, `'k'`)
+	db.Exec(t, `SELECT pgq.define_job('k')`)
+	require.Equal(t, `[{"without_overlapping": {"key": "a"}}]`, pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.jobs WHERE uuid = $1`, id))
+}
