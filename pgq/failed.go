@@ -150,17 +150,46 @@ type QueueStatus struct {
 	OldestWait                                  time.Duration
 }
 
-// Status summarises every queue: jobs ready, scheduled, retrying, running and failed,
-// and how long the oldest ready job has waited.
+// Status summarises every queue (pgq.queue_stats): jobs ready, scheduled, retrying,
+// running and failed, and how long the oldest ready job has waited.
 func (c *Client) Status(ctx context.Context) ([]QueueStatus, error) {
-	rows, err := c.q.QueueStatusList(ctx)
+	rows, err := c.q.QueueStatsList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", MapError(err))
 	}
 	out := make([]QueueStatus, len(rows))
 	for i, r := range rows {
 		out[i] = QueueStatus{Queue: r.Queue, Ready: r.Ready, Scheduled: r.Scheduled, Retrying: r.Retrying,
-			Running: r.Running, Failed: r.Failed, OldestWait: time.Duration(r.OldestWaitSeconds * float64(time.Second))}
+			Running: r.Running, Failed: r.Failed, OldestWait: r.OldestWait}
 	}
 	return out, nil
+}
+
+// Finding is one problem the ordering linter found (pgq.check, S16).
+type Finding struct {
+	Object string `json:"object"`
+	Rule   string `json:"rule"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"`
+}
+
+// Check runs the ordering linter over every queue and job class, given the worker's
+// --timeout and --tries, and returns one Finding per problem.
+func (c *Client) Check(ctx context.Context, workerTimeout time.Duration, workerTries int) ([]Finding, error) {
+	rows, err := c.q.CheckList(ctx, dbsqlc.CheckListParams{WorkerTimeout: int32(workerTimeout / time.Second), WorkerTries: int32(workerTries)})
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", MapError(err))
+	}
+	out := make([]Finding, len(rows))
+	for i, r := range rows {
+		out[i] = Finding{Object: deref(r.Object), Rule: deref(r.Rule), Detail: deref(r.Detail), Fix: deref(r.Fix)}
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Option configures a Worker. Each mirrors a pgq-worker work flag.
@@ -25,6 +27,11 @@ type config struct {
 	shutdownGrace time.Duration
 	timeoutGrace  time.Duration
 	logger        *slog.Logger
+
+	historyRetention time.Duration
+	failedRetention  time.Duration
+	pruneEvery       time.Duration
+	registerer       prometheus.Registerer
 }
 
 func defaults() config {
@@ -40,6 +47,9 @@ func defaults() config {
 		shutdownGrace: 30 * time.Second,
 		timeoutGrace:  5 * time.Second,
 		logger:        slog.Default(),
+
+		historyRetention: 14 * 24 * time.Hour,
+		pruneEvery:       time.Hour,
 	}
 }
 
@@ -184,6 +194,32 @@ func WithLogger(l *slog.Logger) Option {
 			return errors.New("WithLogger: nil logger")
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// WithRetention sets how long the attempt history of finished jobs (default 14 days;
+// 0 keeps it) and failed jobs (default 0: kept until flushed) are kept. Workers prune
+// hourly; one at a time does the work.
+func WithRetention(history, failed time.Duration) Option {
+	return func(c *config) error {
+		if history < 0 || failed < 0 {
+			return fmt.Errorf("WithRetention: must be >= 0, got %s and %s", history, failed)
+		}
+		c.historyRetention, c.failedRetention = history, failed
+		return nil
+	}
+}
+
+// WithMetrics registers the worker's Prometheus metrics with reg: jobs by outcome, job
+// and queue; handler duration; leases extended and lost; turn-aways by middleware; and,
+// read at scrape time, queue depth and oldest wait.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		if reg == nil {
+			return errors.New("WithMetrics: nil registerer")
+		}
+		c.registerer = reg
 		return nil
 	}
 }

@@ -42,6 +42,7 @@ type Worker struct {
 	cfg      config
 	log      *slog.Logger
 	handlers map[string]handler
+	metrics  *metrics
 
 	mu      sync.Mutex
 	running map[uuid.UUID]*active // by lease token: one entry per attempt
@@ -81,7 +82,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 			return nil, fmt.Errorf("pgq/worker: %w", err)
 		}
 	}
-	return &Worker{
+	w := &Worker{
 		pool:        pool,
 		q:           dbsqlc.New(pool),
 		cfg:         cfg,
@@ -92,7 +93,15 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		wake:        make(chan struct{}, 1),
 		stuck:       make(chan uuid.UUID, 1),
 		completions: make(chan *active, 1024),
-	}, nil
+	}
+	if cfg.registerer != nil {
+		m, err := newMetrics(cfg.registerer, w.q)
+		if err != nil {
+			return nil, fmt.Errorf("pgq/worker: metrics: %w", err)
+		}
+		w.metrics = m
+	}
+	return w, nil
 }
 
 func signal(ch chan struct{}) {
@@ -127,6 +136,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { w.listen(bg) })
 	wg.Go(func() { w.heartbeat(bg) })
+	wg.Go(func() { w.retain(bg) })
+	w.checkConfig(ctx)
 	completerDone := make(chan struct{})
 	go func() { w.completer(); close(completerDone) }()
 	defer func() {
@@ -288,8 +299,13 @@ func (w *Worker) logPickup(r *dbsqlc.PgqReservation) {
 	if *r.Pickup == "exhausted" {
 		level = slog.LevelWarn
 	}
-	w.log.Log(context.Background(), level, "job "+*r.Pickup+": "+deref(r.PickupNote),
-		"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", *r.Pickup)
+	attrs := []any{"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", *r.Pickup}
+	if r.PickupMiddleware != nil {
+		attrs = append(attrs, "middleware", *r.PickupMiddleware)
+		w.metrics.turnedAway(*r.PickupMiddleware)
+	}
+	w.log.Log(context.Background(), level, "job "+*r.Pickup+": "+deref(r.PickupNote), attrs...)
+	w.metrics.outcome(r.Job, r.Queue, *r.Pickup, 0)
 }
 
 func (w *Worker) runningCount() int {
@@ -546,6 +562,7 @@ func (w *Worker) logOutcome(a *active, outcome string, err error, attrs ...any) 
 func (w *Worker) logOutcomeMsg(a *active, msg, outcome string, err error, attrs ...any) {
 	attrs = append([]any{"job", a.row.Job, "uuid", a.row.Uuid, "attempt", a.row.Attempts, "queue", a.row.Queue,
 		"duration", time.Since(a.started).Round(time.Microsecond), "outcome", outcome}, attrs...)
+	w.metrics.outcome(a.row.Job, a.row.Queue, outcome, time.Since(a.started))
 	level := slog.LevelInfo
 	if err != nil {
 		attrs = append(attrs, "exception", err.Error())
@@ -651,6 +668,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		for _, r := range held {
 			kept[*r.LeaseToken] = true
 		}
+		w.metrics.lease("extended", len(kept))
+		w.metrics.lease("lost", len(due)-len(kept))
 		for _, a := range due {
 			if !kept[a.token] {
 				w.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)

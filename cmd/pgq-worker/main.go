@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -20,6 +22,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgq-dev/pgq/pgq"
 	"github.com/pgq-dev/pgq/worker"
@@ -36,7 +41,9 @@ Usage:
   pgq-worker failed retry UUID|all            put failed jobs back on their queue
   pgq-worker failed forget UUID               delete a failed job
   pgq-worker failed flush [--hours N]         delete failed jobs (older than N hours)
-  pgq-worker status                           jobs per queue
+  pgq-worker status [--watch SECONDS]         jobs per queue
+  pgq-worker check [--timeout 60] [--tries 1] [--json]
+                                              the ordering linter: exit 1 on a problem
 
 Every command takes --database-url (default: $DATABASE_URL).
 `
@@ -66,11 +73,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdFailed(ctx, rest, stdout)
 	case "status":
 		err = cmdStatus(ctx, rest, stdout)
+	case "check":
+		err = cmdCheck(ctx, rest, stdout)
 	default:
 		err = fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if errors.Is(err, errProblems) {
+		return 1
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "pgq-worker:", err)
@@ -174,6 +186,9 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 	name := c.String("name", "", "worker name recorded on reservations (default host:pid)")
 	grace := c.Int("shutdown-grace", 30, "seconds running handlers may finish after SIGTERM/SIGINT")
 	logFormat := c.String("log-format", "text", "log format: text or json")
+	metricsAddr := c.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9090)")
+	keepHistory := c.Duration("keep-history", 14*24*time.Hour, "prune attempt history of finished jobs older than this (0: keep)")
+	keepFailed := c.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
@@ -202,6 +217,17 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 		worker.WithMaxTime(time.Duration(*maxTime) * time.Second),
 		worker.WithShutdownGrace(time.Duration(*grace) * time.Second),
 		worker.WithLogger(slog.New(h)),
+		worker.WithRetention(*keepHistory, *keepFailed),
+	}
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts = append(opts, worker.WithMetrics(reg))
+		stopMetrics, err := serveMetrics(*metricsAddr, reg, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	if *name != "" {
 		opts = append(opts, worker.WithName(*name))
@@ -380,6 +406,7 @@ func cmdFailed(ctx context.Context, args []string, stdout io.Writer) error {
 
 func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	c := newCommand("status")
+	watch := c.Float64("watch", 0, "refresh every this many seconds until interrupted")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
@@ -388,17 +415,88 @@ func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	rows, err := client.Status(ctx)
+	for {
+		rows, err := client.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if *watch > 0 {
+			fmt.Fprintf(stdout, "\033[H\033[2J%s  (every %gs, Ctrl-C to stop)\n\n", time.Now().Format(time.TimeOnly), *watch)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tFAILED\tOLDEST WAIT\t")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Queue, r.Ready, r.Scheduled, r.Retrying,
+				r.Running, r.Failed, r.OldestWait.Round(time.Second))
+		}
+		if err := tw.Flush(); err != nil || *watch <= 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(*watch * float64(time.Second))):
+		}
+	}
+}
+
+// errProblems makes check exit 1 without printing an error line.
+var errProblems = errors.New("problems found")
+
+func cmdCheck(ctx context.Context, args []string, stdout io.Writer) error {
+	c := newCommand("check")
+	timeout := c.Int("timeout", 60, "the workers' --timeout in seconds")
+	tries := c.Int("tries", 1, "the workers' --tries")
+	asJSON := c.Bool("json", false, "print the findings as JSON")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	client, closeFn, err := c.client(ctx)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tFAILED\tOLDEST WAIT\t")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Queue, r.Ready, r.Scheduled, r.Retrying,
-			r.Running, r.Failed, r.OldestWait.Round(time.Second))
+	defer closeFn()
+	findings, err := client.Check(ctx, time.Duration(*timeout)*time.Second, *tries)
+	if err != nil {
+		return err
 	}
-	return tw.Flush()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if findings == nil {
+			findings = []pgq.Finding{}
+		}
+		if err := enc.Encode(findings); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "%s: %s\n  %s\n  fix: %s\n", f.Object, f.Rule, f.Detail, f.Fix)
+		}
+		fmt.Fprintf(stdout, "%d problem(s) found\n", len(findings))
+	}
+	if len(findings) > 0 {
+		return errProblems
+	}
+	return nil
+}
+
+// serveMetrics serves reg on addr until the returned stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "pgq-worker: metrics server:", err)
+		}
+	}()
+	fmt.Fprintf(stderr, "pgq-worker: metrics on http://%s/metrics\n", ln.Addr())
+	return func() { _ = srv.Close() }, nil
 }
 
 func splitList(s string) []string {

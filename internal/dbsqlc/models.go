@@ -35,6 +35,14 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
+// The row type of pgq.check (always empty itself): one problem per row.
+type PgqCheckFinding struct {
+	Object *string
+	Rule   *string
+	Detail *string
+	Fix    *string
+}
+
 // Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.
 type PgqCircuit struct {
 	Key           string
@@ -209,6 +217,17 @@ type PgqQueue struct {
 	UpdatedAt  time.Time
 }
 
+// How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.
+type PgqQueueStat struct {
+	Queue      string
+	Ready      int64
+	Scheduled  int64
+	Retrying   int64
+	Running    int64
+	Failed     int64
+	OldestWait time.Duration
+}
+
 // Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).
 type PgqRateLimit struct {
 	Name      string
@@ -278,6 +297,7 @@ type PgqReservation struct {
 	CreatedAt            time.Time
 	Pickup               *string
 	PickupNote           *string
+	PickupMiddleware     *string
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).

@@ -7,51 +7,33 @@ package dbsqlc
 
 import (
 	"context"
+
+	"time"
 )
 
-const queueStatusList = `-- name: QueueStatusList :many
-SELECT
-    q.queue::text AS queue,
-    count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now())::bigint AS ready,
-    count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0)::bigint AS scheduled,
-    count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0)::bigint AS retrying,
-    count(*) FILTER (WHERE j.reserved_at IS NOT NULL)::bigint AS running,
-    (SELECT count(*) FROM pgq.failed_jobs f WHERE f.queue = q.queue)::bigint AS failed,
-    coalesce(extract(epoch FROM now() - min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now())), 0)::float8 AS oldest_wait_seconds
-FROM (SELECT name AS queue FROM pgq.queues UNION SELECT DISTINCT queue FROM pgq.jobs UNION SELECT DISTINCT queue FROM pgq.failed_jobs) q
-LEFT JOIN pgq.jobs j ON j.queue = q.queue
-GROUP BY q.queue
-ORDER BY q.queue
+const checkList = `-- name: CheckList :many
+SELECT object, rule, detail, fix FROM pgq.check(worker_timeout => $1::int, worker_tries => $2::int)
 `
 
-type QueueStatusListRow struct {
-	Queue             string
-	Ready             int64
-	Scheduled         int64
-	Retrying          int64
-	Running           int64
-	Failed            int64
-	OldestWaitSeconds float64
+type CheckListParams struct {
+	WorkerTimeout int32
+	WorkerTries   int32
 }
 
-// One row per queue that has jobs or a definition: what waits, what runs, what failed.
-func (q *Queries) QueueStatusList(ctx context.Context) ([]QueueStatusListRow, error) {
-	rows, err := q.db.Query(ctx, queueStatusList)
+func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]PgqCheckFinding, error) {
+	rows, err := q.db.Query(ctx, checkList, arg.WorkerTimeout, arg.WorkerTries)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []QueueStatusListRow
+	var items []PgqCheckFinding
 	for rows.Next() {
-		var i QueueStatusListRow
+		var i PgqCheckFinding
 		if err := rows.Scan(
-			&i.Queue,
-			&i.Ready,
-			&i.Scheduled,
-			&i.Retrying,
-			&i.Running,
-			&i.Failed,
-			&i.OldestWaitSeconds,
+			&i.Object,
+			&i.Rule,
+			&i.Detail,
+			&i.Fix,
 		); err != nil {
 			return nil, err
 		}
@@ -61,4 +43,53 @@ func (q *Queries) QueueStatusList(ctx context.Context) ([]QueueStatusListRow, er
 		return nil, err
 	}
 	return items, nil
+}
+
+const queueStatsList = `-- name: QueueStatsList :many
+SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait FROM pgq.queue_stats ORDER BY queue
+`
+
+func (q *Queries) QueueStatsList(ctx context.Context) ([]PgqQueueStat, error) {
+	rows, err := q.db.Query(ctx, queueStatsList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PgqQueueStat
+	for rows.Next() {
+		var i PgqQueueStat
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Ready,
+			&i.Scheduled,
+			&i.Retrying,
+			&i.Running,
+			&i.Failed,
+			&i.OldestWait,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const retentionPrune = `-- name: RetentionPrune :one
+SELECT pgq.prune_all(history_older_than => $1::interval,
+                     failed_older_than => $2::interval)::bigint AS pruned
+`
+
+type RetentionPruneParams struct {
+	HistoryOlderThan time.Duration
+	FailedOlderThan  *time.Duration
+}
+
+func (q *Queries) RetentionPrune(ctx context.Context, arg RetentionPruneParams) (int64, error) {
+	row := q.db.QueryRow(ctx, retentionPrune, arg.HistoryOlderThan, arg.FailedOlderThan)
+	var pruned int64
+	err := row.Scan(&pruned)
+	return pruned, err
 }

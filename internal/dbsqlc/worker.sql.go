@@ -231,7 +231,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 }
 
 const jobReserve = `-- name: JobReserve :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at, pickup, pickup_note FROM pgq.reserve(
+SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at, pickup, pickup_note, pickup_middleware FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
     max => $3::int,
@@ -300,6 +300,7 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqRe
 			&i.CreatedAt,
 			&i.Pickup,
 			&i.PickupNote,
+			&i.PickupMiddleware,
 		); err != nil {
 			return nil, err
 		}

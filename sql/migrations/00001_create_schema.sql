@@ -1024,7 +1024,7 @@ $$;
 -- +goose StatementEnd
 
 CREATE VIEW pgq.reservations AS
-SELECT j.*, NULL::text AS pickup, NULL::text AS pickup_note
+SELECT j.*, NULL::text AS pickup, NULL::text AS pickup_note, NULL::text AS pickup_middleware
 FROM pgq.jobs j
 WHERE false;
 
@@ -1032,9 +1032,10 @@ COMMENT ON VIEW pgq.reservations IS 'The row type pgq.reserve returns (always em
 
 -- +goose StatementBegin
 -- pgq._reported: a job as pgq.reserve reports it.
-CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup text, p_note text) RETURNS pgq.reservations
+CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup text, p_note text, p_middleware text DEFAULT NULL)
+RETURNS pgq.reservations
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT (p_job).*, p_pickup, p_note;
+    SELECT (p_job).*, p_pickup, p_note, p_middleware;
 $$;
 -- +goose StatementEnd
 
@@ -1171,7 +1172,7 @@ BEGIN
                     IF v_admit.turned_by IS NOT NULL THEN
                         PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
                         v_seen := v_seen || v_job.id;
-                        RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note);
+                        RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
                         CONTINUE;
                     END IF;
                     IF cardinality(v_admit.held) > 0 THEN
