@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Regenerates docs/psql.md: seeds a fresh pgq_cookbook database with a realistic state
+# and prints each question with its query and the real output.
+# Usage: docs/psql-cookbook.sh > docs/psql.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+psql "$DATABASE_URL" -qc 'DROP DATABASE IF EXISTS pgq_cookbook WITH (FORCE)' -c 'CREATE DATABASE pgq_cookbook' >&2
+DB=$(psql "$DATABASE_URL" -qAtc "SELECT regexp_replace('$DATABASE_URL', '/[^/?]*(\?|$)', '/pgq_cookbook\1')")
+go run ./cmd/pgq-worker migrate --database-url "$DB" >&2
+
+psql "$DB" -q -v ON_ERROR_STOP=1 -o /dev/null <<'SQL'
+CREATE FUNCTION public.sync(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+SELECT pgq.define_queue('default', retry_after => 90);
+SELECT pgq.define_queue('mail', retry_after => 30);
+SELECT pgq.define_limit('vendor_api', 2, '1 minute');
+SELECT pgq.define_job('sync_inventory', tries => 3, backoff => '{30}', middleware =>
+  '[{"without_overlapping": {"by": ["product_id"], "release_after": 5, "expire_after": 60}}, {"rate_limited": {"limit": "vendor_api"}}]');
+SELECT pgq.define_job('charge_card', tries => 2, backoff => '{60}');
+SELECT pgq.define_job('sync_invoices', tries => 4, backoff => '{60,300,900}', unique_for => '1 hour', unique_by => '{account_id}');
+SELECT pgq.define_job('push_price', debounce_for => '30 seconds', debounce_by => '{product_id}');
+
+-- a card that fails twice and is failed for good
+SELECT pgq.dispatch('charge_card', '{"order_id": 41, "card": "4000-0000"}') AS charge \gset
+SELECT uuid, lease_token FROM pgq.reserve('web-1:811', '{default}', 1) \gset r_
+SELECT pgq.fail(:'r_uuid', :'r_lease_token', 'CardDeclined: issuer said do_not_honor');
+UPDATE pgq.jobs SET available_at = now() WHERE uuid = :'charge';
+SELECT uuid, lease_token FROM pgq.reserve('web-2:902', '{default}', 1) \gset r_
+SELECT pgq.fail(:'r_uuid', :'r_lease_token', 'CardDeclined: issuer said do_not_honor');
+
+-- a job waiting its backoff, a scheduled one, a unique one and a debounced one
+SELECT pgq.dispatch('sync_invoices', '{"account_id": 7}') AS inv \gset
+SELECT uuid, lease_token FROM pgq.reserve('web-1:811', '{default}', 1) \gset r_
+SELECT pgq.fail(:'r_uuid', :'r_lease_token', 'HTTP 503 from billing');
+SELECT pgq.dispatch('send_digest', '{"user_id": 5}', queue => 'mail', delay => '10 minutes');
+SELECT pgq.dispatch('push_price', '{"product_id": 5, "price_in_cents": 1200}');
+
+SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
+SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
+SQL
+
+# A worker session runs the first sync of product 88 (holding its overlap lock) and
+# turns the second away, then stays connected while the views are queried.
+psql "$DB" -q -o /dev/null <<'SQL' &
+SELECT uuid FROM pgq.reserve('worker-a:4242', '{default}', 1);
+SELECT uuid FROM pgq.reserve('worker-a:4242', '{default}', 1);
+SELECT pg_sleep(60);
+SQL
+holder=$!
+trap 'kill $holder 2>/dev/null || true' EXIT
+until [ "$(psql "$DB" -qAtc "SELECT count(*) FROM pgq.attempts WHERE outcome = 'turned_away'")" = 1 ]; do sleep 0.1; done
+
+section() { # title, explanation, sql
+  printf '## %s\n\n%s\n\n```sql\n%s\n```\n\n```\n' "$1" "$2" "$3"
+  psql "$DB" -P pager=off -c "$3" | sed 's/[[:space:]]*$//'
+  printf '```\n\n'
+}
+
+cat <<'MD'
+# pgq from psql: a cookbook
+
+Every question an on-call engineer asks at 3 a.m., answered with a plain query on
+pgq's tables and views. The outputs below are real: `docs/psql-cookbook.sh` seeds a
+fresh database (a card charge that failed twice, an invoice sync waiting its backoff,
+a scheduled digest, a debounced price push, two syncs of product 88, one running and
+one turned away by `without_overlapping`) and regenerates this file.
+
+MD
+section "Why did this job fail?" \
+  "A failed job carries the final exception, and \`history\` has every attempt before it." \
+  "SELECT job, attempts, failed_at::time(0), exception, jsonb_pretty(history) AS history FROM pgq.failed WHERE job = 'charge_card';"
+section "Every attempt of one job" \
+  "\`pgq.attempts\` is append-only: who ran it, when, how it ended, the delay it then waited." \
+  "SELECT attempt, outcome, worker, started_at::time(0), finished_at::time(0), delay, final, exception FROM pgq.attempts WHERE job = 'charge_card' ORDER BY id;"
+section "Is it waiting a backoff, or was it scheduled?" \
+  "Jobs waiting after an attempt are in \`pgq.retrying\` (with why); jobs waiting a dispatch delay are in \`pgq.scheduled\`." \
+  "SELECT 'retrying' AS list, job, attempts, wait_reason, due_in::interval(0), last_exception FROM pgq.retrying
+   UNION ALL
+   SELECT 'scheduled', job, 0, 'dispatched', due_in::interval(0), NULL FROM pgq.scheduled;"
+section "What is running where, and until when is its lease?" \
+  "A live worker heartbeats its jobs, so \`lease_until\` keeps moving; a job whose lease ends goes to the next worker." \
+  "SELECT job, attempts, worker, started_at::time(0), lease_until::time(0), lease_expired FROM pgq.running;"
+section "Which locks are held, and by which job?" \
+  "Unique locks and debounce tokens are rows; overlap locks are advisory locks, listed only while \`pg_locks\` says their session holds them." \
+  "SELECT kind, key, (SELECT job FROM pgq.jobs j WHERE j.uuid = l.job_uuid) AS job, worker, pid IS NOT NULL AS session_lock, since::time(0), expires_at::time(0), job_exists FROM pgq.locks l ORDER BY kind, key;"
+section "What turned this job away?" \
+  "A turn-away is an attempt: the middleware and its note are recorded." \
+  "SELECT job, attempt, worker, middleware, exception AS note, delay FROM pgq.attempts WHERE outcome = 'turned_away';"
+section "Rate limits and circuit breakers" \
+  "Each limit's budget in its current window, and each circuit's state." \
+  "SELECT kind, name, key, used, max, per, resets_at::time(0), state FROM pgq.limits;"
+section "How far behind is each queue?" \
+  "Ready jobs and how long the oldest has waited; \`pgq-worker status\` prints the same." \
+  "SELECT * FROM pgq.queue_stats ORDER BY queue;"
+section "Is the configuration safe?" \
+  "The ordering linter, given the workers' --timeout and --tries (\`pgq-worker check\` prints the same and exits 1)." \
+  "SELECT object, rule, detail FROM pgq.check(worker_timeout => 60, worker_tries => 1);"
