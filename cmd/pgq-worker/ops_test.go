@@ -103,3 +103,31 @@ func TestE2EStatus(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+default\s+2\s+0\s+0\s+0\s+0\s+\d+s\s*$`, out)
 	require.Regexp(t, `(?m)^\s+mail\s+0\s+1\s+0\s+0\s+0\s+0s\s*$`, out)
 }
+
+// --log-format json: one JSON object per line, one line per outcome with job, uuid,
+// attempt, queue, duration and outcome.
+func TestE2EJSONLogs(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `CREATE FUNCTION public.ok(p jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+	            SELECT pgq.define_job('ok', handler => 'public.ok'); SELECT pgq.dispatch('ok', '{"n": 1}');`)
+	w := startWorker(t, db, "W", "--log-format", "json", "--stop-when-empty")
+	require.Equal(t, 0, w.waitExit(t, 20*time.Second))
+	var outcomes []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(w.logs()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if _, ok := rec["outcome"]; ok {
+			outcomes = append(outcomes, rec)
+		}
+	}
+	require.Len(t, outcomes, 1)
+	o := outcomes[0]
+	require.Equal(t, "job succeeded", o["msg"])
+	require.Equal(t, "ok", o["job"])
+	require.Equal(t, "default", o["queue"])
+	require.EqualValues(t, 1, o["attempt"])
+	require.Equal(t, "succeeded", o["outcome"])
+	require.NotEmpty(t, o["uuid"])
+	require.NotEmpty(t, o["duration"])
+}
