@@ -296,7 +296,7 @@ func (w *Worker) unlockOverlap(a *active) {
 // by middleware, exhausted (S12) or debounced (S24).
 func (w *Worker) logPickup(r *dbsqlc.PgqReservation) {
 	level := slog.LevelInfo
-	if *r.Pickup == "exhausted" {
+	if *r.Pickup == "exhausted" || *r.Pickup == "failed" {
 		level = slog.LevelWarn
 	}
 	attrs := []any{"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", *r.Pickup}

@@ -410,10 +410,17 @@ BEGIN
         END IF;
         IF EXISTS (SELECT FROM jsonb_each(v_cfg) e
                    WHERE e.key IN ('release_after', 'expire_after', 'max_exceptions', 'decay', 'backoff')
-                     AND (jsonb_typeof(e.value) <> 'number' OR (e.value)::numeric < 0
+                     AND (jsonb_typeof(e.value) <> 'number' OR (e.value)::numeric < 0 OR (e.value)::numeric % 1 <> 0
+                          OR (e.value)::numeric > 2147483647
                           OR (e.key IN ('expire_after', 'max_exceptions', 'decay') AND (e.value)::numeric < 1))) THEN
-            RAISE EXCEPTION 'pgq: % has a bad number in %: release_after and backoff are seconds >= 0, expire_after, decay and max_exceptions >= 1',
+            RAISE EXCEPTION 'pgq: % has a bad number in %: release_after and backoff are whole seconds >= 0, expire_after, decay and max_exceptions whole numbers >= 1',
                 v_name, v_cfg USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'key' AND jsonb_typeof(v_cfg -> 'key') <> 'string' THEN
+            RAISE EXCEPTION 'pgq: % "key" must be a string, got %', v_name, v_cfg -> 'key' USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'by' AND EXISTS (SELECT FROM jsonb_array_elements(v_cfg -> 'by') f WHERE jsonb_typeof(f) <> 'string') THEN
+            RAISE EXCEPTION 'pgq: % "by" must name payload fields as strings, got %', v_name, v_cfg -> 'by' USING ERRCODE = '22023';
         END IF;
         IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
             RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
@@ -480,10 +487,13 @@ DECLARE
     v_count int := 0;
 BEGIN
     FOREACH v_key IN ARRAY coalesce(unlock_overlap.keys, '{}') LOOP
-        IF pg_advisory_unlock(pgq._overlap_lock_id(v_key)) THEN
+        -- Owner-checked: after expire_after freed this job's lock, another job on the
+        -- same session may hold the key now; only the job that owns the row unlocks.
+        DELETE FROM pgq.overlap_locks o
+        WHERE o.key = v_key AND o.job_uuid = unlock_overlap.uuid AND o.pid = pg_backend_pid();
+        IF FOUND AND pg_advisory_unlock(pgq._overlap_lock_id(v_key)) THEN
             v_count := v_count + 1;
         END IF;
-        DELETE FROM pgq.overlap_locks o WHERE o.key = v_key AND o.job_uuid = unlock_overlap.uuid;
     END LOOP;
     RETURN v_count;
 END;
@@ -525,7 +535,7 @@ COMMENT ON FUNCTION pgq.expire_overlap() IS
 -- middleware took. Never raises for a job's settings: a broken job must not stop reserve.
 CREATE FUNCTION pgq._admit(
     p_job pgq.jobs, p_now timestamptz,
-    OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[]
+    OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[], OUT error text
 )
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -540,6 +550,7 @@ DECLARE
 BEGIN
     held := '{}';
     drop := false;
+    BEGIN
     FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
         SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
         IF v_name = 'without_overlapping' THEN
@@ -592,6 +603,17 @@ BEGIN
         END IF;
         EXIT;  -- turned away
     END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        -- Dispatch validates middleware, so this is a job that cannot be admitted at all
+        -- (a class changed under it, a limit dropped mid-call...). It must not stop the
+        -- queue: give back the locks this call took (session advisory locks survive the
+        -- rollback of this block) and fail this job alone.
+        PERFORM pg_advisory_unlock(pgq._overlap_lock_id(k)) FROM unnest(held) k;
+        held := '{}';
+        turned_by := NULL;
+        error := format('middleware could not be evaluated: %s (SQLSTATE %s)', SQLERRM, SQLSTATE);
+        RETURN;
+    END;
     IF turned_by IS NOT NULL AND cardinality(held) > 0 THEN
         PERFORM pgq.unlock_overlap(p_job.uuid, held);
         held := '{}';
@@ -807,6 +829,13 @@ BEGIN
     v_job.retry_until := coalesce(dispatch_many.retry_until, now() + v_class.retry_for);
     v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
     v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
+    -- Every "by" of the middleware must find its fields in every payload: a key that
+    -- cannot be computed would otherwise only surface at reserve time.
+    IF v_job.middleware IS NOT NULL THEN
+        PERFORM pgq._key(dispatch_many.job, NULL, pgq._texts(m.value -> 'by'), p.payload)
+        FROM jsonb_array_elements(v_job.middleware) mw, jsonb_each(mw) m, unnest(dispatch_many.payloads) p(payload)
+        WHERE m.value ? 'by';
+    END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
@@ -1023,6 +1052,24 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+-- pgq._needs_pickup_check: whether a just-reserved job must go through reserve's
+-- per-row pickup checks (debounce, S12 exhausted, middleware, until-processing release);
+-- the others take the set-based fast path.
+CREATE FUNCTION pgq._needs_pickup_check(
+    p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamptz,
+    p_tries int, p_attempts int, p_default_tries int, p_now timestamptz
+) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT p_debounce_key IS NOT NULL
+        OR p_middleware IS NOT NULL
+        OR p_unique_until IS NOT DISTINCT FROM 'processing'
+        OR (p_retry_until IS NOT NULL AND p_now > p_retry_until)
+        OR (p_retry_until IS NULL AND coalesce(p_tries, p_default_tries) > 0
+            AND p_attempts > coalesce(p_tries, p_default_tries));
+$$;
+-- +goose StatementEnd
+
 CREATE VIEW pgq.reservations AS
 SELECT j.*, NULL::text AS pickup, NULL::text AS pickup_note, NULL::text AS pickup_middleware
 FROM pgq.jobs j
@@ -1074,6 +1121,8 @@ DECLARE
     v_tries int;
     v_want  int;
     v_picked int;
+    v_fast  int;
+    v_batch pgq.jobs[];
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -1116,19 +1165,17 @@ BEGIN
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
-            v_picked := 0;
-            FOR v_job IN
-                WITH picked AS (
-                    SELECT j.id
-                    FROM pgq.jobs j
-                    WHERE j.queue = v_queue
-                      AND j.reserved_at IS NULL
-                      AND j.available_at <= v_now
-                      AND j.id <> ALL (v_seen)
-                    ORDER BY j.priority DESC, j.available_at, j.id
-                    LIMIT v_want
-                    FOR UPDATE SKIP LOCKED
-                )
+            WITH picked AS (
+                SELECT j.id
+                FROM pgq.jobs j
+                WHERE j.queue = v_queue
+                  AND j.reserved_at IS NULL
+                  AND j.available_at <= v_now
+                  AND j.id <> ALL (v_seen)
+                ORDER BY j.priority DESC, j.available_at, j.id
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED
+            ), upd AS (
                 UPDATE pgq.jobs j
                 SET attempts = j.attempts + 1,
                     reserved_at = v_now,
@@ -1139,8 +1186,25 @@ BEGIN
                 FROM picked p
                 WHERE j.id = p.id
                 RETURNING j.*
+            )
+            SELECT coalesce(array_agg(u), '{}') INTO v_batch FROM upd u;
+            v_picked := cardinality(v_batch);
+
+            -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
+            -- middleware, no until-processing lock, not exhausted) go out as they are.
+            RETURN QUERY
+                SELECT b.*, NULL::text, NULL::text, NULL::text
+                FROM unnest(v_batch) b
+                WHERE NOT pgq._needs_pickup_check(b.debounce_key, b.middleware, b.unique_until, b.retry_until,
+                                                  b.tries, b.attempts, reserve.default_tries, v_now);
+            GET DIAGNOSTICS v_fast = ROW_COUNT;
+            v_left := v_left - v_fast;
+
+            FOR v_job IN
+                SELECT * FROM unnest(v_batch) b
+                WHERE pgq._needs_pickup_check(b.debounce_key, b.middleware, b.unique_until, b.retry_until,
+                                              b.tries, b.attempts, reserve.default_tries, v_now)
             LOOP
-                v_picked := v_picked + 1;
                 -- Pickup check S24: a debounced job whose token is no longer its key's
                 -- current one is deleted without running (first attempt and retries).
                 IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
@@ -1169,6 +1233,12 @@ BEGIN
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
                     v_admit := pgq._admit(v_job, v_now);
+                    IF v_admit.error IS NOT NULL THEN
+                        PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                        PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                        RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
+                        CONTINUE;
+                    END IF;
                     IF v_admit.turned_by IS NOT NULL THEN
                         PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
                         v_seen := v_seen || v_job.id;
