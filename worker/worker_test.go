@@ -236,7 +236,7 @@ func TestS31WakeUp(t *testing.T) {
 	}
 
 	b.db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-	              WHERE datname = current_database() AND query LIKE '%LISTEN pgq_jobs%' AND pid <> pg_backend_pid()`)
+	              WHERE datname = current_database() AND query LIKE '-- name: ListenJobs%' AND pid <> pg_backend_pid()`)
 	time.Sleep(100 * time.Millisecond)
 	waitListening(t, b)
 	_, err = b.client.Dispatch(context.Background(), "ping", order{2})
@@ -254,7 +254,7 @@ func waitListening(t *testing.T, b bundle) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pg_stat_activity
-		    WHERE datname = current_database() AND query LIKE '%LISTEN pgq_jobs%' AND pid <> pg_backend_pid()`) == 1
+		    WHERE datname = current_database() AND query LIKE '-- name: ListenJobs%' AND pid <> pg_backend_pid()`) == 1
 	}, 10*time.Second, 20*time.Millisecond)
 }
 

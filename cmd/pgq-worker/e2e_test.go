@@ -808,7 +808,7 @@ func TestE2ESQLAttemptFinishedAt(t *testing.T) {
 // listenerPID returns the pid of the worker's LISTEN connection, 0 when there is none.
 func listenerPID(db *pgqtest.DB) int {
 	pid, err := try[int](db, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%LISTEN pgq_jobs%'`)
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '-- name: ListenJobs%'`)
 	if err != nil {
 		return 0
 	}

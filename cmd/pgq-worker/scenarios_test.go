@@ -424,7 +424,7 @@ func TestScenarioWithoutOverlappingTwoWorkers(t *testing.T) {
 	b := startWorker(t, db, "B", "--sleep", "0.3", "--concurrency", "1")
 	waitUntil(t, 5*time.Second, "both workers listen", func() bool {
 		n, err := try[int](db, `SELECT count(*)::int FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%LISTEN pgq_jobs%'`)
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '-- name: ListenJobs%'`)
 		return err == nil && n == 2
 	})
 	time.Sleep(300 * time.Millisecond) // past their first reserve: both idle
