@@ -38,7 +38,7 @@ func defaults() config {
 	host, _ := os.Hostname()
 	return config{
 		queues:        []string{"default"},
-		concurrency:   10,
+		concurrency:   100,
 		tries:         1,
 		backoff:       []int32{0},
 		timeout:       60 * time.Second,
@@ -64,7 +64,8 @@ func WithQueues(queues ...string) Option {
 	}
 }
 
-// WithConcurrency sets how many handlers run at once. Default 10.
+// WithConcurrency sets how many handlers run at once. Default 100 (Go handlers are
+// goroutines; SQL handlers are further limited by the pool, see New).
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -52,6 +52,7 @@ type Worker struct {
 	sessionMu sync.Mutex
 	session   *pgxpool.Conn
 
+	sqlSlots    chan struct{} // SQL handlers each hold a pool connection: at most MaxConns - 3 at once
 	freed       chan struct{} // a handler slot came free
 	wake        chan struct{} // a notification for one of our queues
 	stuck       chan uuid.UUID
@@ -68,10 +69,11 @@ type active struct {
 	heartbeatAt time.Time
 }
 
-// New returns a Worker that uses pool for its connections. The pool needs room for one
-// session connection (reserve), one listener and one per concurrent SQL handler; give it
-// MaxConns >= concurrency + 3. Workers need a direct session connection, not a
-// transaction-mode pooler.
+// New returns a Worker that uses pool for its connections: one session connection
+// (reserve and overlap locks), one listener, one for heartbeats and completions, and one
+// per SQL handler running, of which at most MaxConns - 3 run at once (Go handlers need
+// no connection). Workers need a direct session connection, not a transaction-mode
+// pooler.
 func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 	if pool == nil {
 		return nil, errors.New("pgq/worker: New: pool is nil")
@@ -93,6 +95,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		wake:        make(chan struct{}, 1),
 		stuck:       make(chan uuid.UUID, 1),
 		completions: make(chan *active, 1024),
+		sqlSlots:    make(chan struct{}, max(1, int(pool.Config().MaxConns)-3)),
 	}
 	if cfg.registerer != nil {
 		m, err := newMetrics(cfg.registerer, w.q)
@@ -159,12 +162,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	fetch := true
 	poll := time.NewTimer(w.cfg.sleep)
 	defer poll.Stop()
+	// Under load, fetch once a quarter of the slots are free rather than one job per
+	// freed slot: fewer, larger reserves. An idle worker fetches at once.
+	batch := max(1, w.cfg.concurrency/4)
 	for {
-		free := w.cfg.concurrency - w.runningCount()
+		running := w.runningCount()
+		free := w.cfg.concurrency - running
 		if w.cfg.maxJobs > 0 {
 			free = min(free, w.cfg.maxJobs-reserved)
 		}
-		if fetch && free > 0 {
+		if fetch && free > 0 && (free >= batch || running == 0 || w.cfg.maxJobs > 0) {
 			rows, err := w.reserve(ctx, free)
 			switch {
 			case ctx.Err() != nil:
@@ -391,6 +398,12 @@ func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqReservation, token u
 var errCompletedInTx = errors.New("completed in handler transaction")
 
 func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.PgqReservation, token uuid.UUID) error {
+	select {
+	case w.sqlSlots <- struct{}{}:
+		defer func() { <-w.sqlSlots }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
 		q := w.q.WithTx(tx)
 		if err := q.SessionSetHandlerLimits(ctx, fmt.Sprint(w.timeoutOf(row).Milliseconds())); err != nil {

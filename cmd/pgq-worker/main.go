@@ -174,7 +174,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 	c := newCommand("work")
 	queues := c.String("queue", "default", "queues to serve, in priority order (comma separated)")
-	concurrency := c.Int("concurrency", 10, "handlers running at once")
+	concurrency := c.Int("concurrency", 100, "handlers running at once (SQL handlers: at most 32, one connection each)")
 	tries := c.Int("tries", 1, "attempts for jobs that set none (0 = unlimited)")
 	backoff := c.String("backoff", "0", "seconds to wait after an exception, for jobs that set none (e.g. 10,60,300)")
 	timeout := c.Int("timeout", 60, "seconds a handler may run, for jobs that set none (0 = none)")
@@ -238,7 +238,7 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 	if *stopWhenEmpty {
 		opts = append(opts, worker.WithStopWhenEmpty())
 	}
-	pool, err := c.connect(ctx, int32(*concurrency+3))
+	pool, err := c.connect(ctx, int32(min(*concurrency, 32)+3))
 	if err != nil {
 		return err
 	}
