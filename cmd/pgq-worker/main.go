@@ -140,17 +140,23 @@ func (c command) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, er
 	return pool, nil
 }
 
-func (c command) client(ctx context.Context) (*pgq.Client, func(), error) {
+// open parses args and connects a client: the start of every command but work and
+// migrate. It returns the positional arguments and a func that closes the pool.
+func (c command) open(ctx context.Context, args []string) ([]string, *pgq.Client, func(), error) {
+	pos, err := c.parse(args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	pool, err := c.connect(ctx, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	client, err := pgq.NewClient(pool)
 	if err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return client, pool.Close, nil
+	return pos, client, pool.Close, nil
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -258,10 +264,11 @@ func cmdDispatch(ctx context.Context, args []string, stdout io.Writer) error {
 	backoff := c.String("backoff", "", "seconds after each exception, e.g. 10,60,300")
 	timeout := c.Int("timeout", -1, "seconds the handler may run")
 	priority := c.Int("priority", 0, "higher runs first within the queue")
-	pos, err := c.parse(args)
+	pos, client, closeFn, err := c.open(ctx, args)
 	if err != nil {
 		return err
 	}
+	defer closeFn()
 	if len(pos) < 1 || len(pos) > 2 {
 		return errors.New("usage: pgq-worker dispatch JOB [PAYLOAD-JSON] [flags]")
 	}
@@ -289,11 +296,6 @@ func cmdDispatch(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		opts = append(opts, pgq.Backoff(b...))
 	}
-	client, closeFn, err := c.client(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
 	id, err := client.Dispatch(ctx, pos[0], payload, opts...)
 	if err != nil {
 		return err
@@ -311,11 +313,7 @@ func cmdFailed(ctx context.Context, args []string, stdout io.Writer) error {
 	queue := c.String("queue", "", "only this queue")
 	limit := c.Int("limit", 50, "list at most this many")
 	hours := c.Float64("hours", 0, "flush only failed jobs older than this many hours")
-	pos, err := c.parse(args[1:])
-	if err != nil {
-		return err
-	}
-	client, closeFn, err := c.client(ctx)
+	pos, client, closeFn, err := c.open(ctx, args[1:])
 	if err != nil {
 		return err
 	}
@@ -407,10 +405,7 @@ func cmdFailed(ctx context.Context, args []string, stdout io.Writer) error {
 func cmdStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	c := newCommand("status")
 	watch := c.Float64("watch", 0, "refresh every this many seconds until interrupted")
-	if _, err := c.parse(args); err != nil {
-		return err
-	}
-	client, closeFn, err := c.client(ctx)
+	_, client, closeFn, err := c.open(ctx, args)
 	if err != nil {
 		return err
 	}
@@ -448,10 +443,7 @@ func cmdCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	timeout := c.Int("timeout", 60, "the workers' --timeout in seconds")
 	tries := c.Int("tries", 1, "the workers' --tries")
 	asJSON := c.Bool("json", false, "print the findings as JSON")
-	if _, err := c.parse(args); err != nil {
-		return err
-	}
-	client, closeFn, err := c.client(ctx)
+	_, client, closeFn, err := c.open(ctx, args)
 	if err != nil {
 		return err
 	}
