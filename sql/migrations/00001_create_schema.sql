@@ -96,6 +96,13 @@ CREATE TABLE pgq.jobs (
     created_at      timestamptz NOT NULL DEFAULT now()
 );
 
+-- Every reservation and completion leaves dead index entries at the head of the reserve
+-- index (no update of a job can be HOT: it changes indexed columns). Vacuum this table
+-- by row count, not by a fraction of its size, and without throttling.
+ALTER TABLE pgq.jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+                          autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 50000,
+                          autovacuum_vacuum_cost_delay = 0);
+
 COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
 COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).';
 COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
@@ -1108,7 +1115,9 @@ CREATE FUNCTION pgq.reserve(
     default_tries int DEFAULT 1,
     as_of         timestamptz DEFAULT NULL
 ) RETURNS SETOF pgq.reservations
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
     v_admit record;
@@ -1165,17 +1174,11 @@ BEGIN
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
-            WITH picked AS (
-                SELECT j.id
-                FROM pgq.jobs j
-                WHERE j.queue = v_queue
-                  AND j.reserved_at IS NULL
-                  AND j.available_at <= v_now
-                  AND j.id <> ALL (v_seen)
-                ORDER BY j.priority DESC, j.available_at, j.id
-                LIMIT v_want
-                FOR UPDATE SKIP LOCKED
-            ), upd AS (
+            -- id = ANY (ARRAY (...)): the shape whose generic plan is the good one (pkey
+            -- lookups of the picked ids), so the plan is cached instead of re-planned on
+            -- every call (force_generic_plan below); a join here plans as a hash join
+            -- over the whole table once generic.
+            WITH upd AS (
                 UPDATE pgq.jobs j
                 SET attempts = j.attempts + 1,
                     reserved_at = v_now,
@@ -1183,8 +1186,16 @@ BEGIN
                     reserved_by = reserve.worker,
                     lease_token = gen_random_uuid(),
                     started_at = v_now
-                FROM picked p
-                WHERE j.id = p.id
+                WHERE j.id = ANY (ARRAY (
+                    SELECT p.id
+                    FROM pgq.jobs p
+                    WHERE p.queue = v_queue
+                      AND p.reserved_at IS NULL
+                      AND p.available_at <= v_now
+                      AND p.id <> ALL (v_seen)
+                    ORDER BY p.priority DESC, p.available_at, p.id
+                    LIMIT v_want
+                    FOR UPDATE SKIP LOCKED))
                 RETURNING j.*
             )
             SELECT coalesce(array_agg(u), '{}') INTO v_batch FROM upd u;
@@ -1293,7 +1304,9 @@ $$;
 -- Returns the uuids completed. State change: reserved -> finished.
 CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan  -- planning its CTEs cost more than running them
+AS $$
 DECLARE
     -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
     v_now  timestamptz := coalesce(complete.as_of, clock_timestamp());
