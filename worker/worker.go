@@ -172,11 +172,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			free = min(free, w.cfg.maxJobs-reserved)
 		}
 		if fetch && free > 0 && (free >= batch || running == 0 || w.cfg.maxJobs > 0) {
-			rows, err := w.reserve(ctx, free)
-			switch {
-			case ctx.Err() != nil:
-				return w.shutdown()
-			case err != nil:
+			// A stop request must not interrupt a reserve: pgx closes a connection whose
+			// query is cancelled, and the jobs it just reserved would be left behind.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			rows, err := w.reserve(rctx, free)
+			cancel()
+			if err != nil {
 				w.log.Error("reserve failed; retrying", "err", err)
 				if err := w.recoverSession(ctx); err != nil {
 					return w.shutdown()
