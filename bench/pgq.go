@@ -1,0 +1,551 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/pgq"
+	"github.com/pgq-dev/pgq/worker"
+)
+
+// pgqEnv is pgq's database: a pool for dispatching and checking, and the client.
+type pgqEnv struct {
+	cfg    *pgxpool.Config
+	pool   *pgxpool.Pool
+	client *pgq.Client
+}
+
+func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
+	cfg, err := createDatabase(ctx, o, o.dbName)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", o.dbName, err)
+	}
+	e := &pgqEnv{cfg: cfg, pool: pool}
+	if _, err := pgq.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if e.client, err = pgq.NewClient(pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA bench;
+		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;`); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("create bench.noop: %w", err)
+	}
+	if err := e.client.DefineJob(ctx, "noop_sql", pgq.Handler("bench.noop")); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := e.client.DefineLimit(ctx, "bench_huge", 1_000_000_000, time.Hour); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *pgqEnv) close(ctx context.Context, o options) {
+	e.pool.Close()
+	if !o.keepDB {
+		if err := dropDatabase(ctx, o, o.dbName); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: drop", o.dbName+":", err)
+		}
+	}
+}
+
+// workerPool opens a pool for one worker, as an application embedding it would.
+func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnStats bool) (*pgxpool.Pool, error) {
+	if concurrency == 0 {
+		concurrency = 100 // the worker's default, used only to size the pool
+	}
+	cfg := e.cfg.Copy()
+	cfg.MaxConns = int32(min(concurrency+3, o.poolSize))
+	if fnStats {
+		cfg.ConnConfig.RuntimeParams["track_functions"] = "all"
+	}
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker pool: %w", err)
+	}
+	return p, nil
+}
+
+func (e *pgqEnv) truncate(ctx context.Context) error {
+	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.attempts, pgq.failed_jobs"); err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
+	return nil
+}
+
+// pgqScenario is one configuration of pgq's drain benchmark.
+type pgqScenario struct {
+	name        string
+	row         string // summary row of the drain rate
+	insertRow   string // summary row of the insert rate, if any
+	label       string
+	job         string // job name dispatched
+	jobs        int
+	concurrency int // 0: the worker's default
+	sqlHandler  bool
+	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
+	payload     func(i int) json.RawMessage // nil: {}
+	dispatch    []pgq.Option
+	workerOpts  []worker.Option
+}
+
+func (e *pgqEnv) scenario(o options, name string) pgqScenario {
+	mw := func(m pgq.Middleware) []pgq.Option { return []pgq.Option{pgq.WithMiddleware(m)} }
+	switch name {
+	case "drain":
+		return pgqScenario{name: name, row: "drain", insertRow: "drain-insert", job: "noop", jobs: o.jobs, concurrency: o.conc}
+	case "drain-go":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain-go, %d jobs, jobs/s (worker default concurrency)", o.jobs),
+			job: "noop", jobs: o.jobs}
+	case "drain-go-c50":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain-go, %d jobs, jobs/s (concurrency %d)", o.jobs, o.highConc),
+			job: "noop", jobs: o.jobs, concurrency: o.highConc}
+	case "drain-sql":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with a SQL-function handler, jobs/s (worker default concurrency, pool %d)", o.sqlJobs, o.poolSize),
+			job: "noop_sql", jobs: o.sqlJobs, sqlHandler: true}
+	case "plain":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d no-op jobs, no middleware, jobs/s (concurrency %d): reference for the rows below", o.extraJobs, o.conc),
+			job: "noop", jobs: o.extraJobs, concurrency: o.conc}
+	case "retry":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs that fail once and retry, jobs/s (concurrency %d)", o.extraJobs, o.conc),
+			job: "noop_retry", jobs: o.extraJobs, concurrency: o.conc, failOnce: true,
+			workerOpts: []worker.Option{worker.WithTries(2), worker.WithBackoff(0)}}
+	case "mw-overlap":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with without_overlapping (per-job key), jobs/s (concurrency %d)", o.extraJobs, o.conc),
+			job: "noop_overlap", jobs: o.extraJobs, concurrency: o.conc,
+			payload:  func(i int) json.RawMessage { return json.RawMessage(`{"k":` + strconv.Itoa(i) + `}`) },
+			dispatch: mw(pgq.WithoutOverlapping{By: []string{"k"}})}
+	case "mw-ratelimit":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with rate_limited (huge budget), jobs/s (concurrency %d)", o.extraJobs, o.conc),
+			job: "noop_ratelimit", jobs: o.extraJobs, concurrency: o.conc,
+			dispatch: mw(pgq.RateLimited{Limit: "bench_huge"})}
+	case "mw-throttle":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with throttles_exceptions (no exceptions), jobs/s (concurrency %d)", o.extraJobs, o.conc),
+			job: "noop_throttle", jobs: o.extraJobs, concurrency: o.conc,
+			dispatch: mw(pgq.ThrottlesExceptions{})}
+	}
+	panic("unknown pgq scenario " + name)
+}
+
+// drainResult is one backlog drain of any system.
+type drainResult struct {
+	jobs      int
+	insert    time.Duration
+	drain     time.Duration
+	u         usage
+	client    string // what "client" cores means
+	warnings  int
+	othersMax int     // most active sessions seen in other databases (sampled every 2 s)
+	othersPct float64 // share of samples that saw any
+	half1     float64 // jobs/s over the first half of the backlog
+	half2     float64 // jobs/s over the second half
+	note      string
+}
+
+func (d drainResult) out(row, insertRow string) runOut {
+	var r runOut
+	r.rows = []string{row}
+	r.add(row, float64(d.jobs)/d.drain.Seconds())
+	if insertRow != "" {
+		r.rows = append(r.rows, insertRow)
+		r.add(insertRow, float64(d.jobs)/d.insert.Seconds())
+	}
+	r.otherCores = d.u.otherCores
+	var parts []string
+	if d.insert > 0 {
+		parts = append(parts, fmt.Sprintf("insert %d jobs in %s (%.0f jobs/s)", d.jobs, d.insert.Round(time.Millisecond),
+			float64(d.jobs)/d.insert.Seconds()))
+	}
+	if d.drain > 0 {
+		s := fmt.Sprintf("drain in %s = %.0f jobs/s", d.drain.Round(time.Millisecond), float64(d.jobs)/d.drain.Seconds())
+		if d.half1 > 0 {
+			s += fmt.Sprintf(" (1st half %.0f, 2nd half %.0f)", d.half1, d.half2)
+		}
+		parts = append(parts, s, d.u.cores(d.client, int64(d.jobs)),
+			fmt.Sprintf("other-db active sessions: max %d, in %.0f%% of samples", d.othersMax, d.othersPct))
+	}
+	if d.note != "" {
+		parts = append(parts, d.note)
+	}
+	r.line = strings.Join(parts, " | ")
+	r.line += fmt.Sprintf(" | warnings logged %d", d.warnings)
+	r.line = strings.TrimPrefix(r.line, " | ")
+	return r
+}
+
+// drain empties the queue, inserts the backlog, drains it with one worker and verifies
+// the outcome.
+func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile bool) runOut {
+	d := drainResult{jobs: sc.jobs, client: "bench"}
+	fail := func(err error) runOut {
+		r := d.out(sc.row, sc.insertRow)
+		r.figs, r.err = nil, err
+		return r
+	}
+	if err := e.truncate(ctx); err != nil {
+		return fail(err)
+	}
+
+	// Insert the backlog.
+	payloads := make([]any, min(o.batch, sc.jobs))
+	start := time.Now()
+	for done := 0; done < sc.jobs; done += len(payloads) {
+		n := min(sc.jobs-done, o.batch)
+		payloads = payloads[:n]
+		for i := range payloads {
+			if sc.payload != nil {
+				payloads[i] = sc.payload(done + i)
+			} else {
+				payloads[i] = json.RawMessage(`{}`)
+			}
+		}
+		ids, err := e.client.DispatchMany(ctx, sc.job, payloads, sc.dispatch...)
+		if err != nil {
+			return fail(fmt.Errorf("insert: %w", err))
+		}
+		if len(ids) != n {
+			return fail(fmt.Errorf("insert: DispatchMany returned %d uuids for %d payloads", len(ids), n))
+		}
+	}
+	d.insert = time.Since(start)
+
+	wpool, err := e.workerPool(ctx, o, sc.concurrency, profile && o.fnStats)
+	if err != nil {
+		return fail(err)
+	}
+	wpoolClosed := false
+	defer func() {
+		if !wpoolClosed {
+			wpool.Close()
+		}
+	}()
+	logs := &logCounter{}
+	opts := []worker.Option{
+		worker.WithStopWhenEmpty(),
+		worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	}
+	if sc.concurrency > 0 {
+		opts = append(opts, worker.WithConcurrency(sc.concurrency))
+	}
+	opts = append(opts, sc.workerOpts...)
+	w, err := worker.New(wpool, opts...)
+	if err != nil {
+		return fail(err)
+	}
+	if !sc.sqlHandler {
+		failOnce := sc.failOnce
+		worker.Handle(w, sc.job, worker.Handler[json.RawMessage]{
+			Run: func(_ context.Context, j *worker.Job[json.RawMessage]) error {
+				if failOnce && j.Attempt == 1 {
+					return errors.New("bench: fail the first attempt")
+				}
+				return nil
+			},
+		})
+	}
+
+	if profile && o.fnStats {
+		// Close the insert connections first: a backend flushes its pending statistics
+		// when it exits, and they must not land after the reset.
+		e.pool.Reset()
+		time.Sleep(500 * time.Millisecond)
+		if _, err := e.pool.Exec(ctx, "SELECT pg_stat_reset()"); err != nil {
+			return fail(fmt.Errorf("pg_stat_reset: %w", err))
+		}
+	}
+	if d.note, err = prepare(ctx, o, e.pool, "pgq.jobs"); err != nil {
+		return fail(err)
+	}
+	var stopProfile func()
+	if profile && o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fail(err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+
+	dctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	m, err := startMeter(ctx, e.pool)
+	if err != nil {
+		return fail(err)
+	}
+	smp := startSampler(ctx, e.pool, m.start, sc.jobs, "SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded'")
+	runErr := w.Run(dctx)
+	d.drain = time.Since(m.start)
+	d.u, err = m.stop(ctx)
+	smp.stop()
+	if stopProfile != nil {
+		stopProfile()
+		fmt.Printf("(CPU profile of this drain written to %s)\n", o.cpuProfile)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	d.othersMax, d.othersPct = smp.others()
+	d.half1, d.half2 = smp.halves(d.drain)
+	d.warnings = logs.count()
+	wpool.Close() // ends the worker's backends, which flushes their statistics
+	wpoolClosed = true
+	if runErr != nil {
+		return fail(fmt.Errorf("worker.Run: %w (first log lines: %s)", runErr, logs.first()))
+	}
+	if dctx.Err() != nil {
+		return fail(fmt.Errorf("drain did not finish within -timeout %s", o.timeout))
+	}
+	failedAttempts := 0
+	if sc.failOnce {
+		failedAttempts = sc.jobs
+	}
+	if err := e.verify(ctx, sc.job, sc.jobs, failedAttempts); err != nil {
+		if d.warnings > failedAttempts {
+			err = fmt.Errorf("%w (worker logged %d warnings, first: %s)", err, d.warnings, logs.first())
+		}
+		return fail(err)
+	}
+	if profile && o.fnStats {
+		if err := printServerStats(ctx, e.pool, sc.jobs); err != nil {
+			return fail(err)
+		}
+	}
+	out := d.out(sc.row, sc.insertRow)
+	if sc.failOnce {
+		out.line += " (one expected warning per first attempt)"
+	}
+	return out
+}
+
+// verify checks that each of jobs jobs named job succeeded exactly once, after exactly
+// failed failed attempts in all, and that nothing else is left.
+func (e *pgqEnv) verify(ctx context.Context, job string, jobs, failed int) error {
+	var live, attempts, succeeded, failedAttempts, distinct, distinctOK, failedJobs int
+	err := e.pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM pgq.jobs),
+			(SELECT count(*) FROM pgq.attempts),
+			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded' AND job = $1),
+			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'failed' AND NOT final AND job = $1),
+			(SELECT count(DISTINCT job_uuid) FROM pgq.attempts),
+			(SELECT count(DISTINCT job_uuid) FROM pgq.attempts WHERE outcome = 'succeeded'),
+			(SELECT count(*) FROM pgq.failed_jobs)`, job).
+		Scan(&live, &attempts, &succeeded, &failedAttempts, &distinct, &distinctOK, &failedJobs)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if live != 0 || attempts != jobs+failed || succeeded != jobs || failedAttempts != failed || distinct != jobs ||
+		distinctOK != jobs || failedJobs != 0 {
+		return fmt.Errorf("verify: want 0 live jobs and %d succeeded attempts (+%d failed) of %d distinct jobs, got %d live jobs, %d attempts (%d succeeded %s of %d distinct jobs, %d failed), %d distinct jobs, %d failed jobs",
+			jobs, failed, jobs, live, attempts, succeeded, job, distinctOK, failedAttempts, distinct, failedJobs)
+	}
+	return nil
+}
+
+// bulk times DispatchMany of o.jobs jobs into an empty queue.
+func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
+	r := runOut{rows: []string{"bulk-many"}}
+	if err := e.truncate(ctx); err != nil {
+		r.err = err
+		return r
+	}
+	note, err := prepare(ctx, o, e.pool, "")
+	if err != nil {
+		r.err = err
+		return r
+	}
+	payloads := make([]any, min(o.batch, o.jobs))
+	for i := range payloads {
+		payloads[i] = json.RawMessage(`{}`)
+	}
+	m, err := startMeter(ctx, e.pool)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	for done := 0; done < o.jobs; done += o.batch {
+		n := min(o.jobs-done, o.batch)
+		if _, err := e.client.DispatchMany(ctx, "noop", payloads[:n]); err != nil {
+			r.err = fmt.Errorf("DispatchMany: %w", err)
+			return r
+		}
+	}
+	u, err := m.stop(ctx)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.otherCores = u.otherCores
+	rate := float64(o.jobs) / u.elapsed.Seconds()
+	r.line = fmt.Sprintf("DispatchMany %d jobs in %s = %.0f jobs/s | %s", o.jobs, u.elapsed.Round(time.Millisecond), rate,
+		u.cores("bench", int64(o.jobs)))
+	if note != "" {
+		r.line += " | " + note
+	}
+	var n int
+	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM pgq.jobs WHERE job = 'noop'").Scan(&n); err != nil {
+		r.err = err
+		return r
+	}
+	if n != o.jobs {
+		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs, got %d", o.jobs, n)
+		return r
+	}
+	r.add("bulk-many", rate)
+	return r
+}
+
+// pgqLive runs pgq workers for the steady and latency scenarios.
+type pgqLive struct {
+	e           *pgqEnv
+	concurrency int // 0: the worker's default
+}
+
+func (e *pgqEnv) live(concurrency int) *pgqLive { return &pgqLive{e: e, concurrency: concurrency} }
+
+type seqArgs struct {
+	Seq int64 `json:"seq"`
+}
+
+func (l *pgqLive) name() string                    { return "pgq" }
+func (l *pgqLive) pool() *pgxpool.Pool             { return l.e.pool }
+func (l *pgqLive) reset(ctx context.Context) error { return l.e.truncate(ctx) }
+
+func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (func() (int, error), error) {
+	wpool, err := l.e.workerPool(ctx, o, l.concurrency, false)
+	if err != nil {
+		return nil, err
+	}
+	logs := &logCounter{}
+	opts := []worker.Option{worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	if l.concurrency > 0 {
+		opts = append(opts, worker.WithConcurrency(l.concurrency))
+	}
+	w, err := worker.New(wpool, opts...)
+	if err != nil {
+		wpool.Close()
+		return nil, err
+	}
+	worker.Handle(w, "seq", worker.Handler[seqArgs]{
+		Run: func(_ context.Context, j *worker.Job[seqArgs]) error { onRun(j.Args.Seq); return nil },
+	})
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = w.Run(wctx) })
+	return func() (int, error) {
+		cancel()
+		wg.Wait()
+		wpool.Close()
+		if runErr != nil {
+			return logs.count(), fmt.Errorf("worker.Run: %w (first log lines: %s)", runErr, logs.first())
+		}
+		return logs.count(), nil
+	}, nil
+}
+
+func (l *pgqLive) dispatch(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 1 {
+		_, err := l.e.client.Dispatch(ctx, "seq", seqArgs{seqs[0]})
+		return err
+	}
+	args := make([]any, len(seqs))
+	for i, s := range seqs {
+		args[i] = seqArgs{s}
+	}
+	_, err := l.e.client.DispatchMany(ctx, "seq", args)
+	return err
+}
+
+func (l *pgqLive) completed(ctx context.Context) (int64, error) {
+	var n int64
+	err := l.e.pool.QueryRow(ctx, "SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded'").Scan(&n)
+	return n, err
+}
+
+func (l *pgqLive) verifyDone(ctx context.Context, n int64) error {
+	return l.e.verify(ctx, "seq", int(n), 0)
+}
+
+// printServerStats prints where PostgreSQL spent its time during the drain, from
+// pg_stat_user_functions (track_functions=all on the worker's connections) and the
+// table statistics, reset just before the drain.
+func printServerStats(ctx context.Context, pool *pgxpool.Pool, jobs int) error {
+	time.Sleep(time.Second) // let the worker's exiting backends flush their statistics
+	fmt.Println("\nserver-side: pg_stat_user_functions during the drain (times in ms; self excludes nested pgq calls)")
+	rows, err := pool.Query(ctx, `SELECT schemaname || '.' || funcname, calls, total_time, self_time
+		FROM pg_stat_user_functions ORDER BY total_time DESC`)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "function\tcalls\ttotal ms\tself ms\tµs/call\tjobs/call\t")
+	for rows.Next() {
+		var name string
+		var calls int64
+		var total, self float64
+		if err := rows.Scan(&name, &calls, &total, &self); err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t\n", name, calls, total, self, 1000*total/float64(calls),
+			float64(jobs)/float64(calls))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	tw.Flush()
+
+	fmt.Println("\nserver-side: table statistics during the drain")
+	rows, err = pool.Query(ctx, `SELECT relname, seq_scan, idx_scan, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
+			n_dead_tup, autovacuum_count
+		FROM pg_stat_user_tables WHERE schemaname = 'pgq' AND relname IN ('jobs', 'attempts') ORDER BY relname`)
+	if err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "table\tseq_scan\tidx_scan\tins\tupd\thot_upd\tdel\tdead now\tautovacuums\t")
+	for rows.Next() {
+		var name string
+		var a, b, c, d, e, f, g, h int64
+		if err := rows.Scan(&name, &a, &b, &c, &d, &e, &f, &g, &h); err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, a, b, c, d, e, f, g, h)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	tw.Flush()
+
+	var commits, rollbacks int64
+	if err := pool.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()`).
+		Scan(&commits, &rollbacks); err != nil {
+		return err
+	}
+	fmt.Printf("\ntransactions during the drain: %d commits (%.2f per job), %d rollbacks\n\n",
+		commits, float64(commits)/float64(jobs), rollbacks)
+	return nil
+}
