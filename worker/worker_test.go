@@ -401,3 +401,62 @@ func TestS30PriorityQueues(t *testing.T) {
 	drain(t, w)
 	require.Equal(t, []string{"high", "high", "low", "low"}, order_)
 }
+
+// S26: when the session connection holding a job's overlap lock drops while the worker
+// lives, PostgreSQL has freed the lock, so the worker cancels that handler and releases
+// the job (attempt refunded); a handler without overlap locks runs on.
+func TestS26OverlapSessionLostCancelsHandler(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond))
+	started := make(chan string, 4)
+	cancelled := make(chan string, 4)
+	worker.Handle(w, "locked", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- j.Name
+		<-ctx.Done()
+		cancelled <- j.Name
+		return ctx.Err()
+	}})
+	worker.Handle(w, "free", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- j.Name
+		select {
+		case <-ctx.Done():
+			cancelled <- j.Name
+			return ctx.Err()
+		case <-time.After(4 * time.Second):
+			return nil
+		}
+	}})
+	ctx := context.Background()
+	locked, err := b.client.Dispatch(ctx, "locked", order{1}, pgq.Tries(1),
+		pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger"}))
+	require.NoError(t, err)
+	free, err := b.client.Dispatch(ctx, "free", order{2})
+	require.NoError(t, err)
+	stop := start(t, w)
+	<-started
+	<-started
+
+	pid := pgqtest.Scalar[int](t, b.db, `SELECT pid FROM pgq.locks WHERE kind = 'overlap' AND key = 'locked:ledger'`)
+	b.db.Exec(t, `SELECT pg_terminate_backend($1)`, pid)
+	select {
+	case name := <-cancelled:
+		require.Equal(t, "locked", name, "only the handler whose lock went is cancelled")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler whose overlap lock was lost was not cancelled")
+	}
+	select {
+	case name := <-started:
+		require.Equal(t, "locked", name, "released without delay, the job runs again (on the new session)")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the released job did not run again")
+	}
+	require.Eventually(t, func() bool { return len(b.outcomes(t, free)) == 1 }, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, free), "the handler without overlap locks ran on")
+	require.NoError(t, stop())
+
+	note := pgqtest.Scalar[string](t, b.db, `SELECT exception FROM pgq.attempts WHERE job_uuid = $1 ORDER BY id LIMIT 1`, locked)
+	require.Contains(t, note, "session holding the overlap lock was lost")
+	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT attempts FROM pgq.jobs WHERE uuid = $1`, locked),
+		"refunded: the worker's connection failed, not the job (tries 1 is not used up)")
+}
