@@ -777,3 +777,43 @@ func TestPruneKeepsLiveAndFailedHistory(t *testing.T) {
 	_, err := db.Pool.Exec(ctx, `SELECT pgq.prune(NULL)`)
 	require.Equal(t, "22023", pgCode(err))
 }
+
+// S7, S15, S17 batched: pgq.fail_many decides each attempt as pgq.fail would, in one
+// transaction; a token that does not hold its job gets no row and changes nothing.
+func TestFailManyBatchesTheDecision(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	now := clock()
+	retried := dispatch(t, db, `'a', tries => 3, backoff => '{20}'`)
+	final := dispatch(t, db, `'b', tries => 1`)
+	stale := dispatch(t, db, `'c', tries => 5`)
+	got := reserve(t, db, "w1", now)
+	require.Len(t, got, 3)
+	tokens := map[uuid.UUID]uuid.UUID{}
+	for _, j := range got {
+		tokens[j.UUID] = j.Token
+	}
+	tokens[stale] = uuid.New() // a token that never held the job
+	rows, err := db.Pool.Query(ctx, `SELECT job, outcome, delay, final FROM pgq.fail_many($1, $2, $3, $4)`,
+		[]uuid.UUID{retried, final, stale}, []uuid.UUID{tokens[retried], tokens[final], tokens[stale]},
+		[]string{"boom a", "boom b", "boom c"}, []bool{false, false, false})
+	require.NoError(t, err)
+	type row struct {
+		Job, Outcome string
+		Delay        *int
+		Final        bool
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	require.NoError(t, err)
+	require.Len(t, out, 2, "the stale token gets no row")
+	require.Equal(t, "a", out[0].Job)
+	require.Equal(t, 20, *out[0].Delay)
+	require.False(t, out[0].Final)
+	require.Equal(t, "b", out[1].Job)
+	require.True(t, out[1].Final)
+	require.Equal(t, 1, count(t, db, "pgq.failed_jobs WHERE uuid = $1", final))
+	require.Equal(t, 1, count(t, db, "pgq.running WHERE uuid = $1", stale), "the rejected call changed nothing")
+
+	_, err = db.Pool.Exec(ctx, `SELECT pgq.fail_many($1, $2, '{}', '{}')`, []uuid.UUID{stale}, []uuid.UUID{tokens[stale]})
+	require.Equal(t, "22023", pgCode(err))
+}

@@ -57,6 +57,14 @@ type Worker struct {
 	wake        chan struct{} // a notification for one of our queues
 	stuck       chan uuid.UUID
 	completions chan *active
+	failures    chan failure
+}
+
+// failure is an attempt whose handler raised (or timed out), waiting for pgq.fail_many.
+type failure struct {
+	a         *active
+	exception string
+	timedOut  bool
 }
 
 // active is one attempt whose handler the worker is running.
@@ -95,6 +103,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		wake:        make(chan struct{}, 1),
 		stuck:       make(chan uuid.UUID, 1),
 		completions: make(chan *active, 1024),
+		failures:    make(chan failure, 1024),
 		sqlSlots:    make(chan struct{}, max(1, int(pool.Config().MaxConns)-3)),
 	}
 	if cfg.registerer != nil {
@@ -141,11 +150,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Go(func() { w.heartbeat(bg) })
 	wg.Go(func() { w.retain(bg) })
 	w.checkConfig(ctx)
-	completerDone := make(chan struct{})
-	go func() { w.completer(); close(completerDone) }()
+	// Completions and failures are reported in batches: one pgq.complete or
+	// pgq.fail_many per batch. They stop once Run has returned; by then nothing runs.
+	stopBatchers := make(chan struct{})
+	var batchers sync.WaitGroup
+	batchers.Go(func() { batch(w.completions, stopBatchers, w.completeBatch) })
+	batchers.Go(func() { batch(w.failures, stopBatchers, w.failBatch) })
 	defer func() {
-		close(w.completions)
-		<-completerDone
+		close(stopBatchers)
+		batchers.Wait()
 		stopBackground()
 		wg.Wait()
 	}()
@@ -457,14 +470,8 @@ func (w *Worker) report(ctx context.Context, a *active, err error) {
 		// Every other error is the attempt's exception. If the lease was lost meanwhile,
 		// fail is rejected and recorded (S15).
 		timedOut := errors.Is(cause, errTimeout) || isQueryCanceled(err) && !errors.Is(cause, pgq.ErrLeaseLost)
-		attempts, ferr := w.q.JobFail(rctx, dbsqlc.JobFailParams{
-			Uuid: a.row.Uuid, Token: a.token, Exception: err.Error(), TimedOut: timedOut,
-			DefaultTries: int32(w.cfg.tries), DefaultBackoff: w.cfg.backoff,
-		})
-		w.logResult(a, attempts, ferr)
-		if ferr == nil && len(attempts) == 1 && attempts[0].Final {
-			w.runFailedHook(rctx, a, attempts[0])
-		}
+		w.failures <- failure{a: a, exception: err.Error(), timedOut: timedOut} // batched; the slot frees then
+		return
 	}
 	w.finish(a)
 }
@@ -494,47 +501,97 @@ func (w *Worker) runFailedHook(ctx context.Context, a *active, attempt dbsqlc.Pg
 	h.failed(ctx, &a.row, errors.New(deref(attempt.Exception)))
 }
 
-// completer completes succeeded jobs in batches: one pgq.complete per batch.
-func (w *Worker) completer() {
-	for first := range w.completions {
-		batch := []*active{first}
-	drain:
-		for len(batch) < 1000 {
+// batch calls flush with what arrives on ch, taking everything already waiting (up to
+// 1000) each time, until stop is closed and ch is empty.
+func batch[T any](ch <-chan T, stop <-chan struct{}, flush func([]T)) {
+	for {
+		var first T
+		select {
+		case first = <-ch:
+		case <-stop:
 			select {
-			case a, ok := <-w.completions:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, a)
+			case first = <-ch:
 			default:
-				break drain
+				return
 			}
 		}
-		uuids := make([]uuid.UUID, len(batch))
-		tokens := make([]uuid.UUID, len(batch))
-		for i, a := range batch {
-			uuids[i], tokens[i] = a.row.Uuid, a.token
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		done, err := w.q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
-		cancel()
-		completed := make(map[uuid.UUID]bool, len(done))
-		for _, id := range done {
-			if id != nil {
-				completed[*id] = true
-			}
-		}
-		for _, a := range batch {
-			switch {
-			case err != nil:
-				w.logOutcome(a, "complete_failed", err)
-			case completed[a.row.Uuid]:
-				w.logOutcome(a, "succeeded", nil)
+		items := []T{first}
+	more:
+		for len(items) < 1000 {
+			select {
+			case x := <-ch:
+				items = append(items, x)
 			default:
-				w.logOutcome(a, "lease_lost", pgq.ErrLeaseLost)
+				break more
 			}
-			w.finish(a)
 		}
+		flush(items)
+	}
+}
+
+// completeBatch completes succeeded jobs in one pgq.complete.
+func (w *Worker) completeBatch(batch []*active) {
+	uuids := make([]uuid.UUID, len(batch))
+	tokens := make([]uuid.UUID, len(batch))
+	for i, a := range batch {
+		uuids[i], tokens[i] = a.row.Uuid, a.token
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	done, err := w.q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
+	cancel()
+	completed := make(map[uuid.UUID]bool, len(done))
+	for _, id := range done {
+		if id != nil {
+			completed[*id] = true
+		}
+	}
+	for _, a := range batch {
+		switch {
+		case err != nil:
+			w.logOutcome(a, "complete_failed", err)
+		case completed[a.row.Uuid]:
+			w.logOutcome(a, "succeeded", nil)
+		default:
+			w.logOutcome(a, "lease_lost", pgq.ErrLeaseLost)
+		}
+		w.finish(a)
+	}
+}
+
+// failBatch reports failed attempts in one pgq.fail_many, which decides for each whether
+// it is retried or failed for good; the failed hook runs for those failed for good.
+func (w *Worker) failBatch(batch []failure) {
+	p := dbsqlc.JobFailManyParams{
+		Uuids: make([]uuid.UUID, len(batch)), Tokens: make([]uuid.UUID, len(batch)),
+		Exceptions: make([]string, len(batch)), TimedOut: make([]bool, len(batch)),
+		DefaultTries: int32(w.cfg.tries), DefaultBackoff: w.cfg.backoff,
+	}
+	for i, f := range batch {
+		p.Uuids[i], p.Tokens[i], p.Exceptions[i], p.TimedOut[i] = f.a.row.Uuid, f.a.token, f.exception, f.timedOut
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	attempts, err := w.q.JobFailMany(ctx, p)
+	byToken := make(map[uuid.UUID]dbsqlc.PgqAttempt, len(attempts))
+	for _, at := range attempts {
+		if at.LeaseToken != nil {
+			byToken[*at.LeaseToken] = at
+		}
+	}
+	for _, f := range batch {
+		at, ok := byToken[f.a.token]
+		switch {
+		case err != nil:
+			w.logResult(f.a, nil, err)
+		case !ok:
+			w.logResult(f.a, nil, nil) // rejected: the lease was lost
+		default:
+			w.logResult(f.a, []dbsqlc.PgqAttempt{at}, nil)
+			if at.Final {
+				w.runFailedHook(ctx, f.a, at)
+			}
+		}
+		w.finish(f.a)
 	}
 }
 

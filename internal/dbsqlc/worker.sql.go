@@ -41,31 +41,31 @@ func (q *Queries) JobCompleteMany(ctx context.Context, arg JobCompleteManyParams
 	return items, nil
 }
 
-const jobFail = `-- name: JobFail :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.fail(
-    uuid => $1::uuid,
-    token => $2::uuid,
-    exception => $3::text,
-    timed_out => $4::boolean,
+const jobFailMany = `-- name: JobFailMany :many
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.fail_many(
+    uuids => $1::uuid[],
+    tokens => $2::uuid[],
+    exceptions => $3::text[],
+    timed_out => $4::boolean[],
     default_tries => $5::int,
     default_backoff => $6::int[]
 )
 `
 
-type JobFailParams struct {
-	Uuid           uuid.UUID
-	Token          uuid.UUID
-	Exception      string
-	TimedOut       bool
+type JobFailManyParams struct {
+	Uuids          []uuid.UUID
+	Tokens         []uuid.UUID
+	Exceptions     []string
+	TimedOut       []bool
 	DefaultTries   int32
 	DefaultBackoff []int32
 }
 
-func (q *Queries) JobFail(ctx context.Context, arg JobFailParams) ([]PgqAttempt, error) {
-	rows, err := q.db.Query(ctx, jobFail,
-		arg.Uuid,
-		arg.Token,
-		arg.Exception,
+func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]PgqAttempt, error) {
+	rows, err := q.db.Query(ctx, jobFailMany,
+		arg.Uuids,
+		arg.Tokens,
+		arg.Exceptions,
 		arg.TimedOut,
 		arg.DefaultTries,
 		arg.DefaultBackoff,

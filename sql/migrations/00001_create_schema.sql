@@ -1485,6 +1485,39 @@ COMMENT ON FUNCTION pgq.fail(uuid, uuid, text, boolean, int, int[], timestamptz)
     'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
 
 -- +goose StatementBegin
+-- pgq.fail_many: pgq.fail for a batch of attempts, in one statement and one transaction
+-- (a worker's failures of the same moment). Returns one attempt row per call whose token
+-- still held its job; a missing uuid lost its lease (rejected and recorded, S15).
+CREATE FUNCTION pgq.fail_many(
+    uuids           uuid[],
+    tokens          uuid[],
+    exceptions      text[],
+    timed_out       boolean[],
+    default_tries   int DEFAULT 1,
+    default_backoff int[] DEFAULT '{0}'
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out) THEN
+        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions and timed_out flags as uuids'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT a.*
+        FROM unnest(fail_many.uuids, fail_many.tokens, fail_many.exceptions, fail_many.timed_out)
+                 AS f(uuid, token, exception, timed_out),
+             LATERAL pgq.fail(f.uuid, f.token, f.exception, f.timed_out,
+                              fail_many.default_tries, fail_many.default_backoff) a;
+END;
+$$;
+-- +goose StatementEnd
+
+COMMENT ON FUNCTION pgq.fail_many(uuid[], uuid[], text[], boolean[], int, int[]) IS
+    'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+
+-- +goose StatementBegin
 -- pgq.release: the job goes back to waiting for delay seconds without counting an
 -- exception and without backoff (S11). With refund the attempt is given back (used when
 -- a worker stops, S32: an interrupted attempt must not exhaust the job). Returns the

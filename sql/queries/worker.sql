@@ -10,12 +10,12 @@ SELECT * FROM pgq.reserve(
 -- name: JobCompleteMany :many
 SELECT * FROM pgq.complete(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
 
--- name: JobFail :many
-SELECT * FROM pgq.fail(
-    uuid => @uuid::uuid,
-    token => @token::uuid,
-    exception => @exception::text,
-    timed_out => @timed_out::boolean,
+-- name: JobFailMany :many
+SELECT * FROM pgq.fail_many(
+    uuids => @uuids::uuid[],
+    tokens => @tokens::uuid[],
+    exceptions => @exceptions::text[],
+    timed_out => @timed_out::boolean[],
     default_tries => @default_tries::int,
     default_backoff => @default_backoff::int[]
 );
