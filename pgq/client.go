@@ -96,10 +96,6 @@ func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []an
 		}
 		payloads[i] = p
 	}
-	retryUntil := s.retryUntil
-	if retryUntil == nil && s.retryFor != nil {
-		retryUntil = ptr(time.Now().Add(*s.retryFor))
-	}
 	rows, err := q.JobDispatchMany(ctx, dbsqlc.JobDispatchManyParams{
 		Job:             job,
 		Payloads:        payloads,
@@ -107,7 +103,8 @@ func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []an
 		Delay:           s.delay,
 		Tries:           s.tries,
 		Backoff:         s.backoff,
-		RetryUntil:      retryUntil,
+		RetryUntil:      s.retryUntil,
+		RetryFor:        s.retryFor,
 		MaxExceptions:   s.maxExceptions,
 		Timeout:         s.timeout,
 		FailOnTimeout:   s.failOnTimeout,

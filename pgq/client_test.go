@@ -55,6 +55,11 @@ func TestS21S24ArgumentTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, newest, pgqtest.Scalar[uuid.UUID](t, db, `SELECT job_uuid FROM pgq.debounce_tokens WHERE key = 'push_price:product-5'`))
 
+	// S1, S9: RetryFor becomes retry_until by the database's clock, not the client's
+	deadline, err := client.Dispatch(ctx, "deadline", nil, pgq.RetryFor(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, pgqtest.Scalar[time.Duration](t, db, `SELECT retry_until - created_at FROM pgq.jobs WHERE uuid = $1`, deadline))
+
 	// options: until-processing by class, per-dispatch keys
 	require.NoError(t, client.DefineJob(ctx, "recompute", pgq.UniqueFor(40*time.Minute), pgq.UniqueUntilProcessing(), pgq.UniqueBy("account_id")))
 	require.Equal(t, "processing", pgqtest.Scalar[string](t, db, `SELECT unique_until FROM pgq.job_classes WHERE name = 'recompute'`))

@@ -69,7 +69,8 @@ func Backoff(d ...time.Duration) Option {
 // RetryUntil replaces the tries count with a deadline (S9). Dispatch only.
 func RetryUntil(t time.Time) Option { return func(s *settings) { s.retryUntil = &t } }
 
-// RetryFor is a deadline relative to dispatch: retry_until = dispatch time + d (S9).
+// RetryFor is a deadline relative to dispatch: PostgreSQL sets retry_until to its own
+// now() + d when the job is dispatched (S9).
 func RetryFor(d time.Duration) Option { return func(s *settings) { s.retryFor = &d } }
 
 // MaxExceptions fails the job at its n-th exception (S10).

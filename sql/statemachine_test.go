@@ -148,6 +148,8 @@ func TestS1FrozenAtDispatch(t *testing.T) {
 
 	o := get(override)
 	require.Equal(t, 7, *o.Tries, "per-dispatch values override the class")
+	require.Equal(t, 30*time.Minute, *get(dispatch(t, db, `'sync', retry_for => '30 minutes'`)).Window,
+		"a per-dispatch retry_for is frozen by the database's clock, like the class's")
 	require.Equal(t, []int32{2, 4}, o.Backoff)
 	require.Equal(t, 9, *o.Timeout)
 }
@@ -221,6 +223,8 @@ func TestS4RejectsBadInput(t *testing.T) {
 		{"EmptyBackoff", `pgq.dispatch('a', backoff => '{}')`, "22023", "backoff must have at least one entry"},
 		{"NegativeBackoff", `pgq.dispatch('a', backoff => '{10,-1}')`, "22023", "backoff entries must be seconds >= 0, got {10,-1}"},
 		{"NullBackoffEntry", `pgq.dispatch('a', backoff => '{10,NULL}')`, "22023", "backoff entries must be seconds >= 0"},
+		{"NonPositiveRetryFor", `pgq.dispatch('a', retry_for => '0 seconds')`, "22023", "retry_for must be positive"},
+		{"RetryUntilAndRetryFor", `pgq.dispatch('a', retry_until => now(), retry_for => '1 hour')`, "22023", "give retry_until or retry_for, not both"},
 		{"ZeroMaxExceptions", `pgq.dispatch('a', max_exceptions => 0)`, "22023", "max_exceptions must be >= 1, got 0"},
 		{"NegativeTimeout", `pgq.dispatch('a', timeout => -3)`, "22023", "timeout must be seconds >= 0, got -3"},
 		{"ClassNegativeTries", `pgq.define_job('a', tries => -2)`, "22023", "tries must be >= 0"},

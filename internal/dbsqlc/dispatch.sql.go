@@ -115,7 +115,8 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     debounce_key => $15::text,
     debounce_for => $16::interval,
     debounce_max_wait => $17::interval,
-    middleware => $18::jsonb
+    middleware => $18::jsonb,
+    retry_for => $19::interval
 )
 `
 
@@ -138,6 +139,7 @@ type JobDispatchManyParams struct {
 	DebounceFor     *time.Duration
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
+	RetryFor        *time.Duration
 }
 
 func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams) ([]*uuid.UUID, error) {
@@ -160,6 +162,7 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		arg.DebounceFor,
 		arg.DebounceMaxWait,
 		arg.Middleware,
+		arg.RetryFor,
 	)
 	if err != nil {
 		return nil, err

@@ -787,7 +787,8 @@ CREATE FUNCTION pgq.dispatch_many(
     debounce_key    text DEFAULT NULL,
     debounce_for    interval DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
-    middleware      jsonb DEFAULT NULL
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -808,6 +809,12 @@ BEGIN
     PERFORM pgq._check_name('queue', v_queue);
     PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
                                 dispatch_many.timeout, dispatch_many.priority);
+    IF dispatch_many.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', dispatch_many.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.retry_until IS NOT NULL AND dispatch_many.retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
     IF dispatch_many.delay < interval '0' THEN
         RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
     END IF;
@@ -833,7 +840,8 @@ BEGIN
     v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
     v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
     v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
-    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + v_class.retry_for);
+    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
+    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
     v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
     v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
     -- Every "by" of the middleware must find its fields in every payload: a key that
@@ -915,7 +923,7 @@ END;
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb) IS
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
     'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- +goose StatementBegin
@@ -939,7 +947,8 @@ CREATE FUNCTION pgq.dispatch(
     debounce_key    text DEFAULT NULL,
     debounce_for    interval DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
-    middleware      jsonb DEFAULT NULL
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE sql VOLATILE AS $$
     SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
@@ -947,11 +956,11 @@ LANGUAGE sql VOLATILE AS $$
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
                              dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware);
+                             dispatch.middleware, dispatch.retry_for);
 $$;
 -- +goose StatementEnd
 
-COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb) IS
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
     'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 -- +goose StatementBegin

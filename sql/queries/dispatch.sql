@@ -17,7 +17,8 @@ SELECT * FROM pgq.dispatch_many(
     debounce_key => sqlc.narg('debounce_key')::text,
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
-    middleware => sqlc.narg('middleware')::jsonb
+    middleware => sqlc.narg('middleware')::jsonb,
+    retry_for => sqlc.narg('retry_for')::interval
 );
 
 -- name: JobClassDefine :one
