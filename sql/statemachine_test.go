@@ -95,6 +95,30 @@ func outcomes(t *testing.T, db *pgqtest.DB, job uuid.UUID) []string {
 		`SELECT coalesce(array_agg(outcome ORDER BY id), '{}') FROM pgq.attempts WHERE job_uuid = $1`, job)
 }
 
+// listen returns a connection listening on channel, closed at cleanup.
+func listen(t *testing.T, db *pgqtest.DB, channel string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	_, err = c.Exec(ctx, "LISTEN "+channel)
+	require.NoError(t, err)
+	return c
+}
+
+// notification waits up to d for the next notification; nil when none came.
+func notification(t *testing.T, c *pgx.Conn, d time.Duration) *pgconn.Notification {
+	t.Helper()
+	waitCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	n, err := c.WaitForNotification(waitCtx)
+	if err != nil {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		return nil
+	}
+	return n
+}
+
 // clock is the tests' "now": a second ahead of the wall clock, so jobs dispatched just
 // after it was taken (available_at = the server's now()) are already due.
 func clock() time.Time { return time.Now().Add(time.Second) }
@@ -167,27 +191,18 @@ func TestS2Transactional(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 
-	listener, err := pgx.Connect(ctx, db.URL)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN pgq_jobs")
-	require.NoError(t, err)
+	listener := listen(t, db, "pgq_jobs")
 
 	tx, err = db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `SELECT pgq.dispatch('report')`)
 	require.NoError(t, err)
 	require.Empty(t, reserve(t, db, "w1", time.Now()), "an uncommitted job is invisible to workers")
-	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = listener.WaitForNotification(waitCtx)
-	cancel()
-	require.Error(t, err, "no notification before commit")
+	require.Nil(t, notification(t, listener, 300*time.Millisecond), "no notification before commit")
 
 	require.NoError(t, tx.Commit(ctx))
-	waitCtx, cancel = context.WithTimeout(ctx, 5*time.Second)
-	n, err := listener.WaitForNotification(waitCtx)
-	cancel()
-	require.NoError(t, err)
+	n := notification(t, listener, 5*time.Second)
+	require.NotNil(t, n, "the wake-up arrives on commit")
 	require.Equal(t, "default", n.Payload)
 	require.Len(t, reserve(t, db, "w1", time.Now()), 1)
 }
@@ -570,11 +585,7 @@ func TestS15Fencing(t *testing.T) {
 func TestS17S18FailingForGood(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
-	listener, err := pgx.Connect(ctx, db.URL)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN pgq_events")
-	require.NoError(t, err)
+	listener := listen(t, db, "pgq_events")
 
 	now := clock()
 	id := dispatch(t, db, `'charge', '{"order": 9}', queue => 'payments', tries => 2`)
@@ -585,16 +596,11 @@ func TestS17S18FailingForGood(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, `SELECT pgq.fail($1, $2, 'card declined', as_of => $3)`, j.UUID, j.Token, now)
 	require.NoError(t, err)
-	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = listener.WaitForNotification(waitCtx)
-	cancel()
-	require.Error(t, err, "no job_failed event before commit")
+	require.Nil(t, notification(t, listener, 300*time.Millisecond), "no job_failed event before commit")
 	require.NoError(t, tx.Commit(ctx))
 
-	waitCtx, cancel = context.WithTimeout(ctx, 5*time.Second)
-	n, err := listener.WaitForNotification(waitCtx)
-	cancel()
-	require.NoError(t, err)
+	n := notification(t, listener, 5*time.Second)
+	require.NotNil(t, n, "job_failed arrives on commit")
 	require.Contains(t, n.Payload, `"event" : "job_failed"`)
 	require.Contains(t, n.Payload, id.String())
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -171,11 +170,7 @@ func TestS24Debounce(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `SELECT pgq.define_job('push_price', tries => 3, backoff => '{60}', debounce_for => '30 seconds', debounce_by => '{product_id}')`)
-	listener, err := pgx.Connect(ctx, db.URL)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN pgq_events")
-	require.NoError(t, err)
+	listener := listen(t, db, "pgq_events")
 
 	now := clock()
 	a := dispatch(t, db, `'push_price', '{"product_id": 5, "price_in_cents": 1000}'`)
@@ -192,8 +187,8 @@ func TestS24Debounce(t *testing.T) {
 	require.ElementsMatch(t, []uuid.UUID{c, other}, ids, "only the newest per key runs")
 	require.Equal(t, []string{"debounced"}, outcomes(t, db, a))
 	require.Equal(t, []string{"debounced"}, outcomes(t, db, b))
-	n, err := listener.WaitForNotification(ctx)
-	require.NoError(t, err)
+	n := notification(t, listener, 5*time.Second)
+	require.NotNil(t, n)
 	require.Contains(t, n.Payload, `"event" : "job_debounced"`)
 
 	// a retry waiting its backoff is debounced by a newer dispatch
