@@ -565,8 +565,12 @@ BEGIN
                               v_cfg ->> 'key', pgq._texts(v_cfg -> 'by'), p_job.payload);
             v_lock := pgq._overlap_lock_id(v_key);
             -- Session advisory locks are re-entrant: without the first test one worker could
-            -- run two jobs with the same key.
-            IF NOT pgq._lock_held(pg_backend_pid(), v_lock) AND pg_try_advisory_lock(v_lock) THEN
+            -- run two jobs with the same key. The row this session wrote when it took the
+            -- lock says so by primary key; pg_locks (a scan of every lock) only confirms it,
+            -- in case the row is stale from a dead backend whose pid was reused.
+            IF NOT (EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = v_key AND o.pid = pg_backend_pid())
+                    AND pgq._lock_held(pg_backend_pid(), v_lock))
+               AND pg_try_advisory_lock(v_lock) THEN
                 held := held || v_key;
                 INSERT INTO pgq.overlap_locks AS o (key, lock_id, job_uuid, worker, pid, since, expire_after)
                 VALUES (v_key, v_lock, p_job.uuid, p_job.reserved_by, pg_backend_pid(), p_now, (v_cfg ->> 'expire_after')::int)
