@@ -33,8 +33,8 @@ type Handler[T any] struct {
 
 // handler is a Handler with its argument type erased.
 type handler struct {
-	run    func(ctx context.Context, row *dbsqlc.PgqReservation) error
-	failed func(ctx context.Context, row *dbsqlc.PgqReservation, err error)
+	run    func(ctx context.Context, row *dbsqlc.JobReserveRow) error
+	failed func(ctx context.Context, row *dbsqlc.JobReserveRow, err error)
 }
 
 // Handle registers h for jobs named name. Call it before Run; it panics when h.Run is
@@ -47,17 +47,19 @@ func Handle[T any](w *Worker, name string, h Handler[T]) {
 	if _, dup := w.handlers[name]; dup {
 		panic(fmt.Sprintf("pgq/worker: Handle(%q): already registered", name))
 	}
-	decode := func(row *dbsqlc.PgqReservation) (*Job[T], error) {
+	decode := func(row *dbsqlc.JobReserveRow) (*Job[T], error) {
 		j := &Job[T]{UUID: row.Uuid, Name: row.Job, Queue: row.Queue, Attempt: int(row.Attempts), Payload: row.Payload}
 		if row.ReservedUntil != nil {
 			j.ReservedUntil = *row.ReservedUntil
 		}
-		if err := json.Unmarshal(row.Payload, &j.Args); err != nil {
+		if raw, ok := any(&j.Args).(*json.RawMessage); ok {
+			*raw = row.Payload // already JSON: no decoding to do
+		} else if err := json.Unmarshal(row.Payload, &j.Args); err != nil {
 			return j, fmt.Errorf("decode payload of %s into %T: %w", row.Job, j.Args, err)
 		}
 		return j, nil
 	}
-	reg := handler{run: func(ctx context.Context, row *dbsqlc.PgqReservation) error {
+	reg := handler{run: func(ctx context.Context, row *dbsqlc.JobReserveRow) error {
 		j, err := decode(row)
 		if err != nil {
 			return err
@@ -65,7 +67,7 @@ func Handle[T any](w *Worker, name string, h Handler[T]) {
 		return h.Run(ctx, j)
 	}}
 	if h.Failed != nil {
-		reg.failed = func(ctx context.Context, row *dbsqlc.PgqReservation, err error) {
+		reg.failed = func(ctx context.Context, row *dbsqlc.JobReserveRow, err error) {
 			j, _ := decode(row)
 			h.Failed(ctx, j, err)
 		}

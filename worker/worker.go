@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,7 +70,7 @@ type failure struct {
 
 // active is one attempt whose handler the worker is running.
 type active struct {
-	row         dbsqlc.PgqReservation
+	row         dbsqlc.JobReserveRow
 	token       uuid.UUID
 	cancel      context.CancelCauseFunc
 	started     time.Time
@@ -245,7 +246,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 var errNoSession = errors.New("pgq/worker: no session connection")
 
-func (w *Worker) reserve(ctx context.Context, max int) ([]dbsqlc.PgqReservation, error) {
+func (w *Worker) reserve(ctx context.Context, max int) ([]dbsqlc.JobReserveRow, error) {
 	w.sessionMu.Lock()
 	defer w.sessionMu.Unlock()
 	if w.session == nil {
@@ -315,7 +316,7 @@ func (w *Worker) unlockOverlap(a *active) {
 
 // logPickup writes the outcome line of a job that reserve did not hand over: turned away
 // by middleware, exhausted (S12) or debounced (S24).
-func (w *Worker) logPickup(r *dbsqlc.PgqReservation) {
+func (w *Worker) logPickup(r *dbsqlc.JobReserveRow) {
 	level := slog.LevelInfo
 	if *r.Pickup == "exhausted" || *r.Pickup == "failed" {
 		level = slog.LevelWarn
@@ -336,7 +337,7 @@ func (w *Worker) runningCount() int {
 }
 
 // start runs one reserved job's handler in its own goroutine.
-func (w *Worker) start(ctx context.Context, row *dbsqlc.PgqReservation) {
+func (w *Worker) start(ctx context.Context, row *dbsqlc.JobReserveRow) {
 	jobCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, started: time.Now(), lease: 90 * time.Second}
 	if row.ReservedAt != nil && row.ReservedUntil != nil {
@@ -349,15 +350,17 @@ func (w *Worker) start(ctx context.Context, row *dbsqlc.PgqReservation) {
 	go w.runJob(jobCtx, a)
 }
 
-func (w *Worker) timeoutOf(row *dbsqlc.PgqReservation) time.Duration {
+func (w *Worker) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
 	if row.Timeout != nil {
 		return time.Duration(*row.Timeout) * time.Second
 	}
 	return w.cfg.timeout
 }
 
-// runJob runs the handler, waits for it within its timeout plus the grace, and reports
-// the outcome to PostgreSQL.
+// runJob runs the handler within its timeout and reports the outcome to PostgreSQL. A
+// watchdog starts only once the handler's context is done: a handler still running a
+// grace period later ignores its cancellation, and its job must not be retried while it
+// may still run, so it is left reserved, no longer heartbeated, and the worker stops.
 func (w *Worker) runJob(ctx context.Context, a *active) {
 	timeout := w.timeoutOf(&a.row)
 	if timeout > 0 {
@@ -365,34 +368,41 @@ func (w *Worker) runJob(ctx context.Context, a *active) {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
 	}
-	result := make(chan error, 1)
-	go func() { result <- w.invoke(ctx, &a.row, a.token) }()
-
-	var err error
-	select {
-	case err = <-result:
-	case <-ctx.Done():
+	// Whichever comes first decides: the handler returning or the watchdog giving up.
+	const (
+		running int32 = iota
+		returned
+		abandoned
+	)
+	var state atomic.Int32
+	handlerDone := make(chan struct{})
+	stopWatchdog := context.AfterFunc(ctx, func() {
 		grace := time.NewTimer(w.cfg.timeoutGrace)
+		defer grace.Stop()
 		select {
-		case err = <-result:
-			grace.Stop()
+		case <-handlerDone:
 		case <-grace.C:
-			// The handler ignores its context. Its job must not be retried while it may
-			// still run: leave it reserved, stop heartbeating it, stop the worker.
-			w.forget(a)
-			select {
-			case w.stuck <- a.row.Uuid:
-			default:
+			if state.CompareAndSwap(running, abandoned) {
+				w.forget(a)
+				select {
+				case w.stuck <- a.row.Uuid:
+				default:
+				}
 			}
-			return
 		}
+	})
+	err := w.invoke(ctx, &a.row, a.token)
+	close(handlerDone)
+	stopWatchdog()
+	if !state.CompareAndSwap(running, returned) {
+		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
 	w.report(ctx, a, err)
 }
 
 // invoke runs the job's SQL handler (in one transaction with its completion) or its
 // registered Go handler. A panic becomes the attempt's exception (S33).
-func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqReservation, token uuid.UUID) (err error) {
+func (w *Worker) invoke(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}
@@ -411,7 +421,7 @@ func (w *Worker) invoke(ctx context.Context, row *dbsqlc.PgqReservation, token u
 // errCompletedInTx marks a SQL job whose handler and completion committed together.
 var errCompletedInTx = errors.New("completed in handler transaction")
 
-func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.PgqReservation, token uuid.UUID) error {
+func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) error {
 	select {
 	case w.sqlSlots <- struct{}{}:
 		defer func() { <-w.sqlSlots }()

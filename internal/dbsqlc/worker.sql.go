@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -231,7 +232,9 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 }
 
 const jobReserve = `-- name: JobReserve :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at, pickup, pickup_note, pickup_middleware FROM pgq.reserve(
+SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
+       overlap_keys, pickup, pickup_note, pickup_middleware
+FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
     max => $3::int,
@@ -248,7 +251,25 @@ type JobReserveParams struct {
 	AsOf         *time.Time
 }
 
-func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqReservation, error) {
+type JobReserveRow struct {
+	Uuid             uuid.UUID
+	Job              string
+	Queue            string
+	Payload          json.RawMessage
+	Attempts         int32
+	Handler          *string
+	Timeout          *int32
+	LeaseToken       *uuid.UUID
+	ReservedAt       *time.Time
+	ReservedUntil    *time.Time
+	OverlapKeys      []string
+	Pickup           *string
+	PickupNote       *string
+	PickupMiddleware *string
+}
+
+// Only the columns the worker reads: every column scanned costs the worker time per job.
+func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]JobReserveRow, error) {
 	rows, err := q.db.Query(ctx, jobReserve,
 		arg.Worker,
 		arg.Queues,
@@ -260,44 +281,21 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]PgqRe
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqReservation
+	var items []JobReserveRow
 	for rows.Next() {
-		var i PgqReservation
+		var i JobReserveRow
 		if err := rows.Scan(
-			&i.ID,
 			&i.Uuid,
 			&i.Job,
 			&i.Queue,
 			&i.Payload,
-			&i.Priority,
-			&i.Handler,
-			&i.Tries,
-			&i.Backoff,
-			&i.MaxExceptions,
-			&i.Timeout,
-			&i.FailOnTimeout,
-			&i.RetryUntil,
-			&i.UniqueKey,
-			&i.UniqueToken,
-			&i.UniqueUntil,
-			&i.DebounceKey,
-			&i.DebounceToken,
-			&i.Middleware,
 			&i.Attempts,
-			&i.Exceptions,
-			&i.LeaseExpiries,
-			&i.LastException,
-			&i.LastExceptionAttempt,
-			&i.TurnAways,
-			&i.AvailableAt,
-			&i.WaitReason,
+			&i.Handler,
+			&i.Timeout,
+			&i.LeaseToken,
 			&i.ReservedAt,
 			&i.ReservedUntil,
-			&i.ReservedBy,
-			&i.LeaseToken,
-			&i.StartedAt,
 			&i.OverlapKeys,
-			&i.CreatedAt,
 			&i.Pickup,
 			&i.PickupNote,
 			&i.PickupMiddleware,
