@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/internal/uuidcodec"
 	"github.com/pgq-dev/pgq/pgq"
 )
 
@@ -136,6 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
+	uuidcodec.Register(session.Conn().TypeMap())
 	w.session = session
 	defer func() {
 		w.sessionMu.Lock()
@@ -284,6 +286,7 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	for {
 		c, err := w.pool.Acquire(ctx)
 		if err == nil {
+			uuidcodec.Register(c.Conn().TypeMap())
 			w.session = c
 			return nil
 		}
@@ -443,14 +446,15 @@ func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uu
 
 // report sends the outcome of one attempt to PostgreSQL, which decides what follows.
 func (w *Worker) report(ctx context.Context, a *active, err error) {
+	if err == nil {
+		w.completions <- a // batched; the slot frees when the completer is done with it
+		return
+	}
 	cause := context.Cause(ctx)
 	// Outcome calls must go through even when the worker is stopping.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	switch {
-	case err == nil:
-		w.completions <- a // batched; the slot frees when the completer is done with it
-		return
 	case errors.Is(err, errCompletedInTx):
 		w.logOutcome(a, "succeeded", nil)
 	case errors.Is(err, pgq.ErrLeaseLost) && !w.holds(rctx, a):
@@ -547,7 +551,13 @@ func (w *Worker) completeBatch(batch []*active) {
 		uuids[i], tokens[i] = a.row.Uuid, a.token
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	done, err := w.q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
+	var done []*uuid.UUID
+	err := w.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		uuidcodec.Register(c.Conn().TypeMap())
+		var err error
+		done, err = dbsqlc.New(c).JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
+		return err
+	})
 	cancel()
 	completed := make(map[uuid.UUID]bool, len(done))
 	for _, id := range done {

@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgq-dev/pgq/internal/uuidcodec"
 	"github.com/pgq-dev/pgq/pgq"
 	"github.com/pgq-dev/pgq/worker"
 )
@@ -128,6 +130,10 @@ func (c command) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, er
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		uuidcodec.Register(conn.TypeMap()) // uuids as bytes: the worker's heartbeats and failures too
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,56 @@
+package uuidcodec_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+	"github.com/pgq-dev/pgq/internal/uuidcodec"
+)
+
+// Values survive a round trip through PostgreSQL in every shape the worker uses, and
+// NULL still reaches a pointer as nil.
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := pgqtest.New(t)
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	uuidcodec.Register(conn.Conn().TypeMap())
+	uuidcodec.Register(conn.Conn().TypeMap()) // idempotent
+
+	a, b := uuid.New(), uuid.New()
+	m := conn.Conn().TypeMap()
+	require.Equal(t, "uuidcodec.encodeBinary", fmt.Sprintf("%T", m.PlanEncode(pgtype.UUIDOID, pgtype.BinaryFormatCode, a)),
+		"uuid.UUID is sent as its bytes, not through driver.Valuer")
+	require.Equal(t, "uuidcodec.scanBinary", fmt.Sprintf("%T", m.PlanScan(pgtype.UUIDOID, pgtype.BinaryFormatCode, &a)))
+	var one uuid.UUID
+	var text string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid, $1::uuid::text`, a).Scan(&one, &text))
+	require.Equal(t, a, one)
+	require.Equal(t, a.String(), text, "PostgreSQL got the same 16 bytes")
+
+	var many []uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid[]`, []uuid.UUID{a, b}).Scan(&many))
+	require.Equal(t, []uuid.UUID{a, b}, many)
+
+	var some, none *uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid, NULL::uuid`, &b).Scan(&some, &none))
+	require.Equal(t, b, *some)
+	require.Nil(t, none)
+
+	var plain uuid.UUID
+	err = conn.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&plain)
+	require.ErrorContains(t, err, "NULL")
+
+	// the text protocol still works (pgx falls back to uuid.UUID's own Scan)
+	var viaText uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid`, pgx.QueryExecModeSimpleProtocol, a).Scan(&viaText))
+	require.Equal(t, a, viaText)
+}
