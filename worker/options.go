@@ -20,6 +20,7 @@ type config struct {
 	backoff       []int32
 	timeout       time.Duration
 	sleep         time.Duration
+	cooldown      time.Duration
 	name          string
 	maxJobs       int
 	maxTime       time.Duration
@@ -43,6 +44,7 @@ func defaults() config {
 		backoff:       []int32{0},
 		timeout:       60 * time.Second,
 		sleep:         3 * time.Second,
+		cooldown:      5 * time.Millisecond,
 		name:          fmt.Sprintf("%s:%d", host, os.Getpid()),
 		shutdownGrace: 30 * time.Second,
 		timeoutGrace:  5 * time.Second,
@@ -122,6 +124,21 @@ func WithSleep(d time.Duration) Option {
 			return fmt.Errorf("WithSleep: must be > 0, got %s", d)
 		}
 		c.sleep = d
+		return nil
+	}
+}
+
+// WithFetchCooldown sets how long after a reserve that found fewer jobs than it asked
+// for the worker waits before reserving again on a notification or a freed slot.
+// Under a trickle of dispatches it gathers them into fewer, larger reserves instead of
+// one transaction per notification; a reserve that came back full is followed at once,
+// and an idle worker still wakes at once. Default 5 ms; 0 reserves on every wake-up.
+func WithFetchCooldown(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithFetchCooldown: must be >= 0, got %s", d)
+		}
+		c.cooldown = d
 		return nil
 	}
 }

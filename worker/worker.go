@@ -178,6 +178,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	fetch := true
 	poll := time.NewTimer(w.cfg.sleep)
 	defer poll.Stop()
+	// After a short reserve, the next one waits out the cooldown (WithFetchCooldown).
+	var coolUntil time.Time
+	cooled := time.NewTimer(0)
+	defer cooled.Stop()
 	// Under load, fetch once a quarter of the slots are free rather than one job per
 	// freed slot: fewer, larger reserves. An idle worker fetches at once.
 	batch := max(1, w.cfg.concurrency/4)
@@ -187,7 +191,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		if w.cfg.maxJobs > 0 {
 			free = min(free, w.cfg.maxJobs-reserved)
 		}
-		if fetch && free > 0 && (free >= batch || running == 0 || w.cfg.maxJobs > 0) {
+		wantFetch := fetch && free > 0 && (free >= batch || running == 0 || w.cfg.maxJobs > 0)
+		if wait := time.Until(coolUntil); wantFetch && wait > 0 {
+			wantFetch = false
+			cooled.Reset(wait)
+		}
+		if wantFetch {
 			// A stop request must not interrupt a reserve: pgx closes a connection whose
 			// query is cancelled, and the jobs it just reserved would be left behind.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -212,6 +221,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			fetch = runnable == free
 			if !fetch {
 				poll.Reset(w.cfg.sleep)
+				coolUntil = time.Now().Add(w.cfg.cooldown)
 			}
 		}
 		idle := w.runningCount() == 0
@@ -242,6 +252,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			poll.Reset(w.cfg.sleep)
 		case <-w.freed:
 			fetch = true
+		case <-cooled.C:
 		}
 	}
 }

@@ -460,3 +460,37 @@ func TestS26OverlapSessionLostCancelsHandler(t *testing.T) {
 	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT attempts FROM pgq.jobs WHERE uuid = $1`, locked),
 		"refunded: the worker's connection failed, not the job (tries 1 is not used up)")
 }
+
+// After a reserve that came back short, a notification waits out the fetch cooldown, so
+// a trickle of dispatches is gathered into fewer reserves; the job still starts.
+func TestFetchCooldownAfterShortReserve(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := worker.New(b.db.Pool, worker.WithLogger(quiet), worker.WithSleep(time.Minute),
+		worker.WithFetchCooldown(500*time.Millisecond))
+	require.NoError(t, err)
+	started := make(chan time.Time, 2)
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- time.Now()
+		return nil
+	}})
+	stop := start(t, w)
+	waitListening(t, b)
+
+	_, err = b.client.Dispatch(context.Background(), "ping", order{1})
+	require.NoError(t, err)
+	first := <-started // its reserve found 1 job for 100 slots: short
+	_, err = b.client.Dispatch(context.Background(), "ping", order{2})
+	require.NoError(t, err)
+	select {
+	case second := <-started:
+		require.GreaterOrEqual(t, second.Sub(first), 400*time.Millisecond,
+			"the second job waited for the cooldown of the first job's short reserve")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second job never started")
+	}
+	require.NoError(t, stop())
+
+	_, err = worker.New(b.db.Pool, worker.WithFetchCooldown(-time.Second))
+	require.ErrorContains(t, err, "WithFetchCooldown: must be >= 0")
+}

@@ -191,6 +191,7 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 	backoff := c.String("backoff", "0", "seconds to wait after an exception, for jobs that set none (e.g. 10,60,300)")
 	timeout := c.Int("timeout", 60, "seconds a handler may run, for jobs that set none (0 = none)")
 	sleep := c.Float64("sleep", 3, "seconds between polls when no notification arrives")
+	cooldown := c.Duration("fetch-cooldown", 5*time.Millisecond, "after a reserve that found fewer jobs than free slots, wait this long before the next")
 	once := c.Bool("once", false, "run a single job, then stop")
 	stopWhenEmpty := c.Bool("stop-when-empty", false, "stop when no job is ready and none runs")
 	maxJobs := c.Int("max-jobs", 0, "stop after this many jobs (0 = no limit)")
@@ -225,6 +226,7 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 		worker.WithBackoff(backoffs...),
 		worker.WithTimeout(time.Duration(*timeout) * time.Second),
 		worker.WithSleep(time.Duration(*sleep * float64(time.Second))),
+		worker.WithFetchCooldown(*cooldown),
 		worker.WithMaxJobs(*maxJobs),
 		worker.WithMaxTime(time.Duration(*maxTime) * time.Second),
 		worker.WithShutdownGrace(time.Duration(*grace) * time.Second),
