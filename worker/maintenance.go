@@ -49,3 +49,36 @@ func (w *Worker) retain(ctx context.Context) {
 		}
 	}
 }
+
+// vacuum keeps pgq.jobs vacuumed under load. Every reservation and completion leaves a
+// dead entry at the head of the reserve index, which each reserve then walks past until
+// a VACUUM removes it: without one, reserving gets slower the more jobs have run
+// (a 300,000-job drain ran at 15k jobs/s where a 100,000-job drain ran at 23k).
+// Autovacuum looks at a table at most once a minute (autovacuum_naptime); at thousands
+// of jobs a second that is too late. Each second, the worker vacuums the table once the
+// statistics count vacuumAfter dead rows, if its role owns the table; a vacuum already
+// running (another worker's or autovacuum's) makes it skip.
+func (w *Worker) vacuum(ctx context.Context) {
+	if w.cfg.vacuumAfter <= 0 {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		due, err := w.q.JobsVacuumDue(ctx, int64(w.cfg.vacuumAfter))
+		if err != nil || due == nil || !*due {
+			continue
+		}
+		start := time.Now()
+		if err := w.q.JobsVacuum(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("vacuum of pgq.jobs failed", "err", err)
+			continue
+		}
+		w.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
+	}
+}

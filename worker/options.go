@@ -32,6 +32,7 @@ type config struct {
 	historyRetention time.Duration
 	failedRetention  time.Duration
 	pruneEvery       time.Duration
+	vacuumAfter      int
 	registerer       prometheus.Registerer
 }
 
@@ -52,6 +53,7 @@ func defaults() config {
 
 		historyRetention: 14 * 24 * time.Hour,
 		pruneEvery:       time.Hour,
+		vacuumAfter:      10000,
 	}
 }
 
@@ -139,6 +141,19 @@ func WithFetchCooldown(d time.Duration) Option {
 			return fmt.Errorf("WithFetchCooldown: must be >= 0, got %s", d)
 		}
 		c.cooldown = d
+		return nil
+	}
+}
+
+// WithVacuumAfter sets how many dead rows pgq.jobs may hold before the worker vacuums
+// it (checked each second; only when the worker's role owns the table). Default 10,000;
+// 0 leaves vacuuming to autovacuum.
+func WithVacuumAfter(deadRows int) Option {
+	return func(c *config) error {
+		if deadRows < 0 {
+			return fmt.Errorf("WithVacuumAfter: must be >= 0, got %d", deadRows)
+		}
+		c.vacuumAfter = deadRows
 		return nil
 	}
 }

@@ -152,6 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Go(func() { w.listen(bg) })
 	wg.Go(func() { w.heartbeat(bg) })
 	wg.Go(func() { w.retain(bg) })
+	wg.Go(func() { w.vacuum(bg) })
 	w.checkConfig(ctx)
 	// Completions and failures are reported in batches: one pgq.complete or
 	// pgq.fail_many per batch. They stop once Run has returned; by then nothing runs.

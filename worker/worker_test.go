@@ -494,3 +494,29 @@ func TestFetchCooldownAfterShortReserve(t *testing.T) {
 	_, err = worker.New(b.db.Pool, worker.WithFetchCooldown(-time.Second))
 	require.ErrorContains(t, err, "WithFetchCooldown: must be >= 0")
 }
+
+// Under load the worker vacuums pgq.jobs itself once it holds enough dead rows: the dead
+// entries at the head of the reserve index would otherwise slow every reserve.
+func TestWorkerVacuumsJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	vacuums := func() int {
+		return pgqtest.Scalar[int](t, b.db, `SELECT vacuum_count::int FROM pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass`)
+	}
+	before := vacuums()
+	payloads := make([]any, 300)
+	for i := range payloads {
+		payloads[i] = order{i}
+	}
+	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
+	require.NoError(t, err)
+	w := b.worker(t, worker.WithVacuumAfter(100))
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error { return nil }})
+	stop := start(t, w)
+	require.Eventually(t, func() bool { return vacuums() > before }, 20*time.Second, 100*time.Millisecond,
+		"300 finished jobs leave 600 dead rows; the worker vacuums past 100")
+	require.NoError(t, stop())
+
+	_, err = worker.New(b.db.Pool, worker.WithVacuumAfter(-1))
+	require.ErrorContains(t, err, "WithVacuumAfter: must be >= 0")
+}

@@ -201,6 +201,7 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 	logFormat := c.String("log-format", "text", "log format: text or json")
 	metricsAddr := c.String("metrics-addr", "", "serve Prometheus metrics on this address (e.g. :9090)")
 	keepHistory := c.Duration("keep-history", 14*24*time.Hour, "prune attempt history of finished jobs older than this (0: keep)")
+	vacuumAfter := c.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
 	keepFailed := c.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
 	if _, err := c.parse(args); err != nil {
 		return err
@@ -232,6 +233,7 @@ func cmdWork(ctx context.Context, args []string, stderr io.Writer) error {
 		worker.WithShutdownGrace(time.Duration(*grace) * time.Second),
 		worker.WithLogger(slog.New(h)),
 		worker.WithRetention(*keepHistory, *keepFailed),
+		worker.WithVacuumAfter(*vacuumAfter),
 	}
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()

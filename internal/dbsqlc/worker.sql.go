@@ -324,6 +324,36 @@ func (q *Queries) JobRunSQL(ctx context.Context, arg JobRunSQLParams) error {
 	return err
 }
 
+const jobsVacuum = `-- name: JobsVacuum :exec
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false) pgq.jobs
+`
+
+// SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
+// INDEX_CLEANUP ON: the dead entries at the head of jobs_reserve_idx are the point; AUTO
+// may skip the indexes when few heap pages have dead rows. TRUNCATE false: truncating the
+// table's end takes an ACCESS EXCLUSIVE lock that would stall every reserve.
+func (q *Queries) JobsVacuum(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, jobsVacuum)
+	return err
+}
+
+const jobsVacuumDue = `-- name: JobsVacuumDue :one
+SELECT coalesce(s.n_dead_tup >= $1::bigint, false)
+       AND pg_has_role(c.relowner, 'USAGE') AS due
+FROM pg_catalog.pg_class c
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'pgq.jobs'::regclass
+`
+
+// Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
+// old) and this role may vacuum it (it owns the table, directly or through a role).
+func (q *Queries) JobsVacuumDue(ctx context.Context, deadTuples int64) (*bool, error) {
+	row := q.db.QueryRow(ctx, jobsVacuumDue, deadTuples)
+	var due *bool
+	err := row.Scan(&due)
+	return due, err
+}
+
 const listenJobs = `-- name: ListenJobs :exec
 LISTEN pgq_jobs
 `

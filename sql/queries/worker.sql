@@ -53,3 +53,19 @@ SELECT key::text FROM pgq.expire_overlap() AS key;
 
 -- name: ListenJobs :exec
 LISTEN pgq_jobs;
+
+-- name: JobsVacuumDue :one
+-- Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
+-- old) and this role may vacuum it (it owns the table, directly or through a role).
+SELECT coalesce(s.n_dead_tup >= @dead_tuples::bigint, false)
+       AND pg_has_role(c.relowner, 'USAGE') AS due
+FROM pg_catalog.pg_class c
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'pgq.jobs'::regclass;
+
+-- name: JobsVacuum :exec
+-- SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
+-- INDEX_CLEANUP ON: the dead entries at the head of jobs_reserve_idx are the point; AUTO
+-- may skip the indexes when few heap pages have dead rows. TRUNCATE false: truncating the
+-- table's end takes an ACCESS EXCLUSIVE lock that would stall every reserve.
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false) pgq.jobs;
