@@ -69,7 +69,9 @@ func WithQueues(queues ...string) Option {
 }
 
 // WithConcurrency sets how many handlers run at once. Default 100 (Go handlers are
-// goroutines; SQL handlers are further limited by the pool, see New).
+// goroutines; SQL handlers are further limited by the pool, see New). A job whose
+// handler has returned no longer takes a slot while its outcome waits for the next
+// batched report; the worker holds at most twice this many jobs reserved.
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

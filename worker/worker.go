@@ -47,7 +47,8 @@ type Worker struct {
 	metrics  *metrics
 
 	mu      sync.Mutex
-	running map[uuid.UUID]*active // by lease token: one entry per attempt
+	running map[uuid.UUID]*active // by lease token: one entry per attempt, until reported
+	busy    atomic.Int64          // handlers running now: the slots of WithConcurrency
 
 	// session is the connection reserve runs on: overlap advisory locks taken by reserve
 	// belong to it, so they are released on it too. sessionMu serialises its use.
@@ -187,8 +188,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	// freed slot: fewer, larger reserves. An idle worker fetches at once.
 	batch := max(1, w.cfg.concurrency/4)
 	for {
+		// A slot is a running handler. A job whose handler has returned waits for its
+		// batched completion without a slot, but at most concurrency of them: a worker
+		// holds at most twice its concurrency in reserved jobs.
 		running := w.runningCount()
-		free := w.cfg.concurrency - running
+		free := min(w.cfg.concurrency-int(w.busy.Load()), 2*w.cfg.concurrency-running)
 		if w.cfg.maxJobs > 0 {
 			free = min(free, w.cfg.maxJobs-reserved)
 		}
@@ -362,6 +366,7 @@ func (w *Worker) start(ctx context.Context, row *dbsqlc.JobReserveRow) {
 	w.mu.Lock()
 	w.running[a.token] = a
 	w.mu.Unlock()
+	w.busy.Add(1)
 	go w.runJob(jobCtx, a)
 }
 
@@ -412,6 +417,8 @@ func (w *Worker) runJob(ctx context.Context, a *active) {
 	if !state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
+	w.busy.Add(-1) // the slot is free; the report is the worker's business
+	signal(w.freed)
 	w.report(ctx, a, err)
 }
 

@@ -520,3 +520,39 @@ func TestWorkerVacuumsJobs(t *testing.T) {
 	_, err = worker.New(b.db.Pool, worker.WithVacuumAfter(-1))
 	require.ErrorContains(t, err, "WithVacuumAfter: must be >= 0")
 }
+
+// WithConcurrency bounds the handlers running at once, whatever the batching of their
+// outcomes; every job still runs exactly once.
+func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	payloads := make([]any, 60)
+	for i := range payloads {
+		payloads[i] = order{i}
+	}
+	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
+	require.NoError(t, err)
+	w := b.worker(t, worker.WithConcurrency(4), worker.WithStopWhenEmpty())
+	var mu sync.Mutex
+	now, most := 0, 0
+	ran := map[int]int{}
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(_ context.Context, j *worker.Job[order]) error {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		ran[j.Args.OrderID]++
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return nil
+	}})
+	drain(t, w)
+	require.Equal(t, 4, most, "four handlers at once, never more")
+	require.Len(t, ran, 60)
+	for id, n := range ran {
+		require.Equal(t, 1, n, "job %d", id)
+	}
+	require.Equal(t, 60, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+}
