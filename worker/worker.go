@@ -670,15 +670,19 @@ func (w *Worker) logOutcome(a *active, outcome string, err error, attrs ...any) 
 
 // logOutcomeMsg writes the one line per job outcome.
 func (w *Worker) logOutcomeMsg(a *active, msg, outcome string, err error, attrs ...any) {
-	attrs = append([]any{"job", a.row.Job, "uuid", a.row.Uuid, "attempt", a.row.Attempts, "queue", a.row.Queue,
-		"duration", time.Since(a.started).Round(time.Microsecond), "outcome", outcome}, attrs...)
-	w.metrics.outcome(a.row.Job, a.row.Queue, outcome, time.Since(a.started))
+	took := time.Since(a.started)
+	w.metrics.outcome(a.row.Job, a.row.Queue, outcome, took)
 	level := slog.LevelInfo
+	if err != nil && outcome != "released" {
+		level = slog.LevelWarn
+	}
+	if !w.log.Enabled(context.Background(), level) {
+		return // at thousands of jobs a second, building the line is not free
+	}
+	attrs = append([]any{"job", a.row.Job, "uuid", a.row.Uuid, "attempt", a.row.Attempts, "queue", a.row.Queue,
+		"duration", took.Round(time.Microsecond), "outcome", outcome}, attrs...)
 	if err != nil {
 		attrs = append(attrs, "exception", err.Error())
-		if outcome != "released" {
-			level = slog.LevelWarn
-		}
 	}
 	w.log.Log(context.Background(), level, msg, attrs...)
 }
