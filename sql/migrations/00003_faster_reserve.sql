@@ -5,8 +5,13 @@
 --   at their right edge instead of on random leaf pages: the entries a reserve and a
 --   complete touch sit on few pages.
 -- * pgq.reserve no longer builds an array of whole job rows and unnests it twice: it
---   locks the picked ids, reserves and returns the jobs no pickup check applies to in
---   one UPDATE ... RETURNING, and walks only the others one by one.
+--   locks the picked rows, reserves and returns the jobs no pickup check applies to in
+--   one UPDATE ... RETURNING (by ctid: a TID scan, no index lookup), and walks only the
+--   others one by one.
+-- * uuid, the job's identity everywhere else, becomes the primary key of pgq.jobs. id
+--   stays as the dispatch order (the FIFO tie-break inside jobs_reserve_idx) without an
+--   index of its own: every reservation, a non-HOT update, no longer inserts an entry
+--   into a third unique index (reserve(500) 11.1 -> 9.7 ms with the TID scan).
 
 -- +goose Up
 -- +goose StatementBegin
@@ -25,6 +30,205 @@ $$;
 -- +goose StatementEnd
 
 ALTER TABLE pgq.jobs ALTER COLUMN uuid SET DEFAULT pgq._uuid7();
+
+ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_pkey, DROP CONSTRAINT jobs_uuid_key,
+                     ADD CONSTRAINT jobs_pkey PRIMARY KEY (uuid);
+COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
+
+-- The functions that found a job row by id now find it by uuid.
+-- +goose StatementBegin
+-- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
+-- written and a job_failed event is sent on commit. State change: reserved -> failed.
+CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
+    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_job.debounce_key AND d.token = p_job.debounce_token;
+    INSERT INTO pgq.failed_jobs
+        (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
+         max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, middleware, dispatched_at)
+    VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
+            p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+            p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
+    ON CONFLICT (uuid) DO UPDATE
+        SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    PERFORM pg_notify('pgq_events', json_build_object(
+        'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq._turn_away: a middleware sent the job back before its handler ran: the attempt is
+-- recorded as turned_away with the middleware's name, and the job waits delay seconds
+-- (no exception, no backoff), or with dont_release is deleted without a failure (S27).
+CREATE OR REPLACE FUNCTION pgq._turn_away(
+    p_job pgq.jobs, p_middleware text, p_note text, p_delay int, p_drop boolean, p_now timestamptz
+) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome,
+         middleware, exception, delay)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, NULL, p_now, 'turned_away', p_middleware, p_note,
+            CASE WHEN NOT p_drop THEN p_delay END);
+    IF p_drop THEN
+        DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        DELETE FROM pgq.debounce_tokens d WHERE d.key = p_job.debounce_key AND d.token = p_job.debounce_token;
+        RETURN;
+    END IF;
+    UPDATE pgq.jobs j
+    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = p_job.uuid;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.fail: the handler of this attempt raised (or timed out, with timed_out). Decides in
+-- one place what follows:
+--   fail for good when: timed out with fail_on_timeout (S13); this is the
+--   max_exceptions-th exception (S10); the deadline has passed (S9); or, with no deadline,
+--   tries > 0 and attempts >= tries (S5, S6; default_tries when the job set none);
+--   otherwise back to waiting after backoff[attempts] (1-based; last entry repeats, S7, S8),
+--   default_backoff when the job set none.
+-- A timeout is not an exception for max_exceptions (S13); the failure text after a
+-- timeout is TimeoutExceeded (S18). Returns the attempt recorded (final tells whether the
+-- job failed for good), or no row when the token lost its lease (recorded, S15).
+-- State change: reserved -> waiting (backoff) | failed.
+CREATE OR REPLACE FUNCTION pgq.fail(
+    uuid            uuid,
+    token           uuid,
+    exception       text,
+    timed_out       boolean DEFAULT false,
+    default_tries   int DEFAULT 1,
+    default_backoff int[] DEFAULT '{0}',
+    as_of           timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now     timestamptz := coalesce(fail.as_of, now());
+    v_job     pgq.jobs;
+    v_tries   int;
+    v_backoff int[];
+    v_delay   int;
+    v_text    text;
+    v_final   boolean;
+    v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
+    v_breaker jsonb;
+    v_circuit text;
+    v_decay   int;
+    v_attempt pgq.attempts;
+BEGIN
+    PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
+    v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+
+    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    IF fail.timed_out THEN
+        v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
+    ELSE
+        v_job.exceptions := v_job.exceptions + 1;
+        v_job.last_exception := v_text;
+        v_job.last_exception_attempt := v_job.attempts;
+    END IF;
+
+    -- S29: while a throttles_exceptions breaker catches the exception, it counts it on
+    -- the circuit and releases the job with the breaker's backoff instead of failing it.
+    v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
+    IF v_breaker IS NOT NULL AND NOT fail.timed_out
+       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+        v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
+        v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
+        INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
+        VALUES (v_circuit, 1, v_now, v_decay, coalesce((v_breaker ->> 'max_exceptions')::int, 10), v_text)
+        ON CONFLICT (key) DO UPDATE
+            SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN 1 ELSE c.failures + 1 END,
+                window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN v_now ELSE c.window_start END,
+                decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
+                last_exception = EXCLUDED.last_exception, updated_at = now();
+        v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        UPDATE pgq.attempts a SET middleware = 'throttles_exceptions' WHERE a.id = v_attempt.id RETURNING * INTO v_attempt;
+        RETURN NEXT v_attempt;
+        UPDATE pgq.jobs j
+        SET last_exception = v_text, last_exception_attempt = v_job.attempts,
+            available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        WHERE j.uuid = v_job.uuid;
+        RETURN;
+    END IF;
+
+    v_tries := coalesce(v_job.tries, fail.default_tries);
+    v_final := (fail.timed_out AND v_job.fail_on_timeout)
+            OR (NOT fail.timed_out AND v_job.max_exceptions IS NOT NULL AND v_job.exceptions >= v_job.max_exceptions)
+            OR (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+            OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
+
+    IF v_final THEN
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
+        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN;
+    END IF;
+
+    v_backoff := coalesce(v_job.backoff, fail.default_backoff);
+    v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    UPDATE pgq.jobs j
+    SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
+        last_exception_attempt = v_job.last_exception_attempt,
+        available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- pgq.release: the job goes back to waiting for delay seconds without counting an
+-- exception and without backoff (S11). With refund the attempt is given back (used when
+-- a worker stops, S32: an interrupted attempt must not exhaust the job). Returns the
+-- attempt recorded, or no row when the lease was lost (recorded, S15).
+-- State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.release(
+    uuid   uuid,
+    token  uuid,
+    delay  int DEFAULT 0,
+    refund boolean DEFAULT false,
+    reason text DEFAULT NULL,
+    as_of  timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz := coalesce(release.as_of, now());
+    v_job pgq.jobs;
+BEGIN
+    IF release.delay IS NULL OR release.delay < 0 THEN
+        RAISE EXCEPTION 'pgq: release delay must be seconds >= 0, got %', release.delay USING ERRCODE = '22023';
+    END IF;
+    v_job := pgq._held('release', release.uuid, release.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
+        available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+-- +goose StatementEnd
 
 -- +goose StatementBegin
 -- pgq.reserve: reserves up to max jobs for a worker, taking the queues in the order given
@@ -64,7 +268,7 @@ DECLARE
     v_want  int;
     v_picked int;
     v_fast  int;
-    v_ids   bigint[];
+    v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -88,7 +292,7 @@ BEGIN
         SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
             started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
         FROM expired e
-        WHERE j.id = e.id
+        WHERE j.uuid = e.uuid
     )
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
@@ -110,7 +314,7 @@ BEGIN
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
             v_ids := ARRAY (
-                SELECT p.id
+                SELECT p.ctid
                 FROM pgq.jobs p
                 WHERE p.queue = v_queue
                   AND p.reserved_at IS NULL
@@ -124,8 +328,8 @@ BEGIN
 
             -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
             -- middleware, no until-processing lock, not exhausted) are reserved and go
-            -- out in one statement. id = ANY ($1) keeps the cached generic plan on pkey
-            -- lookups (force_generic_plan below).
+            -- out in one statement. ctid = ANY ($1) is a TID scan: no index lookup, and
+            -- the cached generic plan stays good (force_generic_plan below).
             RETURN QUERY
             WITH upd AS (
                 UPDATE pgq.jobs j
@@ -135,7 +339,7 @@ BEGIN
                     reserved_by = reserve.worker,
                     lease_token = gen_random_uuid(),
                     started_at = v_now
-                WHERE j.id = ANY (v_ids)
+                WHERE j.ctid = ANY (v_ids)
                   AND NOT pgq._needs_pickup_check(j.debounce_key, j.middleware, j.unique_until, j.retry_until,
                                                   j.tries, j.attempts + 1, reserve.default_tries, v_now)
                 RETURNING j.*
@@ -154,7 +358,7 @@ BEGIN
                     lease_token = gen_random_uuid(),
                     started_at = v_now
                 WHERE v_fast < v_picked
-                  AND j.id = ANY (v_ids)
+                  AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
             LOOP
@@ -165,7 +369,7 @@ BEGIN
                 ) THEN
                     PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
                                         p_started => false);
-                    DELETE FROM pgq.jobs j WHERE j.id = v_job.id;
+                    DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
                     PERFORM pg_notify('pgq_events', json_build_object(
                         'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
                     RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
@@ -200,7 +404,7 @@ BEGIN
                     END IF;
                     IF cardinality(v_admit.held) > 0 THEN
                         v_job.overlap_keys := v_admit.held;
-                        UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.id = v_job.id;
+                        UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.uuid = v_job.uuid;
                     END IF;
                 END IF;
                 -- The handler will run: an until-processing lock goes now (S23,
@@ -224,6 +428,9 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+ALTER TABLE pgq.jobs DROP CONSTRAINT jobs_pkey, ADD CONSTRAINT jobs_uuid_key UNIQUE (uuid),
+                     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 ALTER TABLE pgq.jobs ALTER COLUMN uuid SET DEFAULT gen_random_uuid();
 DROP FUNCTION pgq._uuid7();
--- The reserve of 00001 comes back only by migrating down past it.
+-- The functions replaced above keep their 00003 bodies (same behaviour, lookups by uuid);
+-- a down migration past 00001 drops them.
