@@ -72,6 +72,9 @@ type options struct {
 	latencyDur  time.Duration
 	latencyIdle time.Duration
 
+	pgqFetchCooldown time.Duration
+	pgqVacuumAfter   int
+
 	riverFetchCooldown time.Duration
 	riverFetchPoll     time.Duration
 	riverLatencyConc   int
@@ -120,6 +123,8 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a drain after this long")
 	flag.Float64Var(&o.quietCores, "quiet-cores", 0.25, "before each timed phase, wait until other processes (PostgreSQL included) use fewer cores than this over 3 s; 0 does not wait")
 	flag.DurationVar(&o.quietMax, "quiet-max", 5*time.Minute, "longest wait for a quiet machine before measuring anyway")
+	flag.DurationVar(&o.pgqFetchCooldown, "pgq-fetch-cooldown", 5*time.Millisecond, "pgq worker: WithFetchCooldown (its default is 5ms), to measure what the setting buys")
+	flag.IntVar(&o.pgqVacuumAfter, "pgq-vacuum-after", 10000, "pgq worker: WithVacuumAfter (its default is 10000; 0 leaves pgq.jobs to autovacuum), to measure what the setting buys")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")
 	flag.BoolVar(&o.keepDB, "keep-db", true, "leave the benchmark databases in place at the end")

@@ -244,6 +244,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	opts := []worker.Option{
 		worker.WithStopWhenEmpty(),
 		worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
 	}
 	if sc.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(sc.concurrency))
@@ -440,7 +441,10 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 		return nil, err
 	}
 	logs := &logCounter{}
-	opts := []worker.Option{worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	opts := []worker.Option{
+		worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
+	}
 	if l.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(l.concurrency))
 	}

@@ -70,7 +70,8 @@ type failure struct {
 	timedOut  bool
 }
 
-// active is one attempt whose handler the worker is running.
+// active is one attempt the worker holds: its handler running, or its outcome waiting
+// to be reported.
 type active struct {
 	row         dbsqlc.JobReserveRow
 	token       uuid.UUID
@@ -466,7 +467,7 @@ func (w *Worker) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uu
 // report sends the outcome of one attempt to PostgreSQL, which decides what follows.
 func (w *Worker) report(ctx context.Context, a *active, err error) {
 	if err == nil {
-		w.completions <- a // batched; the slot frees when the completer is done with it
+		w.completions <- a // batched; the job stays reserved (and heartbeated) until reported
 		return
 	}
 	cause := context.Cause(ctx)
