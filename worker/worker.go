@@ -155,7 +155,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	wg.Go(func() { w.heartbeat(bg) })
 	wg.Go(func() { w.retain(bg) })
 	wg.Go(func() { w.vacuum(bg) })
-	w.checkConfig(ctx)
+	// The configuration check only logs: jobs need not wait for it, but Run does not
+	// return before its warnings are written.
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		w.checkConfig(cctx)
+	}()
+	defer func() { <-checked }()
 	// Completions and failures are reported in batches: one pgq.complete or
 	// pgq.fail_many per batch. They stop once Run has returned; by then nothing runs.
 	stopBatchers := make(chan struct{})
