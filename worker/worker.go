@@ -76,6 +76,7 @@ type active struct {
 	row         dbsqlc.JobReserveRow
 	token       uuid.UUID
 	cancel      context.CancelCauseFunc
+	deadline    *deadline
 	started     time.Time
 	lease       time.Duration // the queue's retry_after, as granted at reservation
 	heartbeatAt time.Time
@@ -178,11 +179,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Wait()
 	}()
 
-	var deadline <-chan time.Time
+	var maxTimeUp <-chan time.Time
 	if w.cfg.maxTime > 0 {
 		t := time.NewTimer(w.cfg.maxTime)
 		defer t.Stop()
-		deadline = t.C
+		maxTimeUp = t.C
 	}
 	w.log.Info("worker started", "queues", w.cfg.queues, "concurrency", w.cfg.concurrency)
 
@@ -224,13 +225,23 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 			}
 			runnable := 0
+			deadlines := map[time.Duration]*deadline{}
 			for i := range rows {
 				if rows[i].Pickup != nil {
 					w.logPickup(&rows[i])
 					continue
 				}
-				w.start(ctx, &rows[i])
+				timeout := w.timeoutOf(&rows[i])
+				d := deadlines[timeout]
+				if d == nil {
+					d = newDeadline(ctx, timeout)
+					deadlines[timeout] = d
+				}
+				w.start(d, &rows[i])
 				runnable++
+			}
+			for _, d := range deadlines {
+				d.release() // the loop's own reference
 			}
 			reserved += runnable
 			fetch = runnable == free
@@ -251,7 +262,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return w.shutdown()
-		case <-deadline:
+		case <-maxTimeUp:
 			w.log.Info("worker stopping: max time reached")
 			return w.shutdown()
 		case id := <-w.stuck:
@@ -365,10 +376,40 @@ func (w *Worker) runningCount() int {
 	return len(w.running)
 }
 
-// start runs one reserved job's handler in its own goroutine.
-func (w *Worker) start(ctx context.Context, row *dbsqlc.JobReserveRow) {
-	jobCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, started: time.Now(), lease: 90 * time.Second}
+// deadline is the timeout of the jobs of one reserve that share a timeout: one timer for
+// all of them rather than one per job (a timer per job was an eighth of the worker's CPU
+// at 25k jobs/s). It is cancelled once its last job is finished.
+type deadline struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	refs   atomic.Int32
+}
+
+// newDeadline starts the timeout (none when timeout is 0) with one reference, the
+// caller's.
+func newDeadline(parent context.Context, timeout time.Duration) *deadline {
+	d := &deadline{}
+	base := context.WithoutCancel(parent) // a stop request cancels jobs itself, after the grace
+	if timeout > 0 {
+		d.ctx, d.cancel = context.WithTimeoutCause(base, timeout, errTimeout)
+	} else {
+		d.ctx, d.cancel = context.WithCancel(base)
+	}
+	d.refs.Store(1)
+	return d
+}
+
+func (d *deadline) release() {
+	if d.refs.Add(-1) == 0 {
+		d.cancel()
+	}
+}
+
+// start runs one reserved job's handler in its own goroutine, under d's timeout.
+func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
+	d.refs.Add(1)
+	jobCtx, cancel := context.WithCancelCause(d.ctx)
+	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, deadline: d, started: time.Now(), lease: 90 * time.Second}
 	if row.ReservedAt != nil && row.ReservedUntil != nil {
 		a.lease = row.ReservedUntil.Sub(*row.ReservedAt)
 	}
@@ -387,17 +428,11 @@ func (w *Worker) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
 	return w.cfg.timeout
 }
 
-// runJob runs the handler within its timeout and reports the outcome to PostgreSQL. A
+// runJob runs the handler (its context carries the timeout) and reports the outcome. A
 // watchdog starts only once the handler's context is done: a handler still running a
 // grace period later ignores its cancellation, and its job must not be retried while it
 // may still run, so it is left reserved, no longer heartbeated, and the worker stops.
 func (w *Worker) runJob(ctx context.Context, a *active) {
-	timeout := w.timeoutOf(&a.row)
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
-		defer cancel()
-	}
 	// Whichever comes first decides: the handler returning or the watchdog giving up.
 	const (
 		running int32 = iota
@@ -706,6 +741,7 @@ func (w *Worker) forget(a *active) {
 
 func (w *Worker) finish(a *active) {
 	a.cancel(nil)
+	a.deadline.release()
 	w.unlockOverlap(a)
 	w.forget(a)
 	signal(w.freed)
