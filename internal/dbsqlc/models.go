@@ -106,6 +106,7 @@ type PgqFailedJob struct {
 
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.
 type PgqJob struct {
+	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
 	ID            int64
 	Uuid          uuid.UUID
 	Job           string
