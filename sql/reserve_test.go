@@ -59,3 +59,30 @@ func TestJobUUIDsAreTimeOrdered(t *testing.T) {
 		}
 	}
 }
+
+// Lease tokens (S15 fencing) are built from one random base per reserve call and the
+// job's id: distinct within a call, and new on every reservation of the same job.
+func TestLeaseTokensAreFreshPerReservation(t *testing.T) {
+	db := pgqtest.New(t)
+	for range 3 {
+		dispatch(t, db, `'a', '{}', tries => 3`)
+	}
+	now := time.Now().Add(time.Second)
+	first := reserve(t, db, "w1", now)
+	require.Len(t, first, 3)
+	seen := map[uuid.UUID]bool{}
+	for _, r := range first {
+		require.False(t, seen[r.Token], "token %s given twice in one call", r.Token)
+		seen[r.Token] = true
+	}
+	// released, the same jobs are reserved again, each with a token never seen
+	for _, r := range first {
+		release(t, db, r, 0, now)
+	}
+	again := reserve(t, db, "w2", now.Add(time.Second))
+	require.Len(t, again, 3)
+	for _, r := range again {
+		require.False(t, seen[r.Token], "token %s reused for job %s", r.Token, r.UUID)
+		seen[r.Token] = true
+	}
+}
