@@ -106,6 +106,15 @@ func listen(t *testing.T, db *pgqtest.DB, channel string) *pgx.Conn {
 	return c
 }
 
+// napOn makes c nap on queues, as an idle worker does (pgq.nap), and checks its result:
+// true when no dispatch was under way.
+func napOn(t *testing.T, c *pgx.Conn, want bool, queues ...string) {
+	t.Helper()
+	var ok bool
+	require.NoError(t, c.QueryRow(ctx, `SELECT pgq.nap($1)`, queues).Scan(&ok))
+	require.Equal(t, want, ok, "pgq.nap's result")
+}
+
 // notification waits up to d for the next notification; nil when none came.
 func notification(t *testing.T, c *pgx.Conn, d time.Duration) *pgconn.Notification {
 	t.Helper()
@@ -192,6 +201,7 @@ func TestS2Transactional(t *testing.T) {
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 
 	listener := listen(t, db, "pgq_jobs")
+	napOn(t, listener, true, "default") // an idle worker: dispatches notify it
 
 	tx, err = db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -205,6 +215,69 @@ func TestS2Transactional(t *testing.T) {
 	require.NotNil(t, n, "the wake-up arrives on commit")
 	require.Equal(t, "default", n.Payload)
 	require.Len(t, reserve(t, db, "w1", time.Now()), 1)
+}
+
+// S31: dispatches notify only while a worker of their queue naps (pgq.nap, pgq.wake),
+// and a nap waits for the dispatches under way, which saw no napper, so that the reserve
+// after it finds their jobs: no wake-up is lost in between.
+func TestS31NapDecidesWakeUps(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	worker := listen(t, db, "pgq_jobs") // the idle worker's session: it naps and listens
+	commit := func(call string) {
+		t.Helper()
+		_, err := db.Pool.Exec(ctx, `SELECT `+call)
+		require.NoError(t, err)
+	}
+
+	commit(`pgq.dispatch('busy')`)
+	require.Nil(t, notification(t, worker, 300*time.Millisecond), "no worker naps: no NOTIFY")
+	require.Len(t, reserve(t, db, "w1", clock()), 1)
+
+	napOn(t, worker, true, "default", "other")
+	commit(`pgq.dispatch('idle')`)
+	n := notification(t, worker, 5*time.Second)
+	require.NotNil(t, n, "a napping worker is notified on commit")
+	require.Equal(t, "default", n.Payload)
+	commit(`pgq.dispatch_many('idle', ARRAY['{}', '{}']::jsonb[], queue => 'other')`)
+	n = notification(t, worker, 5*time.Second)
+	require.NotNil(t, n, "on each queue it naps on")
+	require.Equal(t, "other", n.Payload)
+	commit(`pgq.dispatch('elsewhere', queue => 'third')`)
+	require.Nil(t, notification(t, worker, 300*time.Millisecond), "not for a queue it does not nap on")
+	commit(`pgq.dispatch('later', delay => '1 hour')`)
+	require.Nil(t, notification(t, worker, 300*time.Millisecond), "not for a delayed job")
+
+	_, err := worker.Exec(ctx, `SELECT pgq.wake()`)
+	require.NoError(t, err)
+	commit(`pgq.dispatch('awake')`)
+	require.Nil(t, notification(t, worker, 300*time.Millisecond), "a woken worker is not notified")
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db,
+		`SELECT count(*)::int FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+		 WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.objsubid = 2`),
+		"pgq.wake released every nap lock")
+
+	// A dispatch still open when the worker naps saw no napper and will not notify: the
+	// nap reports it (false), and succeeds once it has committed.
+	reserve(t, db, "w1", clock()) // empty the queues
+	open, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer open.Rollback(ctx)
+	_, err = open.Exec(ctx, `SELECT pgq.dispatch('slow')`)
+	require.NoError(t, err)
+	napOn(t, worker, false, "default")
+	commit(`pgq.dispatch('meanwhile')`)
+	require.NotNil(t, notification(t, worker, 5*time.Second), "the worker naps even when its nap returned false")
+	require.NoError(t, open.Commit(ctx))
+	require.Nil(t, notification(t, worker, 300*time.Millisecond), "the open dispatch had seen no napper")
+	napOn(t, worker, true, "default")
+	jobs := reserve(t, db, "w1", clock())
+	require.Len(t, jobs, 2, "the reserve after a successful nap finds the job that did not notify")
+
+	for _, bad := range []string{`pgq.nap('{}')`, `pgq.nap(NULL)`, `pgq.nap('{default}', wait => '0')`} {
+		_, err := db.Pool.Exec(ctx, `SELECT `+bad)
+		require.Equal(t, "22023", pgCode(err), bad)
+	}
 }
 
 // S3: a delayed job is not reserved before available_at.

@@ -54,6 +54,9 @@ type Worker struct {
 	// belong to it, so they are released on it too. sessionMu serialises its use.
 	sessionMu sync.Mutex
 	session   *pgxpool.Conn
+	// napping: the session naps on our queues (pgq.nap), so dispatches to them notify.
+	// Changed on Run's goroutine only, with sessionMu held.
+	napping bool
 
 	sqlSlots    chan struct{} // SQL handlers each hold a pool connection: at most MaxConns - 3 at once
 	freed       chan struct{} // a handler slot came free
@@ -143,6 +146,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	uuidcodec.Register(session.Conn().TypeMap())
 	w.session = session
 	defer func() {
+		if w.napping {
+			w.wakeUp(ctx) // the nap locks belong to the connection, which goes back to the pool
+		}
 		w.sessionMu.Lock()
 		if w.session != nil {
 			w.session.Release()
@@ -198,6 +204,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Under load, fetch once a quarter of the slots are free rather than one job per
 	// freed slot: fewer, larger reserves. An idle worker fetches at once.
 	batch := max(1, w.cfg.concurrency/4)
+	// A worker that finds no job naps (pgq.nap): only then do dispatches to its queues
+	// send it a NOTIFY. While its handlers run it waits napAfter first, since the next
+	// handler to return brings a reserve anyway.
+	napTimer := time.NewTimer(time.Hour)
+	napTimer.Stop()
+	defer napTimer.Stop()
+	var napRetry time.Duration
 	for {
 		// A slot is a running handler. A job whose handler has returned waits for its
 		// batched completion without a slot, but at most concurrency of them: a worker
@@ -249,6 +262,17 @@ func (w *Worker) Run(ctx context.Context) error {
 				poll.Reset(w.cfg.sleep)
 				coolUntil = time.Now().Add(w.cfg.cooldown)
 			}
+			if runnable > 0 && w.napping {
+				w.wakeUp(ctx) // busy again: its handlers' return brings the next reserve
+			}
+			switch {
+			case fetch:
+				napTimer.Stop()
+			case !w.napping && w.runningCount() == 0:
+				napTimer.Reset(0)
+			case !w.napping:
+				napTimer.Reset(napAfter)
+			}
 		}
 		idle := w.runningCount() == 0
 		switch {
@@ -279,8 +303,71 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.freed:
 			fetch = true
 		case <-cooled.C:
+		case <-napTimer.C:
+			ok, err := w.nap(ctx)
+			switch {
+			case err != nil:
+				w.log.Error("nap failed; reconnecting", "err", err)
+				fetch = true // the reserve on the closed session recovers it
+			case ok:
+				// Dispatches that saw no napper have committed: one more reserve (after
+				// the cooldown, if one runs) finds their jobs.
+				fetch, napRetry = true, 0
+			default:
+				// A dispatching transaction is still open: it will not notify. Nap again
+				// later, backing off towards the poll interval.
+				napRetry = min(max(2*napRetry, w.cfg.cooldown, time.Millisecond), w.cfg.sleep)
+				napTimer.Reset(napRetry)
+			}
 		}
 	}
+}
+
+const (
+	// napAfter: a worker whose last reserve came back short but whose handlers still run
+	// naps when none of them has returned for this long.
+	napAfter = 20 * time.Millisecond
+	// napWait: how long pgq.nap waits for the dispatches under way.
+	napWait = 10 * time.Millisecond
+)
+
+// nap makes the session nap on the worker's queues (pgq.nap): dispatches to them notify
+// from now on. ok reports that the dispatches under way have ended, so one more reserve
+// sees their jobs. After an error the session is closed, since nap locks may be left on
+// it; the next reserve opens another.
+func (w *Worker) nap(ctx context.Context) (bool, error) {
+	w.sessionMu.Lock()
+	defer w.sessionMu.Unlock()
+	if w.session == nil {
+		return false, errNoSession
+	}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	ok, err := dbsqlc.New(w.session).SessionNap(nctx, dbsqlc.SessionNapParams{Queues: w.cfg.queues, Wait: napWait})
+	if err != nil {
+		w.session.Conn().Close(nctx)
+		w.napping = false
+		return false, err
+	}
+	w.napping = true
+	return ok, nil
+}
+
+// wakeUp ends the session's nap (pgq.wake). On error the session is closed, which ends
+// the nap too.
+func (w *Worker) wakeUp(ctx context.Context) {
+	w.sessionMu.Lock()
+	defer w.sessionMu.Unlock()
+	if w.session == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := dbsqlc.New(w.session).SessionWake(wctx); err != nil {
+		w.log.Error("wake failed; reconnecting", "err", err)
+		w.session.Conn().Close(wctx)
+	}
+	w.napping = false
 }
 
 var errNoSession = errors.New("pgq/worker: no session connection")
@@ -320,6 +407,7 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	if w.session != nil {
 		w.session.Release()
 	}
+	w.napping = false // the nap locks went with the old session
 	for {
 		c, err := w.pool.Acquire(ctx)
 		if err == nil {

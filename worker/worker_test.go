@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -248,6 +252,101 @@ func TestS31WakeUp(t *testing.T) {
 		t.Fatal("no job started after the listener reconnected")
 	}
 	require.NoError(t, stop())
+}
+
+// S31: no wake-up is lost while workers go from busy to napping and back. Two workers
+// poll only once a minute, so every job must be found through a NOTIFY or the reserve
+// that follows a nap; dispatchers commit at random moments, some holding their
+// transaction open across a worker's nap.
+func TestS31NoWakeUpLostBetweenBusyAndNapping(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const dispatchers, perDispatcher, total = 4, 60, 4*60 + 40
+	ran := make(chan int, total)
+	var stops []func() error
+	for range 2 {
+		w, err := worker.New(b.db.Pool, worker.WithLogger(quiet), worker.WithSleep(time.Minute), worker.WithConcurrency(4))
+		require.NoError(t, err)
+		worker.Handle(w, "tick", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+			time.Sleep(time.Duration(j.Args.OrderID%4) * time.Millisecond)
+			ran <- j.Args.OrderID
+			return nil
+		}})
+		stops = append(stops, start(t, w))
+	}
+	listener, err := pgx.Connect(context.Background(), b.db.URL)
+	require.NoError(t, err)
+	defer listener.Close(context.Background())
+	_, err = listener.Exec(context.Background(), "LISTEN pgq_jobs")
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	for d := range dispatchers {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(d), 1))
+			for i := range perDispatcher {
+				id := d*perDispatcher + i
+				tx, err := b.db.Pool.Begin(context.Background())
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, err = b.client.DispatchTx(context.Background(), tx, "tick", order{id})
+				assert.NoError(t, err)
+				if rnd.IntN(3) == 0 {
+					time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond) // open across a nap
+				}
+				assert.NoError(t, tx.Commit(context.Background()))
+				time.Sleep(time.Duration(rnd.IntN(25)) * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	await := func(n int, within time.Duration, what string) {
+		t.Helper()
+		timeout := time.After(within)
+		for len(seen) < n {
+			select {
+			case id := <-ran:
+				require.False(t, seen[id], "job %d ran twice", id)
+				seen[id] = true
+			case <-timeout:
+				t.Fatalf("%s: %d of %d jobs ran in %s (the poll is a minute): a wake-up was lost", what, len(seen), n, within)
+			}
+		}
+	}
+	await(dispatchers*perDispatcher, 45*time.Second, "concurrent dispatchers")
+
+	// Then, on one worker (a second one napping would get every NOTIFY), one job at a
+	// time, each dispatched just after the previous one ran (while the worker goes to
+	// nap) and committed up to 40 ms later: across its nap.
+	require.NoError(t, stops[1]())
+	rnd := rand.New(rand.NewPCG(7, 7))
+	for id := dispatchers * perDispatcher; id < total; id++ {
+		tx, err := b.db.Pool.Begin(context.Background())
+		require.NoError(t, err)
+		_, err = b.client.DispatchTx(context.Background(), tx, "tick", order{id})
+		require.NoError(t, err)
+		time.Sleep(time.Duration(rnd.IntN(40)) * time.Millisecond)
+		require.NoError(t, tx.Commit(context.Background()))
+		await(id+1, 20*time.Second, fmt.Sprintf("job %d, committed across the workers' nap", id))
+	}
+	notified := 0
+	for {
+		wctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		notified++
+	}
+	t.Logf("%d jobs, %d NOTIFYs", total, notified)
+	require.Positive(t, notified, "the workers napped between dispatches, so some dispatches notified")
+	require.NoError(t, stops[0]())
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+	    WHERE d.datname = current_database() AND l.locktype = 'advisory' AND l.objsubid = 2`),
+		"a stopped worker leaves no nap lock on its pooled session")
 }
 
 func waitListening(t *testing.T, b bundle) {

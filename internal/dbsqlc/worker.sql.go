@@ -403,6 +403,24 @@ func (q *Queries) OverlapUnlock(ctx context.Context, arg OverlapUnlockParams) (i
 	return released, err
 }
 
+const sessionNap = `-- name: SessionNap :one
+SELECT pgq.nap(queues => $1::text[], wait => $2::interval) AS ok
+`
+
+type SessionNapParams struct {
+	Queues []string
+	Wait   time.Duration
+}
+
+// The worker found no job: dispatches to its queues notify from now on. ok: the
+// dispatches under way have ended, reserve once more; false: call again later.
+func (q *Queries) SessionNap(ctx context.Context, arg SessionNapParams) (bool, error) {
+	row := q.db.QueryRow(ctx, sessionNap, arg.Queues, arg.Wait)
+	var ok bool
+	err := row.Scan(&ok)
+	return ok, err
+}
+
 const sessionSetHandlerLimits = `-- name: SessionSetHandlerLimits :exec
 SELECT set_config('statement_timeout', $1::text, true),
        set_config('client_connection_check_interval', '1000', true)
@@ -413,5 +431,14 @@ SELECT set_config('statement_timeout', $1::text, true),
 // on beside its retry).
 func (q *Queries) SessionSetHandlerLimits(ctx context.Context, milliseconds string) error {
 	_, err := q.db.Exec(ctx, sessionSetHandlerLimits, milliseconds)
+	return err
+}
+
+const sessionWake = `-- name: SessionWake :exec
+SELECT pgq.wake()
+`
+
+func (q *Queries) SessionWake(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, sessionWake)
 	return err
 }

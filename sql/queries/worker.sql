@@ -54,6 +54,14 @@ SELECT key::text FROM pgq.expire_overlap() AS key;
 -- name: ListenJobs :exec
 LISTEN pgq_jobs;
 
+-- name: SessionNap :one
+-- The worker found no job: dispatches to its queues notify from now on. ok: the
+-- dispatches under way have ended, reserve once more; false: call again later.
+SELECT pgq.nap(queues => @queues::text[], wait => @wait::interval) AS ok;
+
+-- name: SessionWake :exec
+SELECT pgq.wake();
+
 -- name: JobsVacuumDue :one
 -- Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
 -- old) and this role may vacuum it (it owns the table, directly or through a role).
