@@ -304,15 +304,19 @@ func (w *Worker) Run(ctx context.Context) error {
 			fetch = true
 		case <-cooled.C:
 		case <-napTimer.C:
+			if fetch {
+				break // a reserve is due anyway; if it comes back short, the nap is set again
+			}
 			ok, err := w.nap(ctx)
 			switch {
 			case err != nil:
 				w.log.Error("nap failed; reconnecting", "err", err)
 				fetch = true // the reserve on the closed session recovers it
 			case ok:
-				// Dispatches that saw no napper have committed: one more reserve (after
-				// the cooldown, if one runs) finds their jobs.
-				fetch, napRetry = true, 0
+				// Dispatches that saw no napper have committed: one more reserve, now,
+				// finds their jobs (a nap only follows a short reserve whose cooldown
+				// would otherwise delay a job dispatched just before the nap).
+				fetch, coolUntil, napRetry = true, time.Time{}, 0
 			default:
 				// A dispatching transaction is still open: it will not notify. Nap again
 				// later, backing off towards the poll interval.
