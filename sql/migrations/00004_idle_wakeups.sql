@@ -41,11 +41,13 @@ DECLARE
     v_key int := hashtext(_notify.queue);
 BEGIN
     -- First keys: the dispatching lock is hashtext('pgq.dispatching'), the nap lock
-    -- hashtext('pgq.nap').
-    IF pg_try_advisory_xact_lock_shared(-1140850413, v_key)
-       AND (CASE WHEN pg_try_advisory_lock(776776852, v_key)
+    -- hashtext('pgq.nap'). The order matters: the dispatching lock first, so that a nap
+    -- registered after the test below still waits for this transaction.
+    IF pg_try_advisory_xact_lock_shared(-1140850413, v_key) THEN
+        IF (CASE WHEN pg_try_advisory_lock(776776852, v_key)
                  THEN pg_advisory_unlock(776776852, v_key) ELSE false END) THEN
-        RETURN;  -- nobody naps on this queue: its workers will reserve again by themselves
+            RETURN;  -- nobody naps on this queue: its workers will reserve again by themselves
+        END IF;
     END IF;
     PERFORM pg_notify('pgq_jobs', _notify.queue);
 END;
