@@ -55,8 +55,9 @@ type Worker struct {
 	sessionMu sync.Mutex
 	session   *pgxpool.Conn
 	// napping: the session naps on our queues (pgq.nap), so dispatches to them notify.
-	// Changed on Run's goroutine only, with sessionMu held.
-	napping bool
+	// Set with sessionMu held; recoverSession, which may run on the maintenance
+	// goroutine, clears it with the old session.
+	napping atomic.Bool
 
 	sqlSlots    chan struct{} // SQL handlers each hold a pool connection: at most MaxConns - 3 at once
 	freed       chan struct{} // a handler slot came free
@@ -146,7 +147,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	uuidcodec.Register(session.Conn().TypeMap())
 	w.session = session
 	defer func() {
-		if w.napping {
+		if w.napping.Load() {
 			w.wakeUp(ctx) // the nap locks belong to the connection, which goes back to the pool
 		}
 		w.sessionMu.Lock()
@@ -262,15 +263,15 @@ func (w *Worker) Run(ctx context.Context) error {
 				poll.Reset(w.cfg.sleep)
 				coolUntil = time.Now().Add(w.cfg.cooldown)
 			}
-			if runnable > 0 && w.napping {
+			if runnable > 0 && w.napping.Load() {
 				w.wakeUp(ctx) // busy again: its handlers' return brings the next reserve
 			}
 			switch {
 			case fetch:
 				napTimer.Stop()
-			case !w.napping && w.runningCount() == 0:
+			case !w.napping.Load() && w.runningCount() == 0:
 				napTimer.Reset(0)
-			case !w.napping:
+			case !w.napping.Load():
 				napTimer.Reset(napAfter)
 			}
 		}
@@ -350,10 +351,10 @@ func (w *Worker) nap(ctx context.Context) (bool, error) {
 	ok, err := dbsqlc.New(w.session).SessionNap(nctx, dbsqlc.SessionNapParams{Queues: w.cfg.queues, Wait: napWait})
 	if err != nil {
 		w.session.Conn().Close(nctx)
-		w.napping = false
+		w.napping.Store(false)
 		return false, err
 	}
-	w.napping = true
+	w.napping.Store(true)
 	return ok, nil
 }
 
@@ -371,7 +372,7 @@ func (w *Worker) wakeUp(ctx context.Context) {
 		w.log.Error("wake failed; reconnecting", "err", err)
 		w.session.Conn().Close(wctx)
 	}
-	w.napping = false
+	w.napping.Store(false)
 }
 
 var errNoSession = errors.New("pgq/worker: no session connection")
@@ -411,7 +412,7 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	if w.session != nil {
 		w.session.Release()
 	}
-	w.napping = false // the nap locks went with the old session
+	w.napping.Store(false) // the nap locks went with the old session
 	for {
 		c, err := w.pool.Acquire(ctx)
 		if err == nil {
