@@ -62,23 +62,16 @@ func (w *Worker) vacuum(ctx context.Context) {
 	if w.cfg.vacuumAfter <= 0 {
 		return
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everySecond(ctx, func() {
 		due, err := w.q.JobsVacuumDue(ctx, int64(w.cfg.vacuumAfter))
 		if err != nil || due == nil || !*due {
-			continue
+			return
 		}
 		start := time.Now()
 		if err := w.q.JobsVacuum(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("vacuum of pgq.jobs failed", "err", err)
-			continue
+			return
 		}
 		w.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
-	}
+	})
 }

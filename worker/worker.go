@@ -886,14 +886,7 @@ func (w *Worker) waitCancelled() error {
 // heartbeat extends the leases of running jobs once a third of their lease has passed
 // (S14), in one call for all due jobs, and cancels handlers whose lease was lost.
 func (w *Worker) heartbeat(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	everySecond(ctx, func() {
 		w.watchOverlap(ctx)
 		now := time.Now()
 		w.mu.Lock()
@@ -905,7 +898,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		}
 		w.mu.Unlock()
 		if len(due) == 0 {
-			continue
+			return
 		}
 		uuids := make([]uuid.UUID, len(due))
 		tokens := make([]uuid.UUID, len(due))
@@ -915,7 +908,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		held, err := w.q.JobHeartbeatMany(ctx, dbsqlc.JobHeartbeatManyParams{Uuids: uuids, Tokens: tokens})
 		if err != nil {
 			w.log.Error("heartbeat failed", "err", err, "jobs", len(due))
-			continue
+			return
 		}
 		kept := make(map[uuid.UUID]bool, len(held))
 		for _, r := range held {
@@ -933,6 +926,20 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			a.heartbeatAt = now.Add(a.lease / 3) // from now: the lease was just renewed for a whole retry_after
 			w.mu.Unlock()
 		}
+	})
+}
+
+// everySecond calls fn once a second until ctx is done.
+func everySecond(ctx context.Context, fn func()) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		fn()
 	}
 }
 
