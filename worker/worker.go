@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
-	"github.com/pgq-dev/pgq/internal/uuidcodec"
+	"github.com/pgq-dev/pgq/internal/pgcodec"
 	"github.com/pgq-dev/pgq/pgq"
 )
 
@@ -79,12 +79,21 @@ type failure struct {
 type active struct {
 	row         dbsqlc.JobReserveRow
 	token       uuid.UUID
-	cancel      context.CancelCauseFunc
+	cancel      context.CancelCauseFunc // use Worker.cancel, which also starts the watchdog
 	deadline    *deadline
 	started     time.Time
 	lease       time.Duration // the queue's retry_after, as granted at reservation
 	heartbeatAt time.Time
+	state       atomic.Int32 // running, then returned or abandoned: whichever comes first decides
+	watched     atomic.Bool  // the watchdog is started
 }
+
+// States of an active attempt's handler.
+const (
+	running int32 = iota
+	returned
+	abandoned
+)
 
 // New returns a Worker that uses pool for its connections: one session connection
 // (reserve and overlap locks), one listener, one for heartbeats and completions, and one
@@ -144,7 +153,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
-	uuidcodec.Register(session.Conn().TypeMap())
+	pgcodec.Register(session.Conn().TypeMap())
 	w.session = session
 	defer func() {
 		if w.napping.Load() {
@@ -248,7 +257,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				timeout := w.timeoutOf(&rows[i])
 				d := deadlines[timeout]
 				if d == nil {
-					d = newDeadline(ctx, timeout)
+					d = w.newDeadline(ctx, timeout)
 					deadlines[timeout] = d
 				}
 				w.start(d, &rows[i])
@@ -405,7 +414,7 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	w.mu.Lock()
 	for _, a := range w.running {
 		if len(a.row.OverlapKeys) > 0 {
-			a.cancel(errOverlapLost)
+			w.cancel(a, errOverlapLost)
 		}
 	}
 	w.mu.Unlock()
@@ -416,7 +425,7 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	for {
 		c, err := w.pool.Acquire(ctx)
 		if err == nil {
-			uuidcodec.Register(c.Conn().TypeMap())
+			pgcodec.Register(c.Conn().TypeMap())
 			w.session = c
 			return nil
 		}
@@ -476,19 +485,33 @@ type deadline struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	refs   atomic.Int32
+	mu     sync.Mutex
+	jobs   []*active // to watch when the timeout cancels them
 }
 
 // newDeadline starts the timeout (none when timeout is 0) with one reference, the
-// caller's.
-func newDeadline(parent context.Context, timeout time.Duration) *deadline {
+// caller's. When the timeout cancels the jobs, their watchdogs start.
+func (w *Worker) newDeadline(parent context.Context, timeout time.Duration) *deadline {
 	d := &deadline{}
 	base := context.WithoutCancel(parent) // a stop request cancels jobs itself, after the grace
-	if timeout > 0 {
-		d.ctx, d.cancel = context.WithTimeoutCause(base, timeout, errTimeout)
-	} else {
+	if timeout <= 0 {
 		d.ctx, d.cancel = context.WithCancel(base)
+		d.refs.Store(1)
+		return d
 	}
+	d.ctx, d.cancel = context.WithTimeoutCause(base, timeout, errTimeout)
 	d.refs.Store(1)
+	context.AfterFunc(d.ctx, func() {
+		if context.Cause(d.ctx) != errTimeout {
+			return // its last job finished
+		}
+		d.mu.Lock()
+		jobs := d.jobs
+		d.mu.Unlock()
+		for _, a := range jobs {
+			w.cancel(a, errTimeout)
+		}
+	})
 	return d
 }
 
@@ -507,6 +530,9 @@ func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
 		a.lease = row.ReservedUntil.Sub(*row.ReservedAt)
 	}
 	a.heartbeatAt = a.started.Add(a.lease / 3)
+	d.mu.Lock()
+	d.jobs = append(d.jobs, a)
+	d.mu.Unlock()
 	w.mu.Lock()
 	w.running[a.token] = a
 	w.mu.Unlock()
@@ -521,38 +547,10 @@ func (w *Worker) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
 	return w.cfg.timeout
 }
 
-// runJob runs the handler (its context carries the timeout) and reports the outcome. A
-// watchdog starts only once the handler's context is done: a handler still running a
-// grace period later ignores its cancellation, and its job must not be retried while it
-// may still run, so it is left reserved, no longer heartbeated, and the worker stops.
+// runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (w *Worker) runJob(ctx context.Context, a *active) {
-	// Whichever comes first decides: the handler returning or the watchdog giving up.
-	const (
-		running int32 = iota
-		returned
-		abandoned
-	)
-	var state atomic.Int32
-	handlerDone := make(chan struct{})
-	stopWatchdog := context.AfterFunc(ctx, func() {
-		grace := time.NewTimer(w.cfg.timeoutGrace)
-		defer grace.Stop()
-		select {
-		case <-handlerDone:
-		case <-grace.C:
-			if state.CompareAndSwap(running, abandoned) {
-				w.forget(a)
-				select {
-				case w.stuck <- a.row.Uuid:
-				default:
-				}
-			}
-		}
-	})
 	err := w.invoke(ctx, &a.row, a.token)
-	close(handlerDone)
-	stopWatchdog()
-	if !state.CompareAndSwap(running, returned) {
+	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
 	w.busy.Add(-1) // the slot is free; the report is the worker's business
@@ -710,7 +708,7 @@ func (w *Worker) completeBatch(batch []*active) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	var done []*uuid.UUID
 	err := w.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
-		uuidcodec.Register(c.Conn().TypeMap())
+		pgcodec.Register(c.Conn().TypeMap())
 		var err error
 		done, err = dbsqlc.New(c).JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
 		return err
@@ -863,8 +861,30 @@ func (w *Worker) cancelAll(cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, a := range w.running {
-		a.cancel(cause)
+		w.cancel(a, cause)
 	}
+}
+
+// cancel cancels a running handler's context with cause and starts its watchdog. A
+// handler still running a grace period later ignores its cancellation, and its job must
+// not be retried while it may still run, so it is left reserved, no longer heartbeated,
+// and the worker stops. The watchdog starts here, where the worker cancels (timeout,
+// lost lease or overlap lock, shutdown), rather than once per job: a context.AfterFunc
+// per job was a tenth of the worker's CPU in the drain benchmark.
+func (w *Worker) cancel(a *active, cause error) {
+	a.cancel(cause)
+	if a.state.Load() != running || !a.watched.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(w.cfg.timeoutGrace, func() {
+		if a.state.CompareAndSwap(running, abandoned) {
+			w.forget(a)
+			select {
+			case w.stuck <- a.row.Uuid:
+			default:
+			}
+		}
+	})
 }
 
 func (w *Worker) waitCancelled() error {
@@ -919,7 +939,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		for _, a := range due {
 			if !kept[a.token] {
 				w.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
-				a.cancel(pgq.ErrLeaseLost)
+				w.cancel(a, pgq.ErrLeaseLost)
 				continue
 			}
 			w.mu.Lock()

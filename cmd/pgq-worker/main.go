@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pgq-dev/pgq/internal/uuidcodec"
+	"github.com/pgq-dev/pgq/internal/pgcodec"
 	"github.com/pgq-dev/pgq/pgq"
 	"github.com/pgq-dev/pgq/worker"
 )
@@ -132,7 +132,7 @@ func (c command) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, er
 		cfg.MaxConns = maxConns
 	}
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
-		uuidcodec.Register(conn.TypeMap()) // uuids as bytes: the worker's heartbeats and failures too
+		pgcodec.Register(conn.TypeMap()) // uuids as bytes: the worker's heartbeats and failures too
 		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -1,0 +1,91 @@
+package pgcodec_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgcodec"
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// Values survive a round trip through PostgreSQL in every shape the worker uses, and
+// NULL still reaches a pointer as nil.
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := pgqtest.New(t)
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	pgcodec.Register(conn.Conn().TypeMap())
+	pgcodec.Register(conn.Conn().TypeMap()) // idempotent
+
+	a, b := uuid.New(), uuid.New()
+	m := conn.Conn().TypeMap()
+	require.Equal(t, "pgcodec.encodeBinary", fmt.Sprintf("%T", m.PlanEncode(pgtype.UUIDOID, pgtype.BinaryFormatCode, a)),
+		"uuid.UUID is sent as its bytes, not through driver.Valuer")
+	require.Equal(t, "pgcodec.scanBinary", fmt.Sprintf("%T", m.PlanScan(pgtype.UUIDOID, pgtype.BinaryFormatCode, &a)))
+	var one uuid.UUID
+	var text string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid, $1::uuid::text`, a).Scan(&one, &text))
+	require.Equal(t, a, one)
+	require.Equal(t, a.String(), text, "PostgreSQL got the same 16 bytes")
+
+	var many []uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid[]`, []uuid.UUID{a, b}).Scan(&many))
+	require.Equal(t, []uuid.UUID{a, b}, many)
+
+	var some, none *uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid, NULL::uuid`, &b).Scan(&some, &none))
+	require.Equal(t, b, *some)
+	require.Nil(t, none)
+
+	var plain uuid.UUID
+	err = conn.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&plain)
+	require.ErrorContains(t, err, "NULL")
+
+	// the text protocol still works (pgx falls back to uuid.UUID's own Scan)
+	var viaText uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid`, pgx.QueryExecModeSimpleProtocol, a).Scan(&viaText))
+	require.Equal(t, a, viaText)
+}
+
+// jsonb reaches a json.RawMessage as the document's bytes (copied, not parsed), NULL as
+// nil, and every other target through json.Unmarshal as before.
+func TestJSONB(t *testing.T) {
+	ctx := context.Background()
+	db := pgqtest.New(t)
+	conn, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	pgcodec.Register(conn.Conn().TypeMap())
+
+	rows, err := conn.Query(ctx, `SELECT p FROM unnest($1::jsonb[]) p`,
+		[]json.RawMessage{json.RawMessage(`{"b": [1, 2], "a": "x"}`), json.RawMessage(`"s"`)})
+	require.NoError(t, err)
+	var raws []json.RawMessage
+	for rows.Next() {
+		var raw json.RawMessage
+		require.NoError(t, rows.Scan(&raw))
+		raws = append(raws, raw)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"a": "x", "b": [1, 2]}`), json.RawMessage(`"s"`)}, raws,
+		"jsonb's normal form, and each row its own bytes (not the reused read buffer)")
+
+	var none json.RawMessage
+	require.NoError(t, conn.QueryRow(ctx, `SELECT NULL::jsonb`).Scan(&none))
+	require.Nil(t, none)
+
+	var decoded struct{ A string }
+	require.NoError(t, conn.QueryRow(ctx, `SELECT '{"A": "y"}'::jsonb`).Scan(&decoded))
+	require.Equal(t, "y", decoded.A)
+	var wrong struct{ A int }
+	require.Error(t, conn.QueryRow(ctx, `SELECT '{"A": "y"}'::jsonb`).Scan(&wrong), "other targets are still decoded and checked")
+}
