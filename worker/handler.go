@@ -48,10 +48,8 @@ func Handle[T any](w *Worker, name string, h Handler[T]) {
 		panic(fmt.Sprintf("pgq/worker: Handle(%q): already registered", name))
 	}
 	decode := func(row *dbsqlc.JobReserveRow) (*Job[T], error) {
-		j := &Job[T]{UUID: row.Uuid, Name: row.Job, Queue: row.Queue, Attempt: int(row.Attempts), Payload: row.Payload}
-		if row.ReservedUntil != nil {
-			j.ReservedUntil = *row.ReservedUntil
-		}
+		j := &Job[T]{UUID: row.Uuid, Name: row.Job, Queue: row.Queue, Attempt: int(row.Attempts), Payload: row.Payload,
+			ReservedUntil: row.ReservedUntil}
 		if raw, ok := any(&j.Args).(*json.RawMessage); ok {
 			*raw = row.Payload // already JSON: no decoding to do
 		} else if err := json.Unmarshal(row.Payload, &j.Args); err != nil {

@@ -525,10 +525,8 @@ func (d *deadline) release() {
 func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
 	d.refs.Add(1)
 	jobCtx, cancel := context.WithCancelCause(d.ctx)
-	a := &active{row: *row, token: *row.LeaseToken, cancel: cancel, deadline: d, started: time.Now(), lease: 90 * time.Second}
-	if row.ReservedAt != nil && row.ReservedUntil != nil {
-		a.lease = row.ReservedUntil.Sub(*row.ReservedAt)
-	}
+	a := &active{row: *row, token: row.LeaseToken, cancel: cancel, deadline: d, started: time.Now(),
+		lease: row.ReservedUntil.Sub(row.ReservedAt)}
 	a.heartbeatAt = a.started.Add(a.lease / 3)
 	d.mu.Lock()
 	d.jobs = append(d.jobs, a)
@@ -706,7 +704,7 @@ func (w *Worker) completeBatch(batch []*active) {
 		uuids[i], tokens[i] = a.row.Uuid, a.token
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	var done []*uuid.UUID
+	var done []uuid.UUID
 	err := w.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 		pgcodec.Register(c.Conn().TypeMap())
 		var err error
@@ -714,17 +712,18 @@ func (w *Worker) completeBatch(batch []*active) {
 		return err
 	})
 	cancel()
-	completed := make(map[uuid.UUID]bool, len(done))
-	for _, id := range done {
-		if id != nil {
-			completed[*id] = true
+	var completed map[uuid.UUID]bool // nil when all were completed, the usual case
+	if len(done) < len(batch) {
+		completed = make(map[uuid.UUID]bool, len(done))
+		for _, id := range done {
+			completed[id] = true
 		}
 	}
 	for _, a := range batch {
 		switch {
 		case err != nil:
 			w.logOutcome(a, "complete_failed", err)
-		case completed[a.row.Uuid]:
+		case completed == nil || completed[a.row.Uuid]:
 			w.logOutcome(a, "succeeded", nil)
 		default:
 			w.logOutcome(a, "lease_lost", pgq.ErrLeaseLost)

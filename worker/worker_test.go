@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -654,4 +655,60 @@ func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
 		require.Equal(t, 1, n, "job %d", id)
 	}
 	require.Equal(t, 60, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+}
+
+// lockedBuffer collects log output written from the worker's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
+}
+
+// S15: a Go handler that returns after its lease went to another reservation does not
+// complete the job: the completion batch it shares with a job that still holds its lease
+// completes only that one, and the worker reports the other as lease_lost.
+func TestS15GoCompletionFenced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	logs := &lockedBuffer{}
+	w := b.worker(t, worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	stolen := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(2)
+	worker.Handle(w, "fenced", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started.Done()
+		<-stolen // both return together: one completion batch, most likely
+		return nil
+	}})
+	lost, err := b.client.Dispatch(context.Background(), "fenced", order{1})
+	require.NoError(t, err)
+	kept, err := b.client.Dispatch(context.Background(), "fenced", order{2})
+	require.NoError(t, err)
+	stop := start(t, w)
+	started.Wait()
+	// Another reservation of the job: a new lease token, as after a lease expiry.
+	b.db.Exec(t, `UPDATE pgq.jobs SET lease_token = gen_random_uuid() WHERE uuid = $1`, lost)
+	close(stolen)
+
+	require.Eventually(t, func() bool { return len(b.outcomes(t, kept)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "outcome=lease_lost") }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, stop())
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, kept))
+	require.Empty(t, b.outcomes(t, lost), "no attempt of the job was completed")
+	require.Equal(t, 1, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs WHERE uuid = $1`, lost),
+		"the job stays with the reservation that holds it")
+	require.Contains(t, logs.String(), fmt.Sprintf("uuid=%s attempt=1 queue=default", lost))
+	require.Equal(t, 1, strings.Count(logs.String(), "outcome=lease_lost"))
 }

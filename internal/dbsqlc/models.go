@@ -289,10 +289,10 @@ type PgqReservation struct {
 	TurnAways            json.RawMessage
 	AvailableAt          time.Time
 	WaitReason           string
-	ReservedAt           *time.Time
-	ReservedUntil        *time.Time
+	ReservedAt           time.Time
+	ReservedUntil        time.Time
 	ReservedBy           *string
-	LeaseToken           *uuid.UUID
+	LeaseToken           uuid.UUID
 	StartedAt            *time.Time
 	OverlapKeys          []string
 	CreatedAt            time.Time

@@ -14,7 +14,7 @@ import (
 )
 
 const jobCompleteMany = `-- name: JobCompleteMany :many
-SELECT complete FROM pgq.complete(uuids => $1::uuid[], tokens => $2::uuid[])
+SELECT c.uuid::uuid AS completed FROM pgq.complete(uuids => $1::uuid[], tokens => $2::uuid[]) AS c(uuid)
 `
 
 type JobCompleteManyParams struct {
@@ -22,19 +22,20 @@ type JobCompleteManyParams struct {
 	Tokens []uuid.UUID
 }
 
-func (q *Queries) JobCompleteMany(ctx context.Context, arg JobCompleteManyParams) ([]*uuid.UUID, error) {
+// The cast makes the uuids values rather than pointers: pgq.complete returns no NULL.
+func (q *Queries) JobCompleteMany(ctx context.Context, arg JobCompleteManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, jobCompleteMany, arg.Uuids, arg.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*uuid.UUID
+	var items []uuid.UUID
 	for rows.Next() {
-		var complete *uuid.UUID
-		if err := rows.Scan(&complete); err != nil {
+		var completed uuid.UUID
+		if err := rows.Scan(&completed); err != nil {
 			return nil, err
 		}
-		items = append(items, complete)
+		items = append(items, completed)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -259,9 +260,9 @@ type JobReserveRow struct {
 	Attempts         int32
 	Handler          *string
 	Timeout          *int32
-	LeaseToken       *uuid.UUID
-	ReservedAt       *time.Time
-	ReservedUntil    *time.Time
+	LeaseToken       uuid.UUID
+	ReservedAt       time.Time
+	ReservedUntil    time.Time
 	OverlapKeys      []string
 	Pickup           *string
 	PickupNote       *string

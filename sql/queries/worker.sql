@@ -11,7 +11,8 @@ FROM pgq.reserve(
 );
 
 -- name: JobCompleteMany :many
-SELECT * FROM pgq.complete(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
+-- The cast makes the uuids values rather than pointers: pgq.complete returns no NULL.
+SELECT c.uuid::uuid AS completed FROM pgq.complete(uuids => @uuids::uuid[], tokens => @tokens::uuid[]) AS c(uuid);
 
 -- name: JobFailMany :many
 SELECT * FROM pgq.fail_many(
