@@ -11,9 +11,11 @@
 --   Now the statement returns only the columns the history needs and collects the keys,
 --   and the key deletes run only when a completed job has one.
 -- * Each success inserted into two indexes of pgq.attempts: the primary key on id and
---   the job_uuid index. The history is read by job (pgq.attempt history, failed jobs):
---   one primary key (job_uuid, id) serves those lookups in order and keeps each row
---   unique, with one index entry per attempt instead of two.
+--   the job_uuid index. The history is read by job (a job's attempts in order, the
+--   history of pgq.failed): one primary key (job_uuid, id) serves those lookups in order
+--   and keeps each row unique, with one index entry per attempt instead of two. On an
+--   existing installation the new key is built under a lock on pgq.attempts: prune a
+--   large history (pgq.prune) before migrating.
 --
 -- pgbench, reserve(500) then complete of the same jobs, alternating in one run:
 -- complete took 6.1-7.2 ms before and 3.6-4.8 ms after the first change; without the
@@ -27,7 +29,9 @@
 -- backend's time in perf. Leaf pages split at half full keep room for the new versions
 -- until the worker's vacuum. reserve(500) + complete in pgbench: 12.2-15.0 ms with the
 -- default fillfactor, 11.9-13.1 ms with 50; drain A/B (5 pairs): 37.4k -> 40.0k jobs/s
--- (medians). Fillfactor 25 measured no better. The cost is an index twice the size.
+-- (medians). Fillfactor 25 measured no better. The cost is an index twice the size and
+-- about 28 bytes more WAL per job from its page splits. Pages already full keep their
+-- fill until the index is rebuilt (REINDEX INDEX CONCURRENTLY pgq.jobs_pkey).
 
 -- +goose Up
 -- +goose StatementBegin
