@@ -9,21 +9,28 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgcodec"
 	"github.com/pgq-dev/pgq/internal/pgqtest"
 )
 
+// registered is a connection to a fresh test database with the codecs registered.
+func registered(t *testing.T) *pgxpool.Conn {
+	t.Helper()
+	conn, err := pgqtest.New(t).Pool.Acquire(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	pgcodec.Register(conn.Conn().TypeMap())
+	return conn
+}
+
 // Values survive a round trip through PostgreSQL in every shape the worker uses, and
 // NULL still reaches a pointer as nil.
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	db := pgqtest.New(t)
-	conn, err := db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	pgcodec.Register(conn.Conn().TypeMap())
+	conn := registered(t)
 	pgcodec.Register(conn.Conn().TypeMap()) // idempotent
 
 	a, b := uuid.New(), uuid.New()
@@ -47,7 +54,7 @@ func TestRoundTrip(t *testing.T) {
 	require.Nil(t, none)
 
 	var plain uuid.UUID
-	err = conn.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&plain)
+	err := conn.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&plain)
 	require.ErrorContains(t, err, "NULL")
 
 	// the text protocol still works (pgx falls back to uuid.UUID's own Scan)
@@ -60,11 +67,7 @@ func TestRoundTrip(t *testing.T) {
 // nil, and every other target through json.Unmarshal as before.
 func TestJSONB(t *testing.T) {
 	ctx := context.Background()
-	db := pgqtest.New(t)
-	conn, err := db.Pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	pgcodec.Register(conn.Conn().TypeMap())
+	conn := registered(t)
 
 	rows, err := conn.Query(ctx, `SELECT p FROM unnest($1::jsonb[]) p`,
 		[]json.RawMessage{json.RawMessage(`{"b": [1, 2], "a": "x"}`), json.RawMessage(`"s"`)})
