@@ -76,5 +76,8 @@ WHERE c.oid = 'pgq.jobs'::regclass;
 -- SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
 -- INDEX_CLEANUP ON: the dead entries at the head of jobs_reserve_idx are the point; AUTO
 -- may skip the indexes when few heap pages have dead rows. TRUNCATE false: truncating the
--- table's end takes an ACCESS EXCLUSIVE lock that would stall every reserve.
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false) pgq.jobs;
+-- table's end takes an ACCESS EXCLUSIVE lock that would stall every reserve. PARALLEL 0:
+-- the indexes of a busy queue pass the parallel-vacuum size threshold, and the worker
+-- vacuums about once a second under load; starting background workers for each vacuum
+-- (a process each) cost more than the parallel index pass saved on a table this size.
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs;
