@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -655,6 +656,50 @@ func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
 		require.Equal(t, 1, n, "job %d", id)
 	}
 	require.Equal(t, 60, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+}
+
+// The handler goroutines are reused from job to job, and none outlives Run. Not
+// parallel: it counts every goroutine of the test binary that waits for a job.
+func TestHandlerGoroutinesEndWithRun(t *testing.T) {
+	b := setup(t)
+	payloads := make([]any, 200)
+	for i := range payloads {
+		payloads[i] = order{i}
+	}
+	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
+	require.NoError(t, err)
+	w := b.worker(t, worker.WithConcurrency(8), worker.WithStopWhenEmpty())
+	var mu sync.Mutex
+	ran := 0
+	goroutines := map[string]bool{}
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error {
+		buf := make([]byte, 64)
+		id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf, false)]), "goroutine "), " ")
+		mu.Lock()
+		ran++
+		goroutines[id] = true
+		mu.Unlock()
+		return nil
+	}})
+	drain(t, w)
+	require.Equal(t, 200, ran)
+	// A goroutine that reported its job may not be waiting yet when the next one starts,
+	// so a few more than 8 can exist; one per job would be 200.
+	require.LessOrEqual(t, len(goroutines), 16, "handler goroutines are reused")
+	require.Eventually(t, func() bool { return handlerGoroutines() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"handler goroutines exit when Run returns")
+}
+
+// handlerGoroutines counts the goroutines running or waiting in Worker.handle.
+func handlerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "worker.(*Worker).handle(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // lockedBuffer collects log output written from the worker's goroutines.
