@@ -40,13 +40,13 @@ func TestReserveMixedBatchKeepsOrder(t *testing.T) {
 
 // Job uuids are version 7: their first 48 bits are the dispatch time in milliseconds, so
 // later dispatches sort after earlier ones and index entries go in at the right edge.
-// (Dispatches with a unique or debounce key take dispatch_many's per-row path, which
-// still draws version 4 uuids: they are the rare case, and ordering is not promised.)
+// (Dispatches with a unique or debounce key take dispatch_many's per-row path; it draws
+// v7 uuids too since migration 00004.)
 func TestJobUUIDsAreTimeOrdered(t *testing.T) {
 	db := pgqtest.New(t)
 	var ids []uuid.UUID
-	for range 3 {
-		ids = append(ids, dispatch(t, db, `'a', '{}'`))
+	for _, args := range []string{`'a', '{}'`, `'a', '{}', unique_key => 'k'`, `'a', '{}', debounce_key => 'k', debounce_for => '0 s'`} {
+		ids = append(ids, dispatch(t, db, args))
 		time.Sleep(2 * time.Millisecond)
 	}
 	for i, id := range ids {
