@@ -93,6 +93,17 @@ type order struct {
 	OrderID int `json:"order_id"`
 }
 
+// dispatchOrders dispatches n jobs named job with the payloads order{0} to order{n-1}.
+func (b bundle) dispatchOrders(t *testing.T, job string, n int) {
+	t.Helper()
+	payloads := make([]any, n)
+	for i := range payloads {
+		payloads[i] = order{i}
+	}
+	_, err := b.client.DispatchMany(context.Background(), job, payloads)
+	require.NoError(t, err)
+}
+
 // S6: the worker's --tries applies to jobs that set none (default 1).
 func TestS6WorkerDefaultTries(t *testing.T) {
 	t.Parallel()
@@ -605,12 +616,7 @@ func TestWorkerVacuumsJobs(t *testing.T) {
 		return pgqtest.Scalar[int](t, b.db, `SELECT vacuum_count::int FROM pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass`)
 	}
 	before := vacuums()
-	payloads := make([]any, 300)
-	for i := range payloads {
-		payloads[i] = order{i}
-	}
-	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
-	require.NoError(t, err)
+	b.dispatchOrders(t, "ping", 300)
 	w := b.worker(t, worker.WithVacuumAfter(100))
 	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error { return nil }})
 	stop := start(t, w)
@@ -618,7 +624,7 @@ func TestWorkerVacuumsJobs(t *testing.T) {
 		"300 finished jobs leave 600 dead rows; the worker vacuums past 100")
 	require.NoError(t, stop())
 
-	_, err = worker.New(b.db.Pool, worker.WithVacuumAfter(-1))
+	_, err := worker.New(b.db.Pool, worker.WithVacuumAfter(-1))
 	require.ErrorContains(t, err, "WithVacuumAfter: must be >= 0")
 }
 
@@ -627,12 +633,7 @@ func TestWorkerVacuumsJobs(t *testing.T) {
 func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	payloads := make([]any, 60)
-	for i := range payloads {
-		payloads[i] = order{i}
-	}
-	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
-	require.NoError(t, err)
+	b.dispatchOrders(t, "ping", 60)
 	w := b.worker(t, worker.WithConcurrency(4), worker.WithStopWhenEmpty())
 	var mu sync.Mutex
 	now, most := 0, 0
@@ -662,12 +663,7 @@ func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
 // parallel: it counts every goroutine of the test binary that waits for a job.
 func TestHandlerGoroutinesEndWithRun(t *testing.T) {
 	b := setup(t)
-	payloads := make([]any, 200)
-	for i := range payloads {
-		payloads[i] = order{i}
-	}
-	_, err := b.client.DispatchMany(context.Background(), "ping", payloads)
-	require.NoError(t, err)
+	b.dispatchOrders(t, "ping", 200)
 	w := b.worker(t, worker.WithConcurrency(8), worker.WithStopWhenEmpty())
 	var mu sync.Mutex
 	ran := 0
