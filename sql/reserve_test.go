@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -25,13 +26,8 @@ func TestReserveMixedBatchKeepsOrder(t *testing.T) {
 
 	rows, err := db.Pool.Query(ctx, `SELECT uuid FROM pgq.reserve('w1', '{default}', 2, 1, $1) WHERE pickup IS NULL`, now)
 	require.NoError(t, err)
-	var got []uuid.UUID
-	for rows.Next() {
-		var id uuid.UUID
-		require.NoError(t, rows.Scan(&id))
-		got = append(got, id)
-	}
-	require.NoError(t, rows.Err())
+	got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	require.NoError(t, err)
 	require.ElementsMatch(t, []uuid.UUID{first, checked}, got, "the two oldest jobs, the checked one included")
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.unique_locks`),
 		"the until-processing lock went when its job was handed over (S23)")

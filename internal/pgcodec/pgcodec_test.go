@@ -72,13 +72,8 @@ func TestJSONB(t *testing.T) {
 	rows, err := conn.Query(ctx, `SELECT p FROM unnest($1::jsonb[]) p`,
 		[]json.RawMessage{json.RawMessage(`{"b": [1, 2], "a": "x"}`), json.RawMessage(`"s"`)})
 	require.NoError(t, err)
-	var raws []json.RawMessage
-	for rows.Next() {
-		var raw json.RawMessage
-		require.NoError(t, rows.Scan(&raw))
-		raws = append(raws, raw)
-	}
-	require.NoError(t, rows.Err())
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[json.RawMessage])
+	require.NoError(t, err)
 	require.Equal(t, []json.RawMessage{json.RawMessage(`{"a": "x", "b": [1, 2]}`), json.RawMessage(`"s"`)}, raws,
 		"jsonb's normal form, and each row its own bytes (not the reused read buffer)")
 
