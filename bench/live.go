@@ -93,8 +93,8 @@ func finish(ctx context.Context, sys liveSystem, rc *runCounter, n int64, stop f
 }
 
 // runSteady measures completed jobs/s while producers keep dispatching.
-func runSteady(ctx context.Context, o options, sys liveSystem) runOut {
-	out := runOut{rows: []string{"steady"}}
+func runSteady(ctx context.Context, o options, row string, sys liveSystem) runOut {
+	out := runOut{rows: []string{row}}
 	fail := func(err error) runOut { out.err = err; return out }
 	if err := sys.reset(ctx); err != nil {
 		return fail(err)
@@ -197,7 +197,7 @@ func runSteady(ctx context.Context, o options, sys liveSystem) runOut {
 	if err != nil {
 		return fail(err)
 	}
-	out.add("steady", done)
+	out.add(row, done)
 	return out
 }
 

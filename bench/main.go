@@ -5,6 +5,7 @@
 //
 //	drain    1. drain a backlog of -jobs no-op jobs (insert timed apart)     pgq, River, graphile-worker
 //	steady   2. producers dispatching and workers completing for -steady     pgq, River
+//	steady-small  2. the same with -steady-small-batch jobs per call          pgq, River
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle            pgq only: what the semantics cost
@@ -65,6 +66,7 @@ type options struct {
 	steadyWarmup    time.Duration
 	steadyProducers int
 	steadyBatch     int
+	steadySmall     int
 	steadyBacklog   int
 	steadyMaxJobs   int
 
@@ -85,10 +87,10 @@ type options struct {
 	graphileBatchDelay int
 }
 
-var allScenarios = []string{"drain", "steady", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
+var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
 	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50"}
 
-const defaultScenarios = "drain,steady,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
+const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
 func main() {
 	if err := run(); err != nil {
@@ -132,7 +134,8 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.steadyDur, "steady", 30*time.Second, "steady: measured window")
 	flag.DurationVar(&o.steadyWarmup, "steady-warmup", 5*time.Second, "steady: producers and workers run this long before the window opens")
 	flag.IntVar(&o.steadyProducers, "steady-producers", 2, "steady: producer goroutines")
-	flag.IntVar(&o.steadyBatch, "steady-batch", 10, "steady: jobs per dispatch call (1: Dispatch / Insert; more: DispatchMany / InsertMany)")
+	flag.IntVar(&o.steadyBatch, "steady-batch", 100, "steady: jobs per dispatch call (1: Dispatch / Insert; more: DispatchMany / InsertMany), enough that the producers outpace the workers")
+	flag.IntVar(&o.steadySmall, "steady-small-batch", 10, "steady-small: jobs per dispatch call, few enough that the producers' commits are the limit")
 	flag.IntVar(&o.steadyBacklog, "steady-backlog", 5000, "steady: producers pause while this many dispatched jobs have not started (keeps the queue non-empty but bounded)")
 	flag.IntVar(&o.steadyMaxJobs, "steady-max-jobs", 5000000, "steady: producers stop after this many jobs in one run")
 
@@ -176,7 +179,7 @@ func parseFlags() (options, error) {
 		o.graphileLocalQueue = o.graphileConc + 1
 	}
 	if o.runs < 1 || o.jobs < 1 || o.sqlJobs < 1 || o.extraJobs < 1 || o.batch < 1 || o.conc < 1 || o.highConc < 1 ||
-		o.poolSize < 4 || o.steadyProducers < 1 || o.steadyBatch < 1 || o.steadyBacklog < 1 || o.latencyRate < 1 ||
+		o.poolSize < 4 || o.steadyProducers < 1 || o.steadyBatch < 1 || o.steadySmall < 1 || o.steadyBacklog < 1 || o.latencyRate < 1 ||
 		o.riverLatencyConc < 1 {
 		return o, errors.New("-runs, -jobs, -sql-jobs, -extra-jobs, -batch, -concurrency, -high-concurrency, -steady-*, -latency-rate and -latency-concurrency must be >= 1, -pool >= 4")
 	}
@@ -191,7 +194,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("latency") || o.has("bulk"))
+	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk"))
 	needPgq := o.systems["pgq"]
 	needGraphile := o.systems["graphile"] && o.has("drain")
 
@@ -270,14 +273,18 @@ func run() error {
 				if ge != nil && ge.skip == "" {
 					record("graphile", scen, i, ge.drain(ctx, o))
 				}
-			case "steady":
-				t.define("steady", fmt.Sprintf("2. steady state %s, completed jobs/s (%d producers × %d jobs per call, concurrency %d)",
-					o.steadyDur, o.steadyProducers, o.steadyBatch, o.conc), false, 0)
+			case "steady", "steady-small":
+				so, label := o, "2. steady state %s, completed jobs/s"
+				if scen == "steady-small" {
+					so.steadyBatch, label = o.steadySmall, "2b. steady state %s, producer-bound, completed jobs/s"
+				}
+				t.define(scen, fmt.Sprintf(label+" (%d producers × %d jobs per call, concurrency %d)",
+					o.steadyDur, o.steadyProducers, so.steadyBatch, o.conc), false, 0)
 				if pe != nil {
-					record("pgq", scen, i, runSteady(ctx, o, pe.live(o.conc)))
+					record("pgq", scen, i, runSteady(ctx, so, scen, pe.live(o.conc)))
 				}
 				if re != nil {
-					record("river", scen, i, runSteady(ctx, o, re.live(o, true, o.conc)))
+					record("river", scen, i, runSteady(ctx, so, scen, re.live(o, true, o.conc)))
 				}
 			case "latency":
 				for _, p := range []string{"p50", "p95", "p99"} {

@@ -142,8 +142,8 @@ func settingsNotes(o options, ge *graphileEnv) []string {
 		}
 	}
 	n = append(n,
-		fmt.Sprintf("steady: %d producer goroutines, %d jobs per call (pgq Dispatch/DispatchMany, River Insert/InsertMany), pausing while %d dispatched jobs have not started; %s warm-up, then completed jobs (pgq.attempts succeeded, river_job completed) counted over %s. Leftovers drained and verified after the window.",
-			o.steadyProducers, o.steadyBatch, o.steadyBacklog, o.steadyWarmup, o.steadyDur),
+		fmt.Sprintf("steady: %d producer goroutines, %d jobs per call (pgq Dispatch/DispatchMany, River Insert/InsertMany), pausing while %d dispatched jobs have not started; %s warm-up, then completed jobs (pgq.attempts succeeded, river_job completed) counted over %s. Leftovers drained and verified after the window. steady-small: the same with %d jobs per call, where each system's producers, waiting on their own WAL flushes, set the rate.",
+			o.steadyProducers, o.steadyBatch, o.steadyBacklog, o.steadyWarmup, o.steadyDur, o.steadySmall),
 		fmt.Sprintf("latency: one job per Dispatch/Insert call at %d/s for %s after %s idle; latency = handler start − return of the committing call, both in this process. pgq at worker defaults (concurrency 100, LISTEN/NOTIFY wake-up).",
 			o.latencyRate, o.latencyDur, o.latencyIdle),
 		fmt.Sprintf("bulk: %d jobs into an empty table, %d per call, no worker running; pgq DispatchMany vs River InsertMany and InsertManyFast.", o.jobs, o.batch),
