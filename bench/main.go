@@ -78,6 +78,7 @@ type options struct {
 	pgqVacuumAfter   int
 
 	riverFetchCooldown time.Duration
+	riverVacuumAfter   int
 	riverFetchPoll     time.Duration
 	riverLatencyConc   int
 
@@ -145,6 +146,7 @@ func parseFlags() (options, error) {
 
 	flag.DurationVar(&o.riverFetchCooldown, "river-fetch-cooldown", 10*time.Millisecond, "River tuned: Config.FetchCooldown (River default 100ms)")
 	flag.DurationVar(&o.riverFetchPoll, "river-fetch-poll", 0, "River tuned: Config.FetchPollInterval (0: River's default, 1s)")
+	flag.IntVar(&o.riverVacuumAfter, "river-vacuum-after", 10000, "River: the benchmark vacuums river_job once a second when it has this many dead rows, as pgq's worker does for pgq.jobs (autovacuum is off on the benchmark server); 0 leaves it alone")
 	flag.IntVar(&o.riverLatencyConc, "latency-concurrency", 100, "latency: MaxWorkers of River at defaults and tuned (pgq runs at its default concurrency, 100)")
 
 	flag.StringVar(&o.graphileDir, "graphile-dir", "", "directory of the graphile-worker Node project (default: graphile or bench/graphile, whichever exists)")

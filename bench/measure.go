@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,6 +45,43 @@ func waitQuiet(cores float64, limit time.Duration) (waited time.Duration, gaveUp
 			return time.Since(start), true
 		}
 	}
+}
+
+// startVacuumer does for a peer's jobs table what pgq's worker does for pgq.jobs
+// (worker.WithVacuumAfter): each second, once the statistics count after dead rows, a
+// VACUUM with the worker's options. Autovacuum is off on the benchmark's server, and
+// without it River's fetch walks ever more dead index entries during a 30 s run. It uses
+// its own connection; after 0 turns it off. stop waits for a vacuum under way.
+func startVacuumer(ctx context.Context, pool *pgxpool.Pool, table string, after int) (stop func()) {
+	if after <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			var due bool
+			if err := conn.QueryRow(ctx, "SELECT coalesce(n_dead_tup >= $1, false) FROM pg_stat_user_tables WHERE relid = $2::regclass",
+				after, table).Scan(&due); err != nil || !due {
+				continue
+			}
+			_, _ = conn.Exec(ctx, "VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) "+pgx.Identifier{table}.Sanitize())
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // sampler watches a drain every two seconds: how many jobs are finished (countSQL, for

@@ -129,8 +129,8 @@ func settingsNotes(o options, ge *graphileEnv) []string {
 		fmt.Sprintf("Worker pools: %d connections max for each system (pgq worker pool, River's pgxpool, graphile maxPoolSize). Dispatch/insert goes through a separate pool.", o.poolSize),
 		fmt.Sprintf("pgq: worker.New(pool, WithConcurrency(%d), WithStopWhenEmpty()) for drain, plain, retry and mw-*; drain time is worker.Run from start to its stop once the queue is empty and every completion is committed. Backlog inserted with Client.DispatchMany, %d per call. Other worker options at their defaults (tries 1, timeout 60 s, sleep 3 s, fetch cooldown 5 ms, vacuum of pgq.jobs after 10,000 dead rows). The worker pool is a plain pgxpool, as an embedding application would open it (the worker registers its binary uuid codec on its own reserve and completion connections).",
 			o.conc, o.batch),
-		fmt.Sprintf("River %s tuned for throughput (drain, steady, latency tuned): FetchCooldown %s, FetchPollInterval %s, Queues{default: MaxWorkers %d} (%d in latency), other Config fields at defaults; drain time is from Client.Start until every job is `completed` in river_job (polled every 2 ms once the handlers have run). Backlog inserted with InsertManyFast, %d per call.",
-			riverVersion, o.riverFetchCooldown, riverPoll(o), o.conc, o.riverLatencyConc, o.batch),
+		fmt.Sprintf("River %s tuned for throughput (drain, steady, latency tuned): FetchCooldown %s, FetchPollInterval %s, Queues{default: MaxWorkers %d} (%d in latency), other Config fields at defaults; river_job vacuumed by the benchmark after %d dead rows, checked each second, as pgq's worker vacuums pgq.jobs (autovacuum is off on this server); drain time is from Client.Start until every job is `completed` in river_job (polled every 2 ms once the handlers have run). Backlog inserted with InsertManyFast, %d per call.",
+			riverVersion, o.riverFetchCooldown, riverPoll(o), o.conc, o.riverLatencyConc, o.riverVacuumAfter, o.batch),
 		fmt.Sprintf("River at defaults (latency): FetchCooldown 100ms, FetchPollInterval 1s, MaxWorkers %d.", o.riverLatencyConc),
 	}
 	if ge != nil {

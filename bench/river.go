@@ -247,6 +247,8 @@ func (e *riverEnv) drain(ctx context.Context, o options) runOut {
 		return err
 	}
 	defer func() { _ = stop() }()
+	stopVacuum := startVacuumer(ctx, e.pool, "river_job", o.riverVacuumAfter)
+	defer stopVacuum()
 	if err := client.Start(dctx); err != nil {
 		smp.stop()
 		return fail(fmt.Errorf("river Start: %w", err))
@@ -384,10 +386,12 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 		wpool.Close()
 		return nil, fmt.Errorf("river Start: %w", err)
 	}
+	stopVacuum := startVacuumer(ctx, l.e.pool, "river_job", o.riverVacuumAfter)
 	return func() (int, error) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		err := client.Stop(sctx)
+		stopVacuum()
 		wpool.Close()
 		if err != nil {
 			return logs.count(), fmt.Errorf("river Stop: %w", err)
