@@ -65,23 +65,30 @@ func startVacuumer(ctx context.Context, pool *pgxpool.Pool, table string, after 
 			return
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		every(ctx, time.Second, func() {
 			var due bool
 			if err := conn.QueryRow(ctx, "SELECT coalesce(n_dead_tup >= $1, false) FROM pg_stat_user_tables WHERE relid = $2::regclass",
 				after, table).Scan(&due); err != nil || !due {
-				continue
+				return
 			}
 			_, _ = conn.Exec(ctx, "VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) "+pgx.Identifier{table}.Sanitize())
-		}
+		})
 	}()
 	return func() { cancel(); <-done }
+}
+
+// every calls fn each period until ctx is done.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fn()
+		}
+	}
 }
 
 // sampler watches a drain every two seconds: how many jobs are finished (countSQL, for
@@ -106,21 +113,14 @@ func startSampler(ctx context.Context, pool *pgxpool.Pool, start time.Time, jobs
 	s := &sampler{cancel: cancel, done: make(chan struct{}), start: start, jobs: jobs}
 	go func() {
 		defer close(s.done)
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		every(ctx, 2*time.Second, func() {
 			var finished, others int
 			err := pool.QueryRow(ctx, `SELECT (`+countSQL+`),
 				(SELECT count(*) FROM pg_stat_activity
 				 WHERE backend_type = 'client backend' AND state <> 'idle'
 				   AND datname IS DISTINCT FROM current_database())`).Scan(&finished, &others)
 			if err != nil {
-				continue
+				return
 			}
 			s.mu.Lock()
 			s.times = append(s.times, time.Since(s.start))
@@ -131,7 +131,7 @@ func startSampler(ctx context.Context, pool *pgxpool.Pool, start time.Time, jobs
 			}
 			s.othersMax = max(s.othersMax, others)
 			s.mu.Unlock()
-		}
+		})
 	}()
 	return s
 }
