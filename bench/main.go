@@ -5,7 +5,7 @@
 //
 //	drain    1. drain a backlog of -jobs no-op jobs (insert timed apart)     pgq, River, graphile-worker
 //	steady   2. producers dispatching and workers completing for -steady     pgq, River
-//	steady-small  2. the same with -steady-small-batch jobs per call          pgq, River
+//	steady-small  2b. the same with -steady-small-batch jobs per call         pgq, River
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle            pgq only: what the semantics cost

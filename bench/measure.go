@@ -51,17 +51,24 @@ func waitQuiet(cores float64, limit time.Duration) (waited time.Duration, gaveUp
 // (worker.WithVacuumAfter): each second, once the statistics count after dead rows, a
 // VACUUM with the worker's options. Autovacuum is off on the benchmark's server, and
 // without it River's fetch walks ever more dead index entries during a 30 s run. It uses
-// its own connection; after 0 turns it off. stop waits for a vacuum under way.
+// its own connection; after 0 turns it off. A failure is printed, since the settings
+// notes claim the vacuum. stop waits for a vacuum under way.
 func startVacuumer(ctx context.Context, pool *pgxpool.Pool, table string, after int) (stop func()) {
 	if after <= 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	report := func(err error) {
+		if ctx.Err() == nil {
+			fmt.Printf("(vacuum of %s failed: %v)\n", table, err)
+		}
+	}
 	go func() {
 		defer close(done)
 		conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
 		if err != nil {
+			report(err)
 			return
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
@@ -69,9 +76,14 @@ func startVacuumer(ctx context.Context, pool *pgxpool.Pool, table string, after 
 			var due bool
 			if err := conn.QueryRow(ctx, "SELECT coalesce(n_dead_tup >= $1, false) FROM pg_stat_user_tables WHERE relid = $2::regclass",
 				after, table).Scan(&due); err != nil || !due {
+				if err != nil {
+					report(err)
+				}
 				return
 			}
-			_, _ = conn.Exec(ctx, "VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) "+pgx.Identifier{table}.Sanitize())
+			if _, err := conn.Exec(ctx, "VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) "+pgx.Identifier{table}.Sanitize()); err != nil {
+				report(err)
+			}
 		})
 	}()
 	return func() { cancel(); <-done }
