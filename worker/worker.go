@@ -65,14 +65,8 @@ type Worker struct {
 	stuck       chan uuid.UUID
 	completions chan *active
 	failures    chan failure
-	handoff     chan handoff  // a handler goroutine waiting for its next job takes it here
+	handoff     chan *active  // a handler goroutine waiting for its next job takes it here
 	stopped     chan struct{} // closed when Run returns: waiting handler goroutines exit
-}
-
-// handoff is a reserved job for a handler goroutine to run.
-type handoff struct {
-	ctx context.Context
-	a   *active
 }
 
 // failure is an attempt whose handler raised (or timed out), waiting for pgq.fail_many.
@@ -87,6 +81,7 @@ type failure struct {
 type active struct {
 	row         dbsqlc.JobReserveRow
 	token       uuid.UUID
+	ctx         jobContext
 	cancel      context.CancelCauseFunc // use Worker.cancel, which also starts the watchdog
 	deadline    *deadline
 	started     time.Time
@@ -130,7 +125,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		stuck:       make(chan uuid.UUID, 1),
 		completions: make(chan *active, 1024),
 		failures:    make(chan failure, 1024),
-		handoff:     make(chan handoff),
+		handoff:     make(chan *active),
 		stopped:     make(chan struct{}),
 		sqlSlots:    make(chan struct{}, max(1, int(pool.Config().MaxConns)-3)),
 	}
@@ -491,66 +486,82 @@ func (w *Worker) runningCount() int {
 
 // deadline is the timeout of the jobs of one reserve that share a timeout: one timer for
 // all of them rather than one per job (a timer per job was an eighth of the worker's CPU
-// at 25k jobs/s). It is cancelled once its last job is finished.
+// at 25k jobs/s). It is stopped once its last job is finished.
 type deadline struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	refs   atomic.Int32
-	mu     sync.Mutex
-	jobs   []*active // to watch when the timeout cancels them
+	base  context.Context // the jobs' values: a stop request cancels jobs itself, after the grace
+	at    time.Time       // zero: no timeout
+	timer *time.Timer
+	refs  atomic.Int32
+	mu    sync.Mutex
+	jobs  []*active // to cancel when the timeout fires
 }
 
 // newDeadline starts the timeout (none when timeout is 0) with one reference, the
-// caller's. When the timeout cancels the jobs, their watchdogs start.
+// caller's. When the timeout fires it cancels the jobs, which starts their watchdogs.
 func (w *Worker) newDeadline(parent context.Context, timeout time.Duration) *deadline {
-	d := &deadline{}
-	base := context.WithoutCancel(parent) // a stop request cancels jobs itself, after the grace
-	if timeout <= 0 {
-		d.ctx, d.cancel = context.WithCancel(base)
-		d.refs.Store(1)
-		return d
-	}
-	d.ctx, d.cancel = context.WithTimeoutCause(base, timeout, errTimeout)
+	d := &deadline{base: context.WithoutCancel(parent)}
 	d.refs.Store(1)
-	context.AfterFunc(d.ctx, func() {
-		if context.Cause(d.ctx) != errTimeout {
-			return // its last job finished
-		}
-		d.mu.Lock()
-		jobs := d.jobs
-		d.mu.Unlock()
-		for _, a := range jobs {
-			w.cancel(a, errTimeout)
-		}
-	})
+	if timeout > 0 {
+		d.at = time.Now().Add(timeout)
+		d.timer = time.AfterFunc(timeout, func() {
+			d.mu.Lock()
+			jobs := d.jobs
+			d.mu.Unlock()
+			for _, a := range jobs {
+				w.cancel(a, errTimeout) // a no-op for the jobs already finished
+			}
+		})
+	}
 	return d
 }
 
 func (d *deadline) release() {
-	if d.refs.Add(-1) == 0 {
-		d.cancel()
+	if d.refs.Add(-1) == 0 && d.timer != nil {
+		d.timer.Stop()
 	}
+}
+
+// jobContext is the context a handler runs under. Its cancellation is the job's own; the
+// deadline cancels it (cause errTimeout) rather than being its parent context, since
+// registering each job as a child of one shared context (a map insert under the
+// parent's lock) was most of the cost of starting a job. It reports the deadline and,
+// once the timeout cancelled it, DeadlineExceeded, as a context with a deadline would.
+type jobContext struct {
+	context.Context
+	at time.Time
+}
+
+func (c *jobContext) Deadline() (time.Time, bool) { return c.at, !c.at.IsZero() }
+
+func (c *jobContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == errTimeout {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // start runs one reserved job's handler in its own goroutine, under d's timeout.
 func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
 	d.refs.Add(1)
-	jobCtx, cancel := context.WithCancelCause(d.ctx)
-	a := &active{row: *row, token: row.LeaseToken, cancel: cancel, deadline: d, started: time.Now(),
+	a := &active{row: *row, token: row.LeaseToken, deadline: d, started: time.Now(),
 		lease: row.ReservedUntil.Sub(row.ReservedAt)}
+	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
+	a.ctx.at = d.at
 	a.heartbeatAt = a.started.Add(a.lease / 3)
-	d.mu.Lock()
-	d.jobs = append(d.jobs, a)
-	d.mu.Unlock()
+	if d.timer != nil {
+		d.mu.Lock()
+		d.jobs = append(d.jobs, a)
+		d.mu.Unlock()
+	}
 	w.mu.Lock()
 	w.running[a.token] = a
 	w.mu.Unlock()
 	w.busy.Add(1)
-	h := handoff{ctx: jobCtx, a: a}
 	select {
-	case w.handoff <- h:
+	case w.handoff <- a:
 	default:
-		go w.handle(h)
+		go w.handle(a)
 	}
 }
 
@@ -558,11 +569,11 @@ func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
 // goroutines are reused because a fresh one grows its stack again for each job (decoding
 // the arguments alone outgrows the first few KiB): copying stacks was a tenth of the
 // worker's CPU in the steady-state benchmark. At most about concurrency of them wait.
-func (w *Worker) handle(h handoff) {
+func (w *Worker) handle(a *active) {
 	for {
-		w.runJob(h.ctx, h.a)
+		w.runJob(&a.ctx, a)
 		select {
-		case h = <-w.handoff:
+		case a = <-w.handoff:
 		case <-w.stopped:
 			return
 		}

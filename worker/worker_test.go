@@ -170,15 +170,24 @@ func TestS13GoHandlerTimeout(t *testing.T) {
 		b := setup(t)
 		w := b.worker(t, worker.WithStopWhenEmpty(), worker.WithTries(2))
 		var calls atomic.Int32
+		var deadlines, errs [2]error // what the handler's context reported, per attempt
 		worker.Handle(w, "slow", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
-			calls.Add(1)
+			n := calls.Add(1)
+			if at, ok := ctx.Deadline(); !ok || time.Until(at) > time.Second || time.Until(at) < 500*time.Millisecond {
+				deadlines[n-1] = fmt.Errorf("deadline %v (set: %v), want about a second from now", at, ok)
+			}
 			<-ctx.Done()
+			errs[n-1] = ctx.Err()
 			return ctx.Err()
 		}})
 		id, err := b.client.Dispatch(context.Background(), "slow", order{1}, pgq.Timeout(time.Second), pgq.MaxExceptions(1))
 		require.NoError(t, err)
 		drain(t, w)
 		require.Equal(t, int32(2), calls.Load(), "a timeout is not an exception: max_exceptions 1 did not stop it")
+		for i := range 2 {
+			require.NoError(t, deadlines[i], "attempt %d", i+1)
+			require.ErrorIs(t, errs[i], context.DeadlineExceeded, "attempt %d: the handler's context after its timeout", i+1)
+		}
 		require.Equal(t, []string{"timed_out", "timed_out"}, b.outcomes(t, id))
 		require.Contains(t, b.failedException(t, id), "TimeoutExceeded: slow attempt 2 ran past its timeout")
 	})
