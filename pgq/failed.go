@@ -36,7 +36,7 @@ type Attempt struct {
 	RejectedCalls []string
 }
 
-func failedJobFrom(r dbsqlc.PgqFailedJob) FailedJob {
+func failedJobFrom(r *dbsqlc.PgqFailedJob) FailedJob {
 	return FailedJob{UUID: r.Uuid, Job: r.Job, Queue: r.Queue, Payload: r.Payload,
 		Exception: r.Exception, FailedAt: r.FailedAt, Attempts: int(r.Attempts)}
 }

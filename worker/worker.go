@@ -79,7 +79,7 @@ type failure struct {
 // active is one attempt the worker holds: its handler running, or its outcome waiting
 // to be reported.
 type active struct {
-	row         dbsqlc.JobReserveRow
+	row         *dbsqlc.JobReserveRow // in the slice its reserve returned
 	token       uuid.UUID
 	ctx         jobContext
 	cancel      context.CancelCauseFunc // use Worker.cancel, which also starts the watchdog
@@ -257,16 +257,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			deadlines := map[time.Duration]*deadline{}
 			for i := range rows {
 				if rows[i].Pickup != nil {
-					w.logPickup(&rows[i])
+					w.logPickup(rows[i])
 					continue
 				}
-				timeout := w.timeoutOf(&rows[i])
+				timeout := w.timeoutOf(rows[i])
 				d := deadlines[timeout]
 				if d == nil {
 					d = w.newDeadline(ctx, timeout)
 					deadlines[timeout] = d
 				}
-				w.start(d, &rows[i])
+				w.start(d, rows[i])
 				runnable++
 			}
 			for _, d := range deadlines {
@@ -392,7 +392,7 @@ func (w *Worker) wakeUp(ctx context.Context) {
 
 var errNoSession = errors.New("pgq/worker: no session connection")
 
-func (w *Worker) reserve(ctx context.Context, max int) ([]dbsqlc.JobReserveRow, error) {
+func (w *Worker) reserve(ctx context.Context, max int) ([]*dbsqlc.JobReserveRow, error) {
 	w.sessionMu.Lock()
 	defer w.sessionMu.Unlock()
 	if w.session == nil {
@@ -544,7 +544,7 @@ func (c *jobContext) Err() error {
 // start runs one reserved job's handler in its own goroutine, under d's timeout.
 func (w *Worker) start(d *deadline, row *dbsqlc.JobReserveRow) {
 	d.refs.Add(1)
-	a := &active{row: *row, token: row.LeaseToken, deadline: d, started: time.Now(),
+	a := &active{row: row, token: row.LeaseToken, deadline: d, started: time.Now(),
 		lease: row.ReservedUntil.Sub(row.ReservedAt)}
 	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
 	a.ctx.at = d.at
@@ -589,7 +589,7 @@ func (w *Worker) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
 
 // runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (w *Worker) runJob(ctx context.Context, a *active) {
-	err := w.invoke(ctx, &a.row, a.token)
+	err := w.invoke(ctx, a.row, a.token)
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
@@ -697,7 +697,7 @@ func isQueryCanceled(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
-func (w *Worker) runFailedHook(ctx context.Context, a *active, attempt dbsqlc.PgqAttempt) {
+func (w *Worker) runFailedHook(ctx context.Context, a *active, attempt *dbsqlc.PgqAttempt) {
 	h, ok := w.handlers[a.row.Job]
 	if !ok || h.failed == nil {
 		return
@@ -707,7 +707,7 @@ func (w *Worker) runFailedHook(ctx context.Context, a *active, attempt dbsqlc.Pg
 			w.log.Error("failed hook panicked", "job", a.row.Job, "uuid", a.row.Uuid, "panic", r)
 		}
 	}()
-	h.failed(ctx, &a.row, errors.New(deref(attempt.Exception)))
+	h.failed(ctx, a.row, errors.New(deref(attempt.Exception)))
 }
 
 // batch calls flush with what arrives on ch, taking everything already waiting (up to
@@ -788,7 +788,7 @@ func (w *Worker) failBatch(batch []failure) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	attempts, err := w.q.JobFailMany(ctx, p)
-	byToken := make(map[uuid.UUID]dbsqlc.PgqAttempt, len(attempts))
+	byToken := make(map[uuid.UUID]*dbsqlc.PgqAttempt, len(attempts))
 	for _, at := range attempts {
 		if at.LeaseToken != nil {
 			byToken[*at.LeaseToken] = at
@@ -802,7 +802,7 @@ func (w *Worker) failBatch(batch []failure) {
 		case !ok:
 			w.logResult(f.a, nil, nil) // rejected: the lease was lost
 		default:
-			w.logResult(f.a, []dbsqlc.PgqAttempt{at}, nil)
+			w.logResult(f.a, []*dbsqlc.PgqAttempt{at}, nil)
 			if at.Final {
 				w.runFailedHook(ctx, f.a, at)
 			}
@@ -811,7 +811,7 @@ func (w *Worker) failBatch(batch []failure) {
 	}
 }
 
-func (w *Worker) logResult(a *active, attempts []dbsqlc.PgqAttempt, err error) {
+func (w *Worker) logResult(a *active, attempts []*dbsqlc.PgqAttempt, err error) {
 	switch {
 	case err != nil:
 		w.logOutcome(a, "report_failed", err)

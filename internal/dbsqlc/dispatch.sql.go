@@ -53,7 +53,7 @@ type JobClassDefineParams struct {
 	Middleware      json.RawMessage
 }
 
-func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (PgqJobClass, error) {
+func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*PgqJobClass, error) {
 	row := q.db.QueryRow(ctx, jobClassDefine,
 		arg.Name,
 		arg.Queue,
@@ -93,7 +93,7 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const jobDispatchMany = `-- name: JobDispatchMany :many
@@ -192,7 +192,7 @@ type LimitDefineParams struct {
 	Per  time.Duration
 }
 
-func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (PgqRateLimit, error) {
+func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (*PgqRateLimit, error) {
 	row := q.db.QueryRow(ctx, limitDefine, arg.Name, arg.Max, arg.Per)
 	var i PgqRateLimit
 	err := row.Scan(
@@ -202,7 +202,7 @@ func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (PgqRa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const queueDefine = `-- name: QueueDefine :one
@@ -215,7 +215,7 @@ type QueueDefineParams struct {
 	Paused     bool
 }
 
-func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (PgqQueue, error) {
+func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (*PgqQueue, error) {
 	row := q.db.QueryRow(ctx, queueDefine, arg.Name, arg.RetryAfter, arg.Paused)
 	var i PgqQueue
 	err := row.Scan(
@@ -225,5 +225,5 @@ func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (PgqQu
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
-	return i, err
+	return &i, err
 }

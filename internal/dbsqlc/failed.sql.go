@@ -16,13 +16,13 @@ const attemptListByJob = `-- name: AttemptListByJob :many
 SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.attempts WHERE job_uuid = $1::uuid ORDER BY id
 `
 
-func (q *Queries) AttemptListByJob(ctx context.Context, jobUuid uuid.UUID) ([]PgqAttempt, error) {
+func (q *Queries) AttemptListByJob(ctx context.Context, jobUuid uuid.UUID) ([]*PgqAttempt, error) {
 	rows, err := q.db.Query(ctx, attemptListByJob, jobUuid)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqAttempt
+	var items []*PgqAttempt
 	for rows.Next() {
 		var i PgqAttempt
 		if err := rows.Scan(
@@ -45,7 +45,7 @@ func (q *Queries) AttemptListByJob(ctx context.Context, jobUuid uuid.UUID) ([]Pg
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ const failedJobGet = `-- name: FailedJobGet :one
 SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at FROM pgq.failed_jobs WHERE uuid = $1::uuid
 `
 
-func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (PgqFailedJob, error) {
+func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqFailedJob, error) {
 	row := q.db.QueryRow(ctx, failedJobGet, argUuid)
 	var i PgqFailedJob
 	err := row.Scan(
@@ -119,7 +119,7 @@ func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (PgqFaile
 		&i.Middleware,
 		&i.DispatchedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const failedJobList = `-- name: FailedJobList :many
@@ -135,13 +135,13 @@ type FailedJobListParams struct {
 	Max   int32
 }
 
-func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([]PgqFailedJob, error) {
+func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([]*PgqFailedJob, error) {
 	rows, err := q.db.Query(ctx, failedJobList, arg.Queue, arg.Max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqFailedJob
+	var items []*PgqFailedJob
 	for rows.Next() {
 		var i PgqFailedJob
 		if err := rows.Scan(
@@ -172,7 +172,7 @@ func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -20,13 +20,13 @@ type CheckListParams struct {
 	WorkerTries   int32
 }
 
-func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]PgqCheckFinding, error) {
+func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]*PgqCheckFinding, error) {
 	rows, err := q.db.Query(ctx, checkList, arg.WorkerTimeout, arg.WorkerTries)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqCheckFinding
+	var items []*PgqCheckFinding
 	for rows.Next() {
 		var i PgqCheckFinding
 		if err := rows.Scan(
@@ -37,7 +37,7 @@ func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]PgqChec
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -49,13 +49,13 @@ const queueStatsList = `-- name: QueueStatsList :many
 SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait FROM pgq.queue_stats ORDER BY queue
 `
 
-func (q *Queries) QueueStatsList(ctx context.Context) ([]PgqQueueStat, error) {
+func (q *Queries) QueueStatsList(ctx context.Context) ([]*PgqQueueStat, error) {
 	rows, err := q.db.Query(ctx, queueStatsList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqQueueStat
+	var items []*PgqQueueStat
 	for rows.Next() {
 		var i PgqQueueStat
 		if err := rows.Scan(
@@ -69,7 +69,7 @@ func (q *Queries) QueueStatsList(ctx context.Context) ([]PgqQueueStat, error) {
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ type JobFailManyParams struct {
 	DefaultBackoff []int32
 }
 
-func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]PgqAttempt, error) {
+func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*PgqAttempt, error) {
 	rows, err := q.db.Query(ctx, jobFailMany,
 		arg.Uuids,
 		arg.Tokens,
@@ -76,7 +76,7 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]Pgq
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqAttempt
+	var items []*PgqAttempt
 	for rows.Next() {
 		var i PgqAttempt
 		if err := rows.Scan(
@@ -99,7 +99,7 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]Pgq
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -116,13 +116,13 @@ type JobHeartbeatManyParams struct {
 	Tokens []uuid.UUID
 }
 
-func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyParams) ([]PgqJob, error) {
+func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyParams) ([]*PgqJob, error) {
 	rows, err := q.db.Query(ctx, jobHeartbeatMany, arg.Uuids, arg.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqJob
+	var items []*PgqJob
 	for rows.Next() {
 		var i PgqJob
 		if err := rows.Scan(
@@ -163,7 +163,7 @@ func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyPara
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ type JobReleaseParams struct {
 	Reason *string
 }
 
-func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAttempt, error) {
+func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]*PgqAttempt, error) {
 	rows, err := q.db.Query(ctx, jobRelease,
 		arg.Uuid,
 		arg.Token,
@@ -201,7 +201,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PgqAttempt
+	var items []*PgqAttempt
 	for rows.Next() {
 		var i PgqAttempt
 		if err := rows.Scan(
@@ -224,7 +224,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]PgqAt
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -270,7 +270,7 @@ type JobReserveRow struct {
 }
 
 // Only the columns the worker reads: every column scanned costs the worker time per job.
-func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]JobReserveRow, error) {
+func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]*JobReserveRow, error) {
 	rows, err := q.db.Query(ctx, jobReserve,
 		arg.Worker,
 		arg.Queues,
@@ -282,7 +282,7 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]JobRe
 		return nil, err
 	}
 	defer rows.Close()
-	var items []JobReserveRow
+	var items []*JobReserveRow
 	for rows.Next() {
 		var i JobReserveRow
 		if err := rows.Scan(
@@ -303,7 +303,7 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]JobRe
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
