@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +103,41 @@ func TestS26WithoutOverlapping(t *testing.T) {
 	got = runnable(reserveOn(t, a, "A", now))
 	require.Len(t, got, 1)
 	require.Equal(t, third, got[0].UUID)
+}
+
+// S26: pgq.unlock_overlap_many gives back the locks of a batch of finished jobs in one
+// call, as (uuid, key) pairs, each only for the job that owns it on this session.
+func TestS26UnlockOverlapMany(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('sync_inventory', middleware => '[
+	    {"without_overlapping": {"by": ["product_id"], "release_after": 0}}]')`)
+	for _, id := range []int{1, 2, 3} {
+		dispatch(t, db, fmt.Sprintf(`'sync_inventory', '{"product_id": %d}'`, id))
+	}
+	a, b := session(t, db), session(t, db)
+	got := runnable(reserveOn(t, a, "A", clock()))
+	require.Len(t, got, 3)
+	locks := func() int {
+		return pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.locks WHERE kind = 'overlap'`)
+	}
+	require.Equal(t, 3, locks())
+	unlock := func(c *pgx.Conn, uuids []uuid.UUID, keys []string) (int, error) {
+		var n int
+		err := c.QueryRow(ctx, `SELECT pgq.unlock_overlap_many($1, $2)`, uuids, keys).Scan(&n)
+		return n, err
+	}
+
+	_, err := unlock(a, []uuid.UUID{got[0].UUID}, nil)
+	require.Equal(t, "22023", pgCode(err), "one key per uuid")
+	n, err := unlock(b, []uuid.UUID{got[0].UUID, got[1].UUID}, []string{got[0].Overlap[0], got[1].Overlap[0]})
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "another session holds none of them")
+	n, err = unlock(a, []uuid.UUID{got[0].UUID, got[1].UUID, got[0].UUID}, []string{got[0].Overlap[0], got[1].Overlap[0], got[2].Overlap[0]})
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the third pair names a key its job does not own")
+	require.Equal(t, 1, locks())
+	require.Equal(t, got[2].Overlap[0], pgqtest.Scalar[string](t, db, `SELECT key FROM pgq.locks WHERE kind = 'overlap'`))
 }
 
 // S27: release_after sets the bounce delay; dont_release deletes the job, recorded

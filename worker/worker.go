@@ -445,9 +445,17 @@ func (w *Worker) recoverSession(ctx context.Context) error {
 	}
 }
 
-// unlockOverlap gives back a finished job's overlap locks on the session that took them.
-func (w *Worker) unlockOverlap(a *active) {
-	if len(a.row.OverlapKeys) == 0 {
+// unlockOverlap gives back the overlap locks of finished jobs, in one call, on the
+// session that took them.
+func (w *Worker) unlockOverlap(batch []*active) {
+	var p dbsqlc.OverlapUnlockManyParams
+	for _, a := range batch {
+		for _, k := range a.row.OverlapKeys {
+			p.Uuids = append(p.Uuids, a.row.Uuid)
+			p.Keys = append(p.Keys, k)
+		}
+	}
+	if len(p.Keys) == 0 {
 		return
 	}
 	w.sessionMu.Lock()
@@ -457,8 +465,8 @@ func (w *Worker) unlockOverlap(a *active) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := dbsqlc.New(w.session).OverlapUnlock(ctx, dbsqlc.OverlapUnlockParams{Uuid: a.row.Uuid, Keys: a.row.OverlapKeys}); err != nil {
-		w.log.Warn("overlap unlock failed", "job", a.row.Job, "uuid", a.row.Uuid, "err", err)
+	if _, err := dbsqlc.New(w.session).OverlapUnlockMany(ctx, p); err != nil {
+		w.log.Warn("overlap unlock failed", "keys", p.Keys, "err", err)
 	}
 }
 
@@ -770,8 +778,8 @@ func (w *Worker) completeBatch(batch []*active) {
 		default:
 			w.logOutcome(a, "lease_lost", pgq.ErrLeaseLost)
 		}
-		w.finish(a)
 	}
+	w.finish(batch...)
 }
 
 // failBatch reports failed attempts in one pgq.fail_many, which decides for each whether
@@ -794,7 +802,9 @@ func (w *Worker) failBatch(batch []failure) {
 			byToken[*at.LeaseToken] = at
 		}
 	}
-	for _, f := range batch {
+	finished := make([]*active, len(batch))
+	for i, f := range batch {
+		finished[i] = f.a
 		at, ok := byToken[f.a.token]
 		switch {
 		case err != nil:
@@ -807,8 +817,8 @@ func (w *Worker) failBatch(batch []failure) {
 				w.runFailedHook(ctx, f.a, at)
 			}
 		}
-		w.finish(f.a)
 	}
+	w.finish(finished...)
 }
 
 func (w *Worker) logResult(a *active, attempts []*dbsqlc.PgqAttempt, err error) {
@@ -871,11 +881,15 @@ func (w *Worker) forget(a *active) {
 	w.mu.Unlock()
 }
 
-func (w *Worker) finish(a *active) {
-	a.cancel(nil)
-	a.deadline.release()
-	w.unlockOverlap(a)
-	w.forget(a)
+// finish ends attempts whose outcome has been reported: their overlap locks go (in one
+// call for the batch), then their contexts, deadlines and places in the running set.
+func (w *Worker) finish(batch ...*active) {
+	w.unlockOverlap(batch)
+	for _, a := range batch {
+		a.cancel(nil)
+		a.deadline.release()
+		w.forget(a)
+	}
 	signal(w.freed)
 }
 

@@ -391,17 +391,18 @@ func (q *Queries) OverlapExpire(ctx context.Context) ([]string, error) {
 	return items, nil
 }
 
-const overlapUnlock = `-- name: OverlapUnlock :one
-SELECT pgq.unlock_overlap(uuid => $1::uuid, keys => $2::text[])::int AS released
+const overlapUnlockMany = `-- name: OverlapUnlockMany :one
+SELECT pgq.unlock_overlap_many(uuids => $1::uuid[], keys => $2::text[])::int AS released
 `
 
-type OverlapUnlockParams struct {
-	Uuid uuid.UUID
-	Keys []string
+type OverlapUnlockManyParams struct {
+	Uuids []uuid.UUID
+	Keys  []string
 }
 
-func (q *Queries) OverlapUnlock(ctx context.Context, arg OverlapUnlockParams) (int32, error) {
-	row := q.db.QueryRow(ctx, overlapUnlock, arg.Uuid, arg.Keys)
+// (uuids[i], keys[i]) pairs: one per lock of the finished jobs.
+func (q *Queries) OverlapUnlockMany(ctx context.Context, arg OverlapUnlockManyParams) (int32, error) {
+	row := q.db.QueryRow(ctx, overlapUnlockMany, arg.Uuids, arg.Keys)
 	var released int32
 	err := row.Scan(&released)
 	return released, err

@@ -46,8 +46,9 @@ SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
 SELECT set_config('statement_timeout', @milliseconds::text, true),
        set_config('client_connection_check_interval', '1000', true);
 
--- name: OverlapUnlock :one
-SELECT pgq.unlock_overlap(uuid => @uuid::uuid, keys => @keys::text[])::int AS released;
+-- name: OverlapUnlockMany :one
+-- (uuids[i], keys[i]) pairs: one per lock of the finished jobs.
+SELECT pgq.unlock_overlap_many(uuids => @uuids::uuid[], keys => @keys::text[])::int AS released;
 
 -- name: OverlapExpire :many
 SELECT key::text FROM pgq.expire_overlap() AS key;
