@@ -296,6 +296,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Info("worker stopping: max jobs reached", "jobs", reserved)
 			return w.shutdown()
 		case w.cfg.stopWhenEmpty && !fetch && idle:
+			// A job that finished after the last reserve (its signal still waiting) may
+			// have been put back to wait, due now: reserve once more before stopping.
+			select {
+			case <-w.freed:
+				fetch = true
+				continue
+			default:
+			}
 			w.log.Info("worker stopping: queues empty")
 			return w.shutdown()
 		}
