@@ -37,5 +37,34 @@ $$;
 COMMENT ON FUNCTION pgq.unlock_overlap_many(uuid[], text[]) IS
     'Worker protocol: pgq.unlock_overlap for a batch of finished jobs, as (uuids[i], keys[i]) pairs, on the session that reserved them (S26).';
 
+-- +goose StatementBegin
+-- pgq.unlock_overlap: one job's locks, now through unlock_overlap_many, so the owner and
+-- session checks are written once.
+CREATE OR REPLACE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS int
+LANGUAGE sql VOLATILE AS $$
+    SELECT pgq.unlock_overlap_many(
+        array_fill(unlock_overlap.uuid, ARRAY[cardinality(coalesce(unlock_overlap.keys, '{}'))]),
+        coalesce(unlock_overlap.keys, '{}'));
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS int
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_key   text;
+    v_count int := 0;
+BEGIN
+    FOREACH v_key IN ARRAY coalesce(unlock_overlap.keys, '{}') LOOP
+        DELETE FROM pgq.overlap_locks o
+        WHERE o.key = v_key AND o.job_uuid = unlock_overlap.uuid AND o.pid = pg_backend_pid();
+        IF FOUND AND pg_advisory_unlock(pgq._overlap_lock_id(v_key)) THEN
+            v_count := v_count + 1;
+        END IF;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+-- +goose StatementEnd
 DROP FUNCTION pgq.unlock_overlap_many(uuid[], text[]);
