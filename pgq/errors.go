@@ -22,6 +22,9 @@ var (
 	ErrHandlerMissing = errors.New("pgq: handler function missing")
 	// ErrNotFound: no job or failed job has that uuid.
 	ErrNotFound = errors.New("pgq: not found")
+	// ErrNotMigrated: the database has no pgq schema (SQLSTATE 3F000). Run
+	// `pgq-worker migrate` (or Migrate) first.
+	ErrNotMigrated = errors.New("pgq: database is not migrated: run `pgq-worker migrate`")
 )
 
 // Error is a PostgreSQL error raised by a pgq function, mapped to one of the sentinel
@@ -65,6 +68,8 @@ func MapError(err error) error {
 		e.Kind = ErrLeaseLost
 	case "42883":
 		e.Kind = ErrHandlerMissing
+	case "3F000":
+		e.Kind = ErrNotMigrated
 	}
 	return e
 }
