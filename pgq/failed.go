@@ -25,7 +25,7 @@ type FailedJob struct {
 // Attempt is a row of pgq.attempts, the attempt history (S19).
 type Attempt struct {
 	Attempt       int
-	Outcome       string
+	Outcome       Outcome
 	Worker        string
 	ReservedAt    *time.Time
 	StartedAt     *time.Time
@@ -75,7 +75,7 @@ func (c *Client) Attempts(ctx context.Context, job uuid.UUID) ([]Attempt, error)
 	}
 	out := make([]Attempt, len(rows))
 	for i, r := range rows {
-		a := Attempt{Attempt: int(r.Attempt), Outcome: r.Outcome, ReservedAt: r.ReservedAt,
+		a := Attempt{Attempt: int(r.Attempt), Outcome: Outcome(r.Outcome), ReservedAt: r.ReservedAt,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Final: r.Final, RejectedCalls: r.RejectedCalls}
 		if r.Worker != nil {
 			a.Worker = *r.Worker
@@ -182,7 +182,7 @@ func (c *Client) Check(ctx context.Context, workerTimeout time.Duration, workerT
 	}
 	out := make([]Finding, len(rows))
 	for i, r := range rows {
-		out[i] = Finding{Object: deref(r.Object), Rule: deref(r.Rule), Detail: deref(r.Detail), Fix: deref(r.Fix)}
+		out[i] = Finding{Object: r.Object, Rule: r.Rule, Detail: r.Detail, Fix: r.Fix}
 	}
 	return out, nil
 }

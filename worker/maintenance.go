@@ -18,7 +18,7 @@ func (w *Worker) checkConfig(ctx context.Context) {
 		return
 	}
 	for _, f := range findings {
-		w.log.Warn("configuration problem: "+deref(f.Detail), "object", deref(f.Object), "rule", deref(f.Rule), "fix", deref(f.Fix))
+		w.log.Warn("configuration problem: "+f.Detail, "object", f.Object, "rule", f.Rule, "fix", f.Fix)
 	}
 }
 

@@ -481,17 +481,18 @@ func (w *Worker) unlockOverlap(batch []*active) {
 // logPickup writes the outcome line of a job that reserve did not hand over: turned away
 // by middleware, exhausted (S12) or debounced (S24).
 func (w *Worker) logPickup(r *dbsqlc.JobReserveRow) {
+	pickup := string(*r.Pickup)
 	level := slog.LevelInfo
-	if *r.Pickup == "exhausted" || *r.Pickup == "failed" {
+	if *r.Pickup == dbsqlc.PgqPickupExhausted || *r.Pickup == dbsqlc.PgqPickupFailed {
 		level = slog.LevelWarn
 	}
-	attrs := []any{"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", *r.Pickup}
+	attrs := []any{"job", r.Job, "uuid", r.Uuid, "attempt", r.Attempts, "queue", r.Queue, "outcome", pickup}
 	if r.PickupMiddleware != nil {
 		attrs = append(attrs, "middleware", *r.PickupMiddleware)
 		w.metrics.turnedAway(*r.PickupMiddleware)
 	}
-	w.log.Log(context.Background(), level, "job "+*r.Pickup+": "+deref(r.PickupNote), attrs...)
-	w.metrics.outcome(r.Job, r.Queue, *r.Pickup, 0)
+	w.log.Log(context.Background(), level, "job "+pickup+": "+deref(r.PickupNote), attrs...)
+	w.metrics.outcome(r.Job, r.Queue, pickup, 0)
 }
 
 func (w *Worker) runningCount() int {

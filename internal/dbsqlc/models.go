@@ -5,11 +5,58 @@
 package dbsqlc
 
 import (
+	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 )
+
+// What pgq.reserve did with a job it will not hand over: turned away by middleware, exhausted (S12), debounced (S24), or failed because its middleware could not be evaluated.
+type PgqPickup string
+
+const (
+	PgqPickupTurnedAway PgqPickup = "turned_away"
+	PgqPickupExhausted  PgqPickup = "exhausted"
+	PgqPickupDebounced  PgqPickup = "debounced"
+	PgqPickupFailed     PgqPickup = "failed"
+)
+
+func (e *PgqPickup) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = PgqPickup(s)
+	case string:
+		*e = PgqPickup(s)
+	default:
+		return fmt.Errorf("unsupported scan type for PgqPickup: %T", src)
+	}
+	return nil
+}
+
+type NullPgqPickup struct {
+	PgqPickup PgqPickup
+	Valid     bool // Valid is true if PgqPickup is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullPgqPickup) Scan(value interface{}) error {
+	if value == nil {
+		ns.PgqPickup, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.PgqPickup.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullPgqPickup) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.PgqPickup), nil
+}
 
 // Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.
 type PgqAttempt struct {
@@ -35,12 +82,11 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
-// The row type of pgq.check (always empty itself): one problem per row.
 type PgqCheckFinding struct {
-	Object *string
-	Rule   *string
-	Detail *string
-	Fix    *string
+	Object string
+	Rule   string
+	Detail string
+	Fix    string
 }
 
 // Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.
@@ -107,7 +153,8 @@ type PgqFailedJob struct {
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.
 type PgqJob struct {
 	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
-	ID            int64
+	ID int64
+	// The job's identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.
 	Uuid          uuid.UUID
 	Job           string
 	Queue         string
@@ -260,45 +307,24 @@ type PgqReady struct {
 	Payload     json.RawMessage
 }
 
-// The row type pgq.reserve returns (always empty itself): a job, plus for a job that will not run what happened at pickup.
 type PgqReservation struct {
-	ID                   int64
-	Uuid                 uuid.UUID
-	Job                  string
-	Queue                string
-	Payload              json.RawMessage
-	Priority             int32
-	Handler              *string
-	Tries                *int32
-	Backoff              []int32
-	MaxExceptions        *int32
-	Timeout              *int32
-	FailOnTimeout        bool
-	RetryUntil           *time.Time
-	UniqueKey            *string
-	UniqueToken          *uuid.UUID
-	UniqueUntil          *string
-	DebounceKey          *string
-	DebounceToken        *uuid.UUID
-	Middleware           json.RawMessage
-	Attempts             int32
-	Exceptions           int32
-	LeaseExpiries        int32
-	LastException        *string
-	LastExceptionAttempt *int32
-	TurnAways            json.RawMessage
-	AvailableAt          time.Time
-	WaitReason           string
-	ReservedAt           time.Time
-	ReservedUntil        time.Time
-	ReservedBy           *string
-	LeaseToken           uuid.UUID
-	StartedAt            *time.Time
-	OverlapKeys          []string
-	CreatedAt            time.Time
-	Pickup               *string
-	PickupNote           *string
-	PickupMiddleware     *string
+	Uuid             uuid.UUID
+	Job              string
+	Queue            string
+	Payload          json.RawMessage
+	Priority         int32
+	Attempts         int32
+	Tries            *int32
+	Handler          *string
+	Timeout          *int32
+	LeaseToken       uuid.UUID
+	ReservedAt       time.Time
+	ReservedUntil    time.Time
+	OverlapKeys      []string
+	DispatchedAt     time.Time
+	Pickup           *PgqPickup
+	PickupNote       *string
+	PickupMiddleware *string
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).

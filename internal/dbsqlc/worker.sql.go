@@ -264,7 +264,7 @@ type JobReserveRow struct {
 	ReservedAt       time.Time
 	ReservedUntil    time.Time
 	OverlapKeys      []string
-	Pickup           *string
+	Pickup           *PgqPickup
 	PickupNote       *string
 	PickupMiddleware *string
 }

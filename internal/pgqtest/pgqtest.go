@@ -1,6 +1,6 @@
 // Package pgqtest gives tests their own migrated PostgreSQL database: the schema is
-// migrated once into a template database (named by a hash of the migrations, so a
-// changed migration makes a new one), and each test clones it with CREATE DATABASE …
+// migrated once into a template database (named by a hash of the embedded SQL, so a
+// changed migration or function makes a new one), and each test clones it with CREATE DATABASE …
 // TEMPLATE and drops it at cleanup. DATABASE_URL names the server (default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable).
 package pgqtest
@@ -44,6 +44,18 @@ type DB struct {
 // New clones the migrated template into a new database for t and returns it.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return create(t, true)
+}
+
+// NewEmpty returns a new database for t with no pgq schema in it: for tests of what
+// migrates it, or of what happens before it is migrated.
+func NewEmpty(t testing.TB) *DB {
+	t.Helper()
+	return create(t, false)
+}
+
+func create(t testing.TB, migrated bool) *DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, AdminURL())
@@ -51,13 +63,17 @@ func New(t testing.TB) *DB {
 		t.Fatalf("pgqtest: connect %s: %v (is PostgreSQL running? .ci/run starts one)", AdminURL(), err)
 	}
 	defer admin.Close(ctx)
-	tmpl, err := template(ctx, admin)
-	if err != nil {
-		t.Fatalf("pgqtest: template: %v", err)
-	}
 	name := fmt.Sprintf("pgq_test_%d_%d", os.Getpid(), counter.Add(1))
-	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
-		t.Fatalf("pgqtest: clone: %v", err)
+	stmt := "CREATE DATABASE " + name
+	if migrated {
+		tmpl, err := template(ctx, admin)
+		if err != nil {
+			t.Fatalf("pgqtest: template: %v", err)
+		}
+		stmt += " TEMPLATE " + tmpl
+	}
+	if _, err := admin.Exec(ctx, stmt); err != nil {
+		t.Fatalf("pgqtest: create database: %v", err)
 	}
 	db := &DB{URL: withDatabase(AdminURL(), name)}
 	cfg, err := pgxpool.ParseConfig(db.URL)
@@ -90,11 +106,11 @@ func New(t testing.TB) *DB {
 // advisory lock when no test process has yet.
 func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	h := sha256.New()
-	err := fs.WalkDir(pgqsql.Migrations, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(pgqsql.Files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(pgqsql.Migrations, path)
+		b, err := fs.ReadFile(pgqsql.Files, path)
 		h.Write([]byte(path))
 		h.Write(b)
 		return err

@@ -1,0 +1,194 @@
+-- Helpers shared by the state machine: the named constants, names and settings checks
+-- (S4), keys, uuids.
+--
+-- The files of sql/functions/ are applied in file-name order after the migrations, on
+-- every migrate, in one transaction (pgq.Migrate). A LANGUAGE sql body is checked when
+-- it is created, so what it calls must come in an earlier file or earlier in its file;
+-- views come last. Every object here is CREATE OR REPLACE: a change of signature or
+-- return type needs a DROP FUNCTION in a migration first.
+
+-- pgq._default_retry_after: the lease in seconds of a queue with no pgq.queues row, and
+-- the default of pgq.define_queue (S14). The column default of pgq.queues.retry_after
+-- says 90 too: DDL does not call pgq's functions.
+CREATE OR REPLACE FUNCTION pgq._default_retry_after() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 90 $$;
+
+COMMENT ON FUNCTION pgq._default_retry_after() IS 'The lease in seconds of a queue with no pgq.queues row: 90 (S14).';
+
+-- pgq._turn_away_slack: seconds added to a turn-away's wait past the moment its limit
+-- resets (a rate-limit window ends, a circuit closes), so the job does not come back a
+-- hair early and get turned away again (S28, S29).
+CREATE OR REPLACE FUNCTION pgq._turn_away_slack() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 3 $$;
+
+COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset that a turned-away job waits: 3 (S28, S29).';
+
+-- Advisory lock key spaces. pgq's wake-up locks use the two-key form (int, int), whose
+-- first key names the space and second the queue (hashtext of its name); they never
+-- collide with one-key (bigint) locks. Overlap locks (pgq._overlap_lock_id) and the
+-- retention lock use the one-key form, hashed from a 'pgq.' prefix.
+--
+-- pgq._lock_space: the first key of a two-key lock space: 'nap' (held shared by a
+-- napping session, S31) or 'dispatching' (held shared by a dispatching transaction).
+CREATE OR REPLACE FUNCTION pgq._lock_space(p_space text) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE p_space
+        WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
+        WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
+    END;
+$$;
+
+COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
+
+-- pgq._lock_id: a one-key advisory lock id in pgq's space: 'pgq.' || p_name, hashed.
+CREATE OR REPLACE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+
+COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
+
+-- pgq._uuid7: a version 7 uuid (RFC 9562): Unix milliseconds in the first 48 bits, then
+-- the version and variant, the rest random. PostgreSQL 15 has no uuidv7(). The random
+-- bits come from two draws of the backend's random() (a PRNG seeded from strong
+-- randomness when the backend starts) hashed by md5, not from gen_random_uuid():
+-- pg_strong_random goes through OpenSSL, which makes a getpid() system call on every
+-- call, and that was a quarter of the time of a 1,000-job dispatch_many here. These
+-- uuids identify jobs; they are not secrets. A collision would fail its insert on the
+-- primary key, not merge two jobs.
+CREATE OR REPLACE FUNCTION pgq._uuid7() RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+    SELECT encode(
+        set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
+            overlay(decode(md5(random()::text || random()::text), 'hex')
+                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                    FROM 1 FOR 6),
+            52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
+            70, 0), 71, 1),                  -- variant 10
+        'hex')::uuid;
+$$;
+
+COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then random bits (job uuids, time-ordered).';
+
+-- pgq._check_name: queue and job names are 1-100 characters of letters, digits and
+-- _ . : - / (S4). Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_name(p_kind text, p_name text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_][A-Za-z0-9_.:/\\-]{0,99}$' THEN
+        RAISE EXCEPTION 'pgq: invalid % name %: use 1-100 letters, digits, _ . : / - (starting with a letter, digit or _)',
+            p_kind, coalesce(quote_literal(p_name), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_name(text, text) IS 'Raises 22023 unless a queue, job or limit name is 1-100 letters, digits, _ . : / - (S4).';
+
+-- pgq._check_settings: the shared guard of define_job and dispatch (S4). Raises 22023
+-- naming the bad value; returns nothing.
+CREATE OR REPLACE FUNCTION pgq._check_settings(
+    p_tries int, p_backoff int[], p_max_exceptions int, p_timeout int, p_priority int DEFAULT 0
+) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: tries must be >= 0 (0 means unlimited), got %', p_tries
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_backoff IS NOT NULL THEN
+        IF cardinality(p_backoff) = 0 THEN
+            RAISE EXCEPTION 'pgq: backoff must have at least one entry, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+        IF array_position(p_backoff, NULL) IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(p_backoff) b WHERE b < 0) THEN
+            RAISE EXCEPTION 'pgq: backoff entries must be seconds >= 0, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF p_max_exceptions < 1 THEN
+        RAISE EXCEPTION 'pgq: max_exceptions must be >= 1, got %', p_max_exceptions
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout < 0 THEN
+        RAISE EXCEPTION 'pgq: timeout must be seconds >= 0, got %', p_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL THEN
+        RAISE EXCEPTION 'pgq: priority must not be NULL' USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_settings(int, int[], int, int, int) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout or priority (S4).';
+
+-- pgq._check_unique_debounce: the guard of the unique and debounce settings (S25: they
+-- exclude each other). Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_unique_debounce(
+    p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text,
+    p_debounce_for interval, p_debounce_max_wait interval
+) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_unique AND p_debounce THEN
+        RAISE EXCEPTION 'pgq: a job cannot be both unique and debounced: give unique_* or debounce_* settings, not both'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: unique_for must be positive, got %', p_unique_for USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_until NOT IN ('processed', 'processing') THEN
+        RAISE EXCEPTION 'pgq: unique_until must be processed or processing, got %', quote_literal(p_unique_until)
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_for < interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_for must not be negative, got %', p_debounce_for USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_max_wait <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_max_wait must be positive, got %', p_debounce_max_wait USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_unique_debounce(boolean, boolean, interval, text, interval, interval) IS 'Raises 22023 for bad unique or debounce settings, or both at once (S25).';
+
+-- pgq._key: the unique or debounce key of one dispatch, scoped to the job name:
+-- job:explicit-key, or job:[values of the payload fields named by p_by], or the job name
+-- alone. Raises 22023 when the payload lacks a field of p_by.
+CREATE OR REPLACE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_field text;
+BEGIN
+    IF p_explicit IS NOT NULL THEN
+        RETURN p_job || ':' || p_explicit;
+    END IF;
+    IF p_by IS NULL THEN
+        RETURN p_job;
+    END IF;
+    FOREACH v_field IN ARRAY p_by LOOP
+        IF NOT (p_payload ? v_field) THEN
+            RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job, quote_literal(v_field), p_by
+                USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+    RETURN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._key(text, text, text[], jsonb) IS 'A unique, debounce, overlap or circuit key scoped to the job name: an explicit key, or the payload fields named by by.';
+
+-- pgq._texts: a jsonb array of strings as text[] (NULL for NULL).
+CREATE OR REPLACE FUNCTION pgq._texts(p jsonb) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(p)) END;
+$$;
+
+COMMENT ON FUNCTION pgq._texts(jsonb) IS 'A jsonb array of strings as text[].';
+
+-- pgq._handler_proc: resolves a SQL handler name to its function taking one jsonb
+-- argument, or NULL when there is none.
+CREATE OR REPLACE FUNCTION pgq._handler_proc(p_handler text) RETURNS regprocedure
+LANGUAGE sql STABLE AS $$
+    SELECT to_regprocedure(p_handler || '(jsonb)');
+$$;
+
+COMMENT ON FUNCTION pgq._handler_proc(text) IS 'Resolves a SQL handler name to its function taking one jsonb argument; NULL when there is none.';

@@ -1,0 +1,58 @@
+-- Unique jobs (S21-S23) and debounced jobs (S24): lock rows and tokens written in the
+-- dispatching transaction, so a rolled-back dispatch leaves none behind.
+
+-- pgq._take_unique: takes the unique lock of key for a new job, or takes over one that
+-- expired (S21). Returns false when a live holder has the key: the dispatch is dropped.
+-- A concurrent dispatch of the same key waits here for this transaction, then sees its
+-- lock row. Hazard: the WHERE may only read the lock row itself. A subquery (say, "is
+-- the owner job gone?") reads this statement's snapshot, which cannot see the job the
+-- other transaction just committed, and lets duplicates in.
+CREATE OR REPLACE FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO pgq.unique_locks AS u (key, owner, job_uuid, expires_at)
+    VALUES (p_key, p_owner, p_job, now() + p_for)
+    ON CONFLICT (key) DO UPDATE
+        SET owner = EXCLUDED.owner, job_uuid = EXCLUDED.job_uuid,
+            expires_at = EXCLUDED.expires_at, created_at = now()
+        WHERE u.expires_at <= now();
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._take_unique(text, uuid, uuid, interval) IS
+    'Takes (or takes over, when expired) the unique lock of a key for a new job; false when a live holder has it (S21).';
+
+-- pgq._release_unique: deletes a unique lock only if the token still owns it (S22).
+CREATE OR REPLACE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
+$$;
+
+COMMENT ON FUNCTION pgq._release_unique(text, uuid) IS 'Deletes a unique lock if the token still owns it (S22).';
+
+-- pgq._take_debounce: makes token the current debounce token of key, for a new job
+-- (S24); every older job of the key is dropped at its pickup. Returns when the key's
+-- burst began (the first dispatch since a job of the key last started), which
+-- debounce_max_wait counts from.
+CREATE OR REPLACE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
+    VALUES (p_key, p_token, p_job, now())
+    ON CONFLICT (key) DO UPDATE
+        SET token = EXCLUDED.token, job_uuid = EXCLUDED.job_uuid, updated_at = now(),
+            burst_started_at = coalesce(d.burst_started_at, now())
+    RETURNING d.burst_started_at;
+$$;
+
+COMMENT ON FUNCTION pgq._take_debounce(text, uuid, uuid) IS
+    'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
+
+-- pgq._release_debounce: deletes a debounce token only if it is still the key's current
+-- one (a newer dispatch's token stays).
+CREATE OR REPLACE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
+$$;
+
+COMMENT ON FUNCTION pgq._release_debounce(text, uuid) IS 'Deletes a debounce token if it is still its key''s current one (S24).';

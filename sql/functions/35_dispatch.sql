@@ -1,0 +1,209 @@
+-- Dispatch (S1-S4): the only way a job comes to exist, in the caller's transaction; wake-ups for napping workers.
+
+-- pgq._notify: sends the pgq_jobs wake-up for queue on commit if a worker of the queue
+-- naps, and holds the queue's dispatching lock (shared) until the transaction ends.
+-- The CASE tests the nap lock and releases it in one expression: no interrupt can come
+-- between the two, so the session-level try never outlives the call.
+CREATE OR REPLACE FUNCTION pgq._notify(queue text) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_key int := hashtext(_notify.queue);
+BEGIN
+    -- The dispatching lock first, then the nap lock (pgq._lock_space): in this order a
+    -- nap registered after the test below still waits for this transaction.
+    IF pg_try_advisory_xact_lock_shared(pgq._lock_space('dispatching'), v_key) THEN
+        IF (CASE WHEN pg_try_advisory_lock(pgq._lock_space('nap'), v_key)
+                 THEN pg_advisory_unlock(pgq._lock_space('nap'), v_key) ELSE false END) THEN
+            RETURN;  -- nobody naps on this queue: its workers will reserve again by themselves
+        END IF;
+    END IF;
+    PERFORM pg_notify('pgq_jobs', _notify.queue);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._notify(text) IS 'Wakes napping workers of a queue on commit (pgq_jobs), and holds the queue''s dispatching lock until the transaction ends.';
+
+-- pgq.dispatch_many: queues one job per payload, all with the same job name and
+-- options, in the caller's transaction (S2). Per-dispatch options override the job
+-- class; a job with no class is allowed (worker defaults apply). Napping workers of the
+-- queue are woken by a NOTIFY sent on commit, unless the jobs are delayed (pgq._notify).
+-- Unique jobs (S21): each takes its lock row in this transaction; a job whose key is
+-- locked by a live holder is dropped and its uuid is NULL in the result. Debounced jobs
+-- (S24): each writes a new current token for its key and waits debounce_for (capped by
+-- debounce_max_wait after the first dispatch of the burst). Both at once: 22023 (S25).
+-- State change: (nothing) -> waiting. Raises 22023 for bad input, writing nothing (S4).
+-- Returns one uuid (or NULL) per payload, in payload order.
+CREATE OR REPLACE FUNCTION pgq.dispatch_many(
+    job             text,
+    payloads        jsonb[],
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL
+) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_class     pgq.job_classes;
+    v_queue     text;
+    v_job       pgq.jobs;
+    v_unique    boolean;
+    v_debounce  boolean;
+    v_payload   jsonb;
+    v_burst     timestamptz;
+    v_unique_for interval;
+    v_debounce_for interval;
+    v_max_wait  interval;
+BEGIN
+    PERFORM pgq._check_name('job', dispatch_many.job);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
+    v_queue := coalesce(dispatch_many.queue, v_class.queue, 'default');
+    PERFORM pgq._check_name('queue', v_queue);
+    PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
+                                dispatch_many.timeout, dispatch_many.priority);
+    IF dispatch_many.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', dispatch_many.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.retry_until IS NOT NULL AND dispatch_many.retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
+    v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
+             OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
+    v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
+               OR dispatch_many.debounce_max_wait IS NOT NULL
+               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
+    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
+                                       dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
+    PERFORM pgq._check_middleware(dispatch_many.middleware);
+
+    -- The frozen settings (S1), shared by every payload.
+    v_job.job := dispatch_many.job;
+    v_job.queue := v_queue;
+    v_job.priority := dispatch_many.priority;
+    v_job.handler := v_class.handler;
+    v_job.tries := coalesce(dispatch_many.tries, v_class.tries);
+    v_job.backoff := coalesce(dispatch_many.backoff, v_class.backoff);
+    v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
+    v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
+    v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
+    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
+    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
+    v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
+    v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
+    -- Every "by" of the middleware must find its fields in every payload: a key that
+    -- cannot be computed would otherwise only surface at reserve time.
+    IF v_job.middleware IS NOT NULL THEN
+        PERFORM pgq._key(dispatch_many.job, NULL, pgq._texts(m.value -> 'by'), p.payload)
+        FROM jsonb_array_elements(v_job.middleware) mw, jsonb_each(mw) m, unnest(dispatch_many.payloads) p(payload)
+        WHERE m.value ? 'by';
+    END IF;
+
+    IF NOT v_unique AND NOT v_debounce THEN
+        RETURN QUERY
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, middleware)
+        SELECT pgq._uuid7(), v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
+               v_job.middleware
+        FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+        ORDER BY p.n
+        RETURNING j.uuid;
+    ELSE
+        v_unique_for := coalesce(dispatch_many.unique_for, v_class.unique_for);
+        v_debounce_for := coalesce(dispatch_many.debounce_for, v_class.debounce_for);
+        v_max_wait := coalesce(dispatch_many.debounce_max_wait, v_class.debounce_max_wait);
+        IF v_debounce AND v_debounce_for IS NULL THEN
+            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
+        END IF;
+        FOREACH v_payload IN ARRAY dispatch_many.payloads LOOP
+            v_job.uuid := pgq._uuid7();
+            v_job.payload := v_payload;
+            IF v_unique THEN
+                v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_token := gen_random_uuid();
+                v_job.unique_until := coalesce(dispatch_many.unique_until, v_class.unique_until, 'processed');
+                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                    CONTINUE;
+                END IF;
+            ELSE
+                v_job.debounce_key := pgq._key(dispatch_many.job, dispatch_many.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_token := gen_random_uuid();
+                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+                v_job.available_at := greatest(now() + coalesce(dispatch_many.delay, interval '0'),
+                                               least(now() + v_debounce_for, v_burst + v_max_wait));
+            END IF;
+            INSERT INTO pgq.jobs
+                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+                 debounce_key, debounce_token, middleware)
+            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
+                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
+                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
+            RETURN NEXT v_job.uuid;
+        END LOOP;
+    END IF;
+
+    IF coalesce(dispatch_many.delay, interval '0') = interval '0' AND NOT v_debounce THEN
+        PERFORM pgq._notify(v_queue);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+    'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
+-- pgq.dispatch: queues one job and returns its uuid, or NULL when a unique lock dropped
+-- it. See pgq.dispatch_many.
+CREATE OR REPLACE FUNCTION pgq.dispatch(
+    job             text,
+    payload         jsonb DEFAULT '{}',
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL
+) RETURNS uuid
+LANGUAGE sql VOLATILE AS $$
+    SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
+                             dispatch.tries, dispatch.backoff, dispatch.retry_until,
+                             dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
+                             dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
+                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
+                             dispatch.middleware, dispatch.retry_for);
+$$;
+
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+    'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';

@@ -1,0 +1,137 @@
+-- Writing an attempt's outcome: history rows (S19), fencing (S15), failing for good (S17), turn-aways.
+
+-- pgq._record: appends one attempt row for a job as it is now (S19).
+CREATE OR REPLACE FUNCTION pgq._record(
+    p_job pgq.jobs, p_outcome text, p_now timestamptz,
+    p_exception text DEFAULT NULL, p_delay int DEFAULT NULL, p_final boolean DEFAULT false,
+    p_started boolean DEFAULT true
+) RETURNS pgq.attempts
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
+         finished_at, outcome, exception, delay, final)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
+            p_exception, p_delay, p_final)
+    RETURNING *;
+$$;
+
+COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean, boolean) IS 'Appends one attempt row for a job as it is now (S19).';
+
+-- pgq._reject: records calls made with a lease token that no longer holds its job (S15)
+-- on the attempt that token belonged to.
+CREATE OR REPLACE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamptz) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    UPDATE pgq.attempts a
+    SET rejected_calls = array_append(a.rejected_calls, format('%s rejected at %s: lease lost', p_call, p_now))
+    FROM unnest(p_uuids, p_tokens) AS t(uuid, token)
+    WHERE a.job_uuid = t.uuid
+      AND a.lease_token = t.token;
+$$;
+
+COMMENT ON FUNCTION pgq._reject(text, uuid[], uuid[], timestamptz) IS 'Records calls made with lease tokens that lost their jobs on their attempts (S15).';
+
+-- pgq._held: the job this lease token holds, locked, or NULL after recording the
+-- rejected call (S15).
+CREATE OR REPLACE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamptz) RETURNS pgq.jobs
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM pgq._reject(p_call, ARRAY[p_uuid], ARRAY[p_token], p_now);
+        RETURN NULL;
+    END IF;
+    RETURN v_job;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._held(text, uuid, uuid, timestamptz) IS 'The job a lease token holds, locked; NULL (and the call recorded as rejected) when it holds none (S15).';
+
+-- pgq._exhausted_message: the S12 failure text for a job picked up after its last
+-- attempt or deadline, with the last real exception and the lease expiries, so the
+-- failed job says why it ran out.
+CREATE OR REPLACE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+    WITH turned AS (
+        SELECT coalesce(sum(t.value::int), 0) AS total,
+               string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
+        FROM jsonb_each_text(p_job.turn_aways) t
+    )
+    SELECT format('MaxAttemptsExceeded: %s %s', p_job.job,
+                  CASE WHEN p_job.retry_until IS NOT NULL AND p_now > p_job.retry_until
+                       THEN format('passed its retry deadline %s after %s attempts', p_job.retry_until, p_job.attempts - 1)
+                       ELSE format('attempted %s times', p_job.attempts - 1) END)
+        || CASE WHEN p_job.last_exception IS NOT NULL
+                THEN format('; last exception (attempt %s): %s', p_job.last_exception_attempt, p_job.last_exception)
+                WHEN turned.total > 0 AND turned.total = p_job.attempts - 1 THEN '; handler never ran'
+                WHEN p_job.attempts > 1 THEN '; handler never raised an exception'
+                ELSE '' END
+        || CASE WHEN turned.total > 0 THEN
+                    CASE WHEN p_job.last_exception IS NULL AND turned.total = p_job.attempts - 1 THEN ': ' ELSE '; ' END
+                    || 'turned away ' || turned.detail
+                ELSE '' END
+        || CASE WHEN p_job.lease_expiries > 0
+                THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
+                ELSE '' END
+    FROM turned;
+$$;
+
+COMMENT ON FUNCTION pgq._exhausted_message(pgq.jobs, timestamptz) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';
+
+-- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
+-- written and a job_failed event is sent on commit. State change: reserved -> failed.
+CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
+    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    INSERT INTO pgq.failed_jobs
+        (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
+         max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, middleware, dispatched_at)
+    VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
+            p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+            p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
+    ON CONFLICT (uuid) DO UPDATE
+        SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    PERFORM pg_notify('pgq_events', json_build_object(
+        'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._bury(pgq.jobs, text, timestamptz) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
+
+-- pgq._turn_away: a middleware sent the job back before its handler ran: the attempt is
+-- recorded as turned_away with the middleware's name, and the job waits delay seconds
+-- (no exception, no backoff), or with dont_release is deleted without a failure (S27).
+CREATE OR REPLACE FUNCTION pgq._turn_away(
+    p_job pgq.jobs, p_middleware text, p_note text, p_delay int, p_drop boolean, p_now timestamptz
+) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome,
+         middleware, exception, delay)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, NULL, p_now, 'turned_away', p_middleware, p_note,
+            CASE WHEN NOT p_drop THEN p_delay END);
+    IF p_drop THEN
+        DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        RETURN;
+    END IF;
+    UPDATE pgq.jobs j
+    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = p_job.uuid;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._turn_away(pgq.jobs, text, text, int, boolean, timestamptz) IS 'Records a turn-away and sends the job back to wait, or deletes it with dont_release (S27).';

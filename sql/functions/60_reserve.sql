@@ -1,0 +1,302 @@
+-- The worker's pickup: pgq.reserve (leases S14, pickup checks S12 S23 S24, middleware, queue order S30) and napping (S31).
+
+-- pgq._needs_pickup_check: whether a just-reserved job must go through reserve's
+-- per-row pickup checks (debounce, S12 exhausted, middleware, until-processing release);
+-- the others take the set-based fast path.
+CREATE OR REPLACE FUNCTION pgq._needs_pickup_check(
+    p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamptz,
+    p_tries int, p_attempts int, p_default_tries int, p_now timestamptz
+) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT p_debounce_key IS NOT NULL
+        OR p_middleware IS NOT NULL
+        OR p_unique_until IS NOT DISTINCT FROM 'processing'
+        OR (p_retry_until IS NOT NULL AND p_now > p_retry_until)
+        OR (p_retry_until IS NULL AND coalesce(p_tries, p_default_tries) > 0
+            AND p_attempts > coalesce(p_tries, p_default_tries));
+$$;
+
+COMMENT ON FUNCTION pgq._needs_pickup_check(text, jsonb, text, timestamptz, int, int, int, timestamptz) IS 'Whether a reserved job needs reserve''s per-row pickup checks; the others take the fast path.';
+
+-- pgq._reported: a job as pgq.reserve reports it: to run (p_pickup NULL), or what
+-- happened to it at pickup instead.
+CREATE OR REPLACE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL)
+RETURNS pgq.reservation
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
+               p_job.handler, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
+$$;
+
+COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as pgq.reserve returns it: to run, or with what happened at pickup.';
+
+-- pgq.reserve: reserves up to max jobs for a worker, taking the queues in the order given
+-- (S30) and, within a queue, by priority then FIFO, with FOR UPDATE SKIP LOCKED.
+-- First sweeps expired leases of those queues back to waiting, recording each as
+-- lease_expired (S14). Then applies the pickup checks to every reserved job, in order: a
+-- debounced job whose token is stale is dropped (S24); a job whose attempts exceed its
+-- tries (default_tries when it set none; 0 = unlimited) or whose deadline passed fails
+-- before its handler runs (S12); middleware may turn it away (S26-S29); an
+-- until-processing lock is released once the handler will run (S23: a turn-away keeps
+-- it). Returns the jobs whose handler may run, each with a fresh lease_token and
+-- attempts already counted (S5), and (with pickup set, not to be run) the jobs
+-- exhausted, debounced, turned away or failed by middleware in this call, so the worker
+-- can log every outcome.
+-- State change: waiting -> reserved; reserved (lease ended) -> waiting -> reserved;
+-- waiting -> failed (exhausted) | deleted (debounced, dont_release) | waiting (turned away).
+-- Call it on the worker's session connection: overlap locks belong to that session.
+CREATE OR REPLACE FUNCTION pgq.reserve(
+    worker        text,
+    queues        text[],
+    max           int,
+    default_tries int DEFAULT 1,
+    as_of         timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.reservation
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_now   timestamptz := coalesce(reserve.as_of, now());
+    v_admit record;
+    v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
+    v_left  int := reserve.max;
+    v_queue text;
+    v_lease int;
+    v_paused boolean;
+    v_job   pgq.jobs;
+    v_tries int;
+    v_want  int;
+    v_picked int;
+    v_fast  int;
+    v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    -- Lease tokens: one random base per call, the job's id in its last six bytes (twelve
+    -- hex digits). Unique per reservation without a gen_random_uuid() (and its getpid()
+    -- system call) per job; built as text, which costs less than five bytea calls.
+    v_token text := left(gen_random_uuid()::text, 24);
+BEGIN
+    IF reserve.max IS NULL OR reserve.max < 1 THEN
+        RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
+    END IF;
+    IF reserve.default_tries IS NULL OR reserve.default_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
+    END IF;
+
+    -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
+    -- the same row, and a job being completed right now is left alone.
+    WITH expired AS (
+        SELECT j.*
+        FROM pgq.jobs j
+        WHERE j.reserved_until < v_now
+          AND j.queue = ANY (reserve.queues)
+        ORDER BY j.reserved_until
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    ), back AS (
+        UPDATE pgq.jobs j
+        SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
+            started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
+        FROM expired e
+        WHERE j.uuid = e.uuid
+    )
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
+    SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
+           e.reserved_until, 'lease_expired',
+           format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+    FROM expired e;
+
+    FOREACH v_queue IN ARRAY reserve.queues LOOP
+        EXIT WHEN v_left <= 0;
+        SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
+        CONTINUE WHEN v_paused;
+        v_lease := coalesce(v_lease, pgq._default_retry_after());
+
+        -- Exhausted jobs do not fill the batch: pick again until it is full or the
+        -- queue has no more ready jobs.
+        LOOP
+            v_want := v_left;
+            -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
+            -- this transaction whatever happens below.
+            v_ids := ARRAY (
+                SELECT p.ctid
+                FROM pgq.jobs p
+                WHERE p.queue = v_queue
+                  AND p.reserved_at IS NULL
+                  AND p.available_at <= v_now
+                  AND p.id <> ALL (v_seen)
+                ORDER BY p.priority DESC, p.available_at, p.id
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED);
+            v_picked := cardinality(v_ids);
+            EXIT WHEN v_picked = 0;
+
+            -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
+            -- middleware, no until-processing lock, not exhausted) are reserved and go
+            -- out in one statement. ctid = ANY ($1) is a TID scan: no index lookup, and
+            -- the cached generic plan stays good (force_generic_plan above).
+            RETURN QUERY
+            UPDATE pgq.jobs j
+            SET attempts = j.attempts + 1,
+                reserved_at = v_now,
+                reserved_until = v_now + make_interval(secs => v_lease),
+                reserved_by = reserve.worker,
+                lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                started_at = v_now
+            WHERE j.ctid = ANY (v_ids)
+              AND NOT pgq._needs_pickup_check(j.debounce_key, j.middleware, j.unique_until, j.retry_until,
+                                              j.tries, j.attempts + 1, reserve.default_tries, v_now)
+            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
+                      j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                      NULL::pgq.pickup, NULL::text, NULL::text;
+            GET DIAGNOSTICS v_fast = ROW_COUNT;
+            v_left := v_left - v_fast;
+
+            -- The others, one by one: reserved here, then checked.
+            FOR v_job IN
+                UPDATE pgq.jobs j
+                SET attempts = j.attempts + 1,
+                    reserved_at = v_now,
+                    reserved_until = v_now + make_interval(secs => v_lease),
+                    reserved_by = reserve.worker,
+                    lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                    started_at = v_now
+                WHERE v_fast < v_picked
+                  AND j.ctid = ANY (v_ids)
+                  AND j.reserved_at IS NULL
+                RETURNING j.*
+            LOOP
+                -- Pickup check S24: a debounced job whose token is no longer its key's
+                -- current one is deleted without running (first attempt and retries).
+                IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
+                    SELECT FROM pgq.debounce_tokens d WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token
+                ) THEN
+                    PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
+                                        p_started => false);
+                    DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    PERFORM pg_notify('pgq_events', json_build_object(
+                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                    RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                    CONTINUE;
+                END IF;
+                -- Pickup check S12: already exhausted, fail before the handler runs (this
+                -- also releases an until-processing lock: S23, beyond Laravel).
+                v_tries := coalesce(v_job.tries, reserve.default_tries);
+                IF (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+                   OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts > v_tries) THEN
+                    PERFORM pgq._record(v_job, 'exhausted', v_now, pgq._exhausted_message(v_job, v_now),
+                                        p_final => true, p_started => false);
+                    PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
+                    RETURN NEXT pgq._reported(v_job, 'exhausted', pgq._exhausted_message(v_job, v_now));
+                    CONTINUE;
+                END IF;
+                -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
+                -- recorded (S19) and keeps an until-processing lock (S23).
+                IF v_job.middleware IS NOT NULL THEN
+                    v_admit := pgq._admit(v_job, v_now);
+                    IF v_admit.error IS NOT NULL THEN
+                        PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                        PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                        RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
+                        CONTINUE;
+                    END IF;
+                    IF v_admit.turned_by IS NOT NULL THEN
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
+                        CONTINUE;
+                    END IF;
+                    IF cardinality(v_admit.held) > 0 THEN
+                        v_job.overlap_keys := v_admit.held;
+                        UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.uuid = v_job.uuid;
+                    END IF;
+                END IF;
+                -- The handler will run: an until-processing lock goes now (S23,
+                -- owner-checked, so a retry's release leaves a newer copy's lock alone),
+                -- and the debounce burst is over.
+                IF v_job.unique_until = 'processing' THEN
+                    PERFORM pgq._release_unique(v_job.unique_key, v_job.unique_token);
+                END IF;
+                IF v_job.debounce_key IS NOT NULL THEN
+                    UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
+                    WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
+                END IF;
+                v_left := v_left - 1;
+                RETURN NEXT pgq._reported(v_job, NULL, NULL);
+            END LOOP;
+            EXIT WHEN v_picked < v_want OR v_left <= 0;
+        END LOOP;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz) IS
+    'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
+
+-- pgq.wake: the session stops napping: it releases the nap locks pgq.nap took (listed in
+-- the session setting pgq.napping). Dispatches no longer notify for it.
+CREATE OR REPLACE FUNCTION pgq.wake() RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    q text;
+BEGIN
+    FOREACH q IN ARRAY coalesce(nullif(current_setting('pgq.napping', true), ''), '{}')::text[] LOOP
+        PERFORM pg_advisory_unlock_shared(pgq._lock_space('nap'), hashtext(q));
+    END LOOP;
+    PERFORM set_config('pgq.napping', '', false);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.wake() IS
+    'Worker protocol: the session stops napping (see pgq.nap); dispatches stop notifying for it.';
+
+-- pgq.nap: a worker's session that found no job naps on queues: from now on every
+-- dispatch to them sends a pgq_jobs NOTIFY on commit, until pgq.wake. Then it waits up
+-- to wait for the dispatches already under way, which may have seen no napper, to end.
+-- true: none is left, and the worker must reserve once more before it sleeps (their jobs
+-- are visible now). false: one was still open after wait; the session naps anyway, and
+-- the worker calls pgq.nap again later. Call it outside a transaction block, on the
+-- worker's reserving session (the nap locks belong to the session); a second call
+-- replaces the first. If the call fails, close the session: its nap locks may be left.
+CREATE OR REPLACE FUNCTION pgq.nap(queues text[], wait interval DEFAULT '10 milliseconds') RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    q         text;
+    v_ok      boolean := true;
+    v_napping text[] := '{}';
+    v_timeout text := current_setting('lock_timeout');
+BEGIN
+    IF queues IS NULL OR cardinality(queues) = 0 OR array_position(queues, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: nap needs at least one queue, got %', queues USING ERRCODE = '22023';
+    END IF;
+    IF wait IS NULL OR wait < interval '1 millisecond' THEN
+        RAISE EXCEPTION 'pgq: nap wait must be at least 1 millisecond, got %', wait USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq.wake();
+    PERFORM set_config('lock_timeout', ceil(extract(epoch FROM wait) * 1000)::bigint || 'ms', true);
+    FOREACH q IN ARRAY queues LOOP
+        BEGIN
+            -- Waits only while a dispatch tests the lock, an instant.
+            PERFORM pg_advisory_lock_shared(pgq._lock_space('nap'), hashtext(q));
+            v_napping := array_append(v_napping, q);
+        EXCEPTION WHEN lock_not_available THEN
+            v_ok := false;
+        END;
+    END LOOP;
+    -- Outside any block that can roll back: pgq.wake must find every lock taken.
+    PERFORM set_config('pgq.napping', v_napping::text, false);
+    IF v_ok THEN
+        BEGIN
+            FOREACH q IN ARRAY queues LOOP
+                PERFORM pg_advisory_xact_lock(pgq._lock_space('dispatching'), hashtext(q));
+            END LOOP;
+        EXCEPTION WHEN lock_not_available THEN
+            v_ok := false;
+        END;
+    END IF;
+    PERFORM set_config('lock_timeout', v_timeout, true);
+    RETURN v_ok;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.nap(text[], interval) IS
+    'Worker protocol: the session naps on queues (dispatches to them notify until pgq.wake) and waits up to wait for dispatches under way; true: reserve once more, then sleep.';

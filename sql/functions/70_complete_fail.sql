@@ -1,0 +1,306 @@
+-- Reporting an attempt: complete, fail (S5-S10, S13, S17), release (S11, S32), heartbeat (S14), SQL handlers.
+
+-- pgq.complete: the attempts of these jobs succeeded. Each job is deleted only when its
+-- lease token still holds it; the attempt is recorded as succeeded. Calls whose token lost
+-- its lease are rejected and recorded on that token's attempt (S15). A unique lock (S21,
+-- S22) and a debounce token go only if this job still owns them; a success clears the
+-- circuit of a throttles_exceptions breaker (S29).
+-- Returns the uuids completed. State change: reserved -> finished.
+CREATE OR REPLACE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
+RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan  -- planning its statements cost more than running them
+AS $$
+DECLARE
+    -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
+    v_now      timestamptz := coalesce(complete.as_of, clock_timestamp());
+    v_done     uuid[];
+    v_unique   text[];  -- unique locks to release: keys, and the owner token of each
+    v_owners   uuid[];
+    v_debounce text[];  -- debounce tokens to delete: keys, and the token of each
+    v_tokens   uuid[];
+    v_circuits text[];
+BEGIN
+    IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
+        RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
+            cardinality(complete.uuids), cardinality(complete.tokens) USING ERRCODE = '22023';
+    END IF;
+
+    WITH done AS (
+        DELETE FROM pgq.jobs j
+        USING unnest(complete.uuids, complete.tokens) AS t(uuid, token)
+        WHERE j.uuid = t.uuid
+          AND j.lease_token = t.token
+        RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token,
+                  CASE WHEN j.middleware IS NOT NULL
+                       THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
+                  END AS circuit
+    ), history AS (
+        INSERT INTO pgq.attempts
+            (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
+        SELECT d.uuid, d.job, d.queue, d.attempts, d.reserved_by, d.lease_token, d.reserved_at, d.started_at,
+               v_now, 'succeeded'
+        FROM done d
+    )
+    SELECT coalesce(array_agg(d.uuid), '{}'),
+           array_agg(d.unique_key) FILTER (WHERE d.unique_key IS NOT NULL),
+           array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
+           array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
+           array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
+           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits
+    FROM done d;
+
+    IF v_unique IS NOT NULL THEN
+        -- S21/S22: the lock goes after an attempt that finished, if this job still owns it
+        DELETE FROM pgq.unique_locks u
+        USING unnest(v_unique, v_owners) AS l(key, owner)
+        WHERE u.key = l.key AND u.owner = l.owner;
+    END IF;
+    IF v_debounce IS NOT NULL THEN
+        DELETE FROM pgq.debounce_tokens d
+        USING unnest(v_debounce, v_tokens) AS t(key, token)
+        WHERE d.key = t.key AND d.token = t.token;
+    END IF;
+    IF v_circuits IS NOT NULL THEN
+        -- S29: a success clears the circuit's count
+        DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+    END IF;
+
+    IF cardinality(v_done) < cardinality(complete.uuids) THEN
+        PERFORM pgq._reject('complete',
+                            ARRAY(SELECT t.uuid FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            ARRAY(SELECT t.token FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            v_now);
+    END IF;
+    RETURN QUERY SELECT unnest(v_done);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.complete(uuid[], uuid[], timestamptz) IS
+    'Worker protocol: completes jobs whose lease token still holds them, recording succeeded attempts; stale tokens are rejected and recorded (S15). Returns the uuids completed.';
+
+-- pgq.fail: the handler of this attempt raised (or timed out, with timed_out). Decides in
+-- one place what follows:
+--   fail for good when: timed out with fail_on_timeout (S13); this is the
+--   max_exceptions-th exception (S10); the deadline has passed (S9); or, with no deadline,
+--   tries > 0 and attempts >= tries (S5, S6; default_tries when the job set none);
+--   otherwise back to waiting after backoff[attempts] (1-based; last entry repeats, S7, S8),
+--   default_backoff when the job set none.
+-- A timeout is not an exception for max_exceptions (S13); the failure text after a
+-- timeout is TimeoutExceeded (S18). Returns the attempt recorded (final tells whether the
+-- job failed for good), or no row when the token lost its lease (recorded, S15).
+-- State change: reserved -> waiting (backoff) | failed.
+CREATE OR REPLACE FUNCTION pgq.fail(
+    uuid            uuid,
+    token           uuid,
+    exception       text,
+    timed_out       boolean DEFAULT false,
+    default_tries   int DEFAULT 1,
+    default_backoff int[] DEFAULT '{0}',
+    as_of           timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now     timestamptz := coalesce(fail.as_of, now());
+    v_job     pgq.jobs;
+    v_tries   int;
+    v_backoff int[];
+    v_delay   int;
+    v_text    text;
+    v_final   boolean;
+    v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
+    v_breaker jsonb;
+    v_circuit text;
+    v_decay   int;
+    v_attempt pgq.attempts;
+BEGIN
+    PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
+    v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+
+    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    IF fail.timed_out THEN
+        v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
+    ELSE
+        v_job.exceptions := v_job.exceptions + 1;
+        v_job.last_exception := v_text;
+        v_job.last_exception_attempt := v_job.attempts;
+    END IF;
+
+    -- S29: while a throttles_exceptions breaker catches the exception, it counts it on
+    -- the circuit and releases the job with the breaker's backoff instead of failing it.
+    v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
+    IF v_breaker IS NOT NULL AND NOT fail.timed_out
+       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+        v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
+        v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
+        INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
+        VALUES (v_circuit, 1, v_now, v_decay, coalesce((v_breaker ->> 'max_exceptions')::int, 10), v_text)
+        ON CONFLICT (key) DO UPDATE
+            SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN 1 ELSE c.failures + 1 END,
+                window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN v_now ELSE c.window_start END,
+                decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
+                last_exception = EXCLUDED.last_exception, updated_at = now();
+        v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
+        WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
+        RETURNING * INTO v_attempt;
+        RETURN NEXT v_attempt;
+        UPDATE pgq.jobs j
+        SET last_exception = v_text, last_exception_attempt = v_job.attempts,
+            available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        WHERE j.uuid = v_job.uuid;
+        RETURN;
+    END IF;
+
+    v_tries := coalesce(v_job.tries, fail.default_tries);
+    v_final := (fail.timed_out AND v_job.fail_on_timeout)
+            OR (NOT fail.timed_out AND v_job.max_exceptions IS NOT NULL AND v_job.exceptions >= v_job.max_exceptions)
+            OR (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+            OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
+
+    IF v_final THEN
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
+        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN;
+    END IF;
+
+    v_backoff := coalesce(v_job.backoff, fail.default_backoff);
+    v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    UPDATE pgq.jobs j
+    SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
+        last_exception_attempt = v_job.last_exception_attempt,
+        available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.fail(uuid, uuid, text, boolean, int, int[], timestamptz) IS
+    'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
+
+-- pgq.fail_many: pgq.fail for a batch of attempts, in one statement and one transaction
+-- (a worker's failures of the same moment). Returns one attempt row per call whose token
+-- still held its job; a missing uuid lost its lease (rejected and recorded, S15).
+CREATE OR REPLACE FUNCTION pgq.fail_many(
+    uuids           uuid[],
+    tokens          uuid[],
+    exceptions      text[],
+    timed_out       boolean[],
+    default_tries   int DEFAULT 1,
+    default_backoff int[] DEFAULT '{0}'
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out) THEN
+        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions and timed_out flags as uuids'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT a.*
+        FROM unnest(fail_many.uuids, fail_many.tokens, fail_many.exceptions, fail_many.timed_out)
+                 AS f(uuid, token, exception, timed_out),
+             LATERAL pgq.fail(f.uuid, f.token, f.exception, f.timed_out,
+                              fail_many.default_tries, fail_many.default_backoff) a;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.fail_many(uuid[], uuid[], text[], boolean[], int, int[]) IS
+    'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+
+-- pgq.release: the job goes back to waiting for delay seconds without counting an
+-- exception and without backoff (S11). With refund the attempt is given back (used when
+-- a worker stops, S32: an interrupted attempt must not exhaust the job). Returns the
+-- attempt recorded, or no row when the lease was lost (recorded, S15).
+-- State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.release(
+    uuid   uuid,
+    token  uuid,
+    delay  int DEFAULT 0,
+    refund boolean DEFAULT false,
+    reason text DEFAULT NULL,
+    as_of  timestamptz DEFAULT NULL
+) RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz := coalesce(release.as_of, now());
+    v_job pgq.jobs;
+BEGIN
+    IF release.delay IS NULL OR release.delay < 0 THEN
+        RAISE EXCEPTION 'pgq: release delay must be seconds >= 0, got %', release.delay USING ERRCODE = '22023';
+    END IF;
+    v_job := pgq._held('release', release.uuid, release.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
+        available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.release(uuid, uuid, int, boolean, text, timestamptz) IS
+    'Worker protocol: puts a reserved job back to wait delay seconds, no exception counted (S11); refund gives the attempt back (shutdown, S32).';
+
+-- pgq.heartbeat: extends the lease of every job whose token still holds it to now +
+-- its queue's retry_after (S14). Returns the jobs still held; a job missing from the
+-- result has lost its lease and its handler should stop.
+CREATE OR REPLACE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.jobs
+LANGUAGE sql VOLATILE AS $$
+    UPDATE pgq.jobs j
+    SET reserved_until = coalesce(heartbeat.as_of, now())
+                         + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue), pgq._default_retry_after()))
+    FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
+    WHERE j.uuid = t.uuid
+      AND j.lease_token = t.token
+    RETURNING j.*;
+$$;
+
+COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
+    'Worker protocol: extends the leases still held by these tokens; returns those jobs (S14).';
+
+-- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
+-- the job, in the caller's transaction: the function's effects and the completion commit
+-- together. Call it after setting statement_timeout to the job's timeout.
+-- Raises 42883 when the handler function does not exist, PQ001 when the token no longer
+-- holds the job (the caller must roll back, so the effects are discarded), and whatever
+-- the handler raises. No dynamic SQL but the call: the name is resolved to a
+-- regprocedure first, so it cannot inject anything.
+CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_job  pgq.jobs;
+    v_proc regprocedure;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: job % is not held by lease token %', run_sql_job.uuid, run_sql_job.token
+            USING ERRCODE = 'PQ001';
+    END IF;
+    v_proc := pgq._handler_proc(v_job.handler);
+    IF v_proc IS NULL THEN
+        RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
+            USING ERRCODE = '42883';
+    END IF;
+    EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
+        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
+    'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction.';

@@ -1,0 +1,245 @@
+-- Operating the queue: run now, failed jobs (S20), retention, the ordering linter (S16).
+
+-- pgq.run_now: a waiting job (delay or backoff) becomes available immediately (S20).
+-- Returns false when no waiting job has that uuid.
+CREATE OR REPLACE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+    WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('pgq_jobs', v_queue);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20); false when there is no such waiting job.';
+
+-- pgq.retry_failed: puts failed jobs back on their queue with attempts reset and their
+-- settings as dispatched; the attempt history is kept (S20). A deadline is moved by the
+-- time the job spent since dispatch, so the job gets its whole retry window again.
+-- uuid NULL retries every failed job (of queue, when given). Returns the uuids requeued.
+-- State change: failed -> waiting.
+CREATE OR REPLACE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_uuids  uuid[];
+    v_queues text[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
+          AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+        RETURNING f.*
+    ), back AS (
+        -- The unique token comes back but not the lock (released when the job failed):
+        -- every release is owner-checked, so this copy can never free another's lock (S22).
+        -- A debounced job comes back without its token (also released): retrying it is a
+        -- deliberate act, so it runs instead of being debounced at pickup.
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
+             middleware, wait_reason)
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
+               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
+               g.unique_until, NULL, NULL, g.middleware, 'retried'
+        FROM gone g
+        ORDER BY g.id
+        RETURNING j.uuid, j.queue
+    )
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
+    INTO v_uuids, v_queues
+    FROM back b;
+
+    PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.retry_failed(uuid, text) IS
+    'Requeues a failed job (or all, uuid NULL; optionally of one queue) with attempts reset; history kept (S20).';
+
+-- pgq.forget_failed: deletes one failed job. Returns false when there was none.
+CREATE OR REPLACE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING 1)
+    SELECT EXISTS (SELECT FROM gone);
+$$;
+
+COMMENT ON FUNCTION pgq.forget_failed(uuid) IS 'Deletes one failed job (S20); false when there was none.';
+
+-- pgq.flush_failed: deletes every failed job, or those failed more than older_than ago.
+-- Returns how many were deleted.
+CREATE OR REPLACE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone;
+$$;
+
+COMMENT ON FUNCTION pgq.flush_failed(interval) IS 'Deletes all failed jobs, or those older than older_than (S20); returns the count.';
+
+-- pgq.prune: deletes attempt history of jobs that are finished (no longer live or failed)
+-- and finished more than older_than ago. Returns how many attempt rows were deleted.
+CREATE OR REPLACE FUNCTION pgq.prune(older_than interval) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_count bigint;
+BEGIN
+    IF prune.older_than IS NULL OR prune.older_than < interval '0' THEN
+        RAISE EXCEPTION 'pgq: prune older_than must be a non-negative interval, got %', prune.older_than
+            USING ERRCODE = '22023';
+    END IF;
+    WITH gone AS (
+        DELETE FROM pgq.attempts a
+        WHERE a.finished_at < now() - prune.older_than
+          AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid)
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.uuid = a.job_uuid)
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed; returns the count.';
+
+-- pgq.prune_all: retention. Deletes attempt history of finished jobs older than
+-- history_older_than and failed jobs older than failed_older_than (NULL: keep), plus
+-- expired unique locks and stale overlap-lock rows. Only one caller at a time does the
+-- work (a transaction advisory lock); the others return NULL at once, so workers can
+-- all call it without piling up. Returns the rows deleted.
+CREATE OR REPLACE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_count bigint := 0;
+    v_n     bigint;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(pgq._lock_id('prune_all')) THEN
+        RETURN NULL;
+    END IF;
+    v_count := pgq.prune(prune_all.history_older_than);
+    IF prune_all.failed_older_than IS NOT NULL THEN
+        v_count := v_count + pgq.flush_failed(prune_all.failed_older_than);
+    END IF;
+    DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.overlap_locks o WHERE NOT pgq._lock_held(o.pid, o.lock_id);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_count + v_n;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.prune_all(interval, interval) IS
+    'Retention: prunes finished history, old failed jobs (when failed_older_than is given), expired unique locks and stale overlap rows; one caller at a time (others get NULL).';
+
+-- pgq._retry_window: seconds a job can spend between its first attempt and its last:
+-- the backoffs of its tries - 1 retries (last entry repeating) plus tries × timeout.
+-- NULL when tries is unlimited (0).
+CREATE OR REPLACE FUNCTION pgq._retry_window(p_tries int, p_backoff int[], p_timeout int) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_tries = 0 THEN NULL ELSE
+        coalesce((SELECT sum(p_backoff[least(n, cardinality(p_backoff))]) FROM generate_series(1, p_tries - 1) n), 0)
+        + p_tries::bigint * p_timeout END;
+$$;
+
+COMMENT ON FUNCTION pgq._retry_window(int, int[], int) IS 'Seconds between a job''s first attempt and its last: backoffs plus tries x timeout; NULL when tries is unlimited.';
+
+-- pgq.check: the ordering linter (S16). One row per problem in the configured queues and
+-- job classes, with the object, the rule, the numbers and the fix. worker_timeout and
+-- worker_tries are the worker's --timeout and --tries, used where a class sets none.
+CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1)
+RETURNS SETOF pgq.check_finding
+LANGUAGE sql STABLE AS $$
+    WITH classes AS (
+        SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
+               coalesce(c.tries, worker_tries) AS eff_tries,
+               coalesce(c.backoff, '{0}') AS eff_backoff,
+               coalesce(q.retry_after, pgq._default_retry_after()) AS retry_after,
+               pgq._middleware(c.middleware, 'without_overlapping') AS overlap
+        FROM pgq.job_classes c
+        LEFT JOIN pgq.queues q ON q.name = c.queue
+    )
+    SELECT 'worker', 'timeout_zero',
+           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever',
+           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)'
+    WHERE worker_timeout = 0
+    UNION ALL
+    SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
+           format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
+                  worker_timeout, q.retry_after),
+           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10)
+    FROM pgq.queues q
+    WHERE worker_timeout >= q.retry_after
+    UNION ALL
+    SELECT 'job ' || c.name, 'timeout_zero',
+           'timeout 0 disables the handler timeout for this job',
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after)
+    FROM classes c WHERE c.timeout = 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
+           format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
+                  c.eff_timeout, c.retry_after, c.queue),
+           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout)
+    FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
+           CASE WHEN c.eff_tries = 0 THEN format('unique_for %s with unlimited tries: the lock expires while the job can still retry', c.unique_for)
+                ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
+                            c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
+           format('raise unique_for above %s s plus a realistic queue wait',
+                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window'))
+    FROM classes c
+    WHERE c.unique_for IS NOT NULL
+      AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
+                ELSE extract(epoch FROM c.unique_for) < pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout) END)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_past_retry_for',
+           format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
+                  c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
+           'shorten the backoffs or lengthen retry_for'
+    FROM classes c
+    WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
+      AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
+    UNION ALL
+    SELECT 'job ' || c.name, 'expire_after_outside_timeout_retry_after',
+           format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
+                  c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
+           format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
+                  c.eff_timeout, c.retry_after)
+    FROM classes c
+    WHERE c.overlap ? 'expire_after'
+      AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_longer_than_tries',
+           format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
+                  cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
+           'trim the backoff or raise tries'
+    FROM classes c
+    WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
+    UNION ALL
+    SELECT 'job ' || c.name, 'uneven_backoff_behind_release_middleware',
+           format('backoff %s is not flat, and release-based middleware (%s) moves the backoff index: the first real failure can wait %s s',
+                  c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
+                              WHERE k IN ('without_overlapping', 'rate_limited')),
+                  (SELECT max(b) FROM unnest(c.backoff) b)),
+           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited'
+    FROM classes c
+    WHERE cardinality(c.backoff) > 1
+      AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
+      AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
+                  WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
+    ORDER BY 1, 2;
+$$;
+
+COMMENT ON FUNCTION pgq.check(int, int) IS
+    'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix), given the worker''s --timeout and --tries.';

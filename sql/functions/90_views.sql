@@ -1,0 +1,97 @@
+-- Views for psql: each answers one question.
+
+-- Views for psql. Each answers one question.
+
+CREATE OR REPLACE VIEW pgq.ready AS
+SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
+       now() - j.available_at AS waiting_for, j.wait_reason, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at <= now();
+
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
+
+CREATE OR REPLACE VIEW pgq.scheduled AS
+SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0;
+
+COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attempted yet).';
+
+CREATE OR REPLACE VIEW pgq.retrying AS
+SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.tries, j.wait_reason, j.available_at,
+       j.available_at - now() AS due_in, j.last_exception_attempt, j.last_exception, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0;
+
+COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).';
+
+CREATE OR REPLACE VIEW pgq.running AS
+SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.reserved_by AS worker, j.reserved_at, j.started_at,
+       j.reserved_until AS lease_until, j.reserved_until < now() AS lease_expired, j.payload
+FROM pgq.jobs j
+WHERE j.reserved_at IS NOT NULL;
+
+COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until when their lease lasts.';
+
+CREATE OR REPLACE VIEW pgq.locks AS
+SELECT 'unique'::text AS kind, u.key, u.job_uuid, u.owner AS token, u.created_at AS since, u.expires_at,
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists, NULL::text AS worker, NULL::int AS pid
+FROM pgq.unique_locks u
+UNION ALL
+SELECT 'debounce', d.key, d.job_uuid, d.token, d.updated_at, NULL,
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid), NULL, NULL
+FROM pgq.debounce_tokens d
+UNION ALL
+SELECT 'overlap', o.key, o.job_uuid, NULL, o.since, o.since + make_interval(secs => o.expire_after),
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = o.job_uuid), o.worker, o.pid
+FROM pgq.overlap_locks o
+WHERE pgq._lock_held(o.pid, o.lock_id);
+
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).';
+
+CREATE OR REPLACE VIEW pgq.limits AS
+SELECT 'rate_limit'::text AS kind, r.name, coalesce(w.key, r.name) AS key, r.max, r.per,
+       CASE WHEN w.window_start + r.per > now() THEN w.hits ELSE 0 END AS used,
+       CASE WHEN w.window_start + r.per > now() THEN w.window_start + r.per END AS resets_at,
+       CASE WHEN w.window_start + r.per > now() AND w.hits >= r.max THEN 'exhausted' ELSE 'available' END AS state,
+       NULL::text AS last_exception
+FROM pgq.rate_limits r
+LEFT JOIN pgq.rate_limit_windows w ON w.limit_name = r.name
+UNION ALL
+SELECT 'circuit', c.key, c.key, c.max_exceptions, make_interval(secs => c.decay),
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() THEN c.failures ELSE 0 END,
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() THEN c.window_start + make_interval(secs => c.decay) END,
+       CASE WHEN c.window_start + make_interval(secs => c.decay) > now() AND c.failures >= c.max_exceptions
+            THEN 'open' ELSE 'closed' END,
+       c.last_exception
+FROM pgq.circuits c;
+
+COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
+
+CREATE OR REPLACE VIEW pgq.failed AS
+SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception, f.payload,
+       (SELECT jsonb_agg(jsonb_build_object(
+                   'attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker,
+                   'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay)
+               ORDER BY a.id)
+        FROM pgq.attempts a WHERE a.job_uuid = f.uuid) AS history
+FROM pgq.failed_jobs f;
+
+COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception) as history.';
+
+CREATE OR REPLACE VIEW pgq.queue_stats AS
+SELECT q.queue,
+       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS ready,
+       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0) AS scheduled,
+       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0) AS retrying,
+       count(j.id) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
+       (SELECT count(*) FROM pgq.failed_jobs f WHERE f.queue = q.queue) AS failed,
+       coalesce(now() - min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()),
+                interval '0')::interval AS oldest_wait
+FROM (SELECT name AS queue FROM pgq.queues
+      UNION SELECT DISTINCT queue FROM pgq.jobs
+      UNION SELECT DISTINCT queue FROM pgq.failed_jobs) q
+LEFT JOIN pgq.jobs j ON j.queue = q.queue
+GROUP BY q.queue;
+
+COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.';

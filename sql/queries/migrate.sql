@@ -1,0 +1,6 @@
+-- name: MigrateLock :exec
+-- One migrator at a time, for the migrations and the functions together. Waits.
+SELECT pg_advisory_lock(hashtextextended('pgq.migrate', 0));
+
+-- name: MigrateUnlock :exec
+SELECT pg_advisory_unlock(hashtextextended('pgq.migrate', 0));

@@ -1,0 +1,3046 @@
+--
+-- PostgreSQL database dump
+--
+
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: pgq; Type: SCHEMA; Schema: -; Owner: -
+--
+
+CREATE SCHEMA pgq;
+
+
+--
+-- Name: SCHEMA pgq; Type: COMMENT; Schema: -; Owner: -
+--
+
+COMMENT ON SCHEMA pgq IS 'pgq job queue: tables, views and the functions that are its state machine';
+
+
+--
+-- Name: check_finding; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.check_finding AS (
+	object text,
+	rule text,
+	detail text,
+	fix text
+);
+
+
+--
+-- Name: TYPE check_finding; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.check_finding IS 'A row of pgq.check: one problem (object, rule, detail, fix).';
+
+
+--
+-- Name: pickup; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.pickup AS ENUM (
+    'turned_away',
+    'exhausted',
+    'debounced',
+    'failed'
+);
+
+
+--
+-- Name: TYPE pickup; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.pickup IS 'What pgq.reserve did with a job it will not hand over: turned away by middleware, exhausted (S12), debounced (S24), or failed because its middleware could not be evaluated.';
+
+
+--
+-- Name: reservation; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.reservation AS (
+	uuid uuid,
+	job text,
+	queue text,
+	payload jsonb,
+	priority integer,
+	attempts integer,
+	tries integer,
+	handler text,
+	timeout integer,
+	lease_token uuid,
+	reserved_at timestamp with time zone,
+	reserved_until timestamp with time zone,
+	overlap_keys text[],
+	dispatched_at timestamp with time zone,
+	pickup pgq.pickup,
+	pickup_note text,
+	pickup_middleware text
+);
+
+
+--
+-- Name: TYPE reservation; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup NULL) with its lease, or a job reserve handled at pickup (pickup says how, pickup_note why).';
+
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: jobs; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs (
+    id bigint NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler text,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
+
+
+--
+-- Name: COLUMN jobs.id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
+
+
+--
+-- Name: COLUMN jobs.uuid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.uuid IS 'The job''s identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.';
+
+
+--
+-- Name: COLUMN jobs.unique_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
+
+
+--
+-- Name: COLUMN jobs.debounce_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
+
+
+--
+-- Name: COLUMN jobs.turn_aways; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
+
+
+--
+-- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).';
+
+
+--
+-- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
+
+
+--
+-- Name: COLUMN jobs.overlap_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
+
+
+--
+-- Name: _admit(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_mw      jsonb;
+    v_name    text;
+    v_cfg     jsonb;
+    v_key     text;
+    v_lock    bigint;
+    v_limit   pgq.rate_limits;
+    v_window  pgq.rate_limit_windows;
+    v_circuit pgq.circuits;
+BEGIN
+    held := '{}';
+    drop := false;
+    BEGIN
+    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
+        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        IF v_name = 'without_overlapping' THEN
+            v_key := pgq._key(CASE WHEN (v_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job.job END,
+                              v_cfg ->> 'key', pgq._texts(v_cfg -> 'by'), p_job.payload);
+            v_lock := pgq._overlap_lock_id(v_key);
+            -- Session advisory locks are re-entrant: without the first test one worker could
+            -- run two jobs with the same key. The row this session wrote when it took the
+            -- lock says so by primary key; pg_locks (a scan of every lock) only confirms it,
+            -- in case the row is stale from a dead backend whose pid was reused.
+            IF NOT (EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = v_key AND o.pid = pg_backend_pid())
+                    AND pgq._lock_held(pg_backend_pid(), v_lock))
+               AND pg_try_advisory_lock(v_lock) THEN
+                held := held || v_key;
+                INSERT INTO pgq.overlap_locks AS o (key, lock_id, job_uuid, worker, pid, since, expire_after)
+                VALUES (v_key, v_lock, p_job.uuid, p_job.reserved_by, pg_backend_pid(), p_now, (v_cfg ->> 'expire_after')::int)
+                ON CONFLICT (key) DO UPDATE
+                    SET lock_id = EXCLUDED.lock_id, job_uuid = EXCLUDED.job_uuid, worker = EXCLUDED.worker,
+                        pid = EXCLUDED.pid, since = EXCLUDED.since, expire_after = EXCLUDED.expire_after;
+                CONTINUE;
+            END IF;
+            turned_by := v_name;
+            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
+            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
+            note := format('turned away by without_overlapping (key %s), %s', v_key,
+                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
+        ELSIF v_name = 'rate_limited' THEN
+            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
+            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
+            v_key := pgq._key(v_limit.name, NULL, pgq._texts(v_cfg -> 'by'), p_job.payload);
+            -- Fixed window, exact under concurrency: the hit is counted under the row lock
+            -- and the WHERE reads only that row.
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            VALUES (v_limit.name, v_key, p_now, 1)
+            ON CONFLICT (limit_name, key) DO UPDATE
+                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
+                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
+                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
+            RETURNING * INTO v_window;
+            CONTINUE WHEN FOUND;
+            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
+            turned_by := v_name;
+            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + pgq._turn_away_slack();
+            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
+        ELSIF v_name = 'throttles_exceptions' THEN
+            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = pgq._circuit_key(p_job.job, p_job.payload, v_cfg);
+            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
+                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
+            turned_by := v_name;
+            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + pgq._turn_away_slack();
+            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+        END IF;
+        EXIT;  -- turned away
+    END LOOP;
+    EXCEPTION WHEN OTHERS THEN
+        -- Dispatch validates middleware, so this is a job that cannot be admitted at all
+        -- (a class changed under it, a limit dropped mid-call...). It must not stop the
+        -- queue: give back the locks this call took (session advisory locks survive the
+        -- rollback of this block) and fail this job alone.
+        PERFORM pg_advisory_unlock(pgq._overlap_lock_id(k)) FROM unnest(held) k;
+        held := '{}';
+        turned_by := NULL;
+        error := format('middleware could not be evaluated: %s (SQLSTATE %s)', SQLERRM, SQLSTATE);
+        RETURN;
+    END;
+    IF turned_by IS NOT NULL AND cardinality(held) > 0 THEN
+        PERFORM pgq.unlock_overlap(p_job.uuid, held);
+        held := '{}';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys it now holds (S26-S29).';
+
+
+--
+-- Name: _bury(pgq.jobs, text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
+    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    INSERT INTO pgq.failed_jobs
+        (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
+         max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, middleware, dispatched_at)
+    VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
+            p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+            p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
+    ON CONFLICT (uuid) DO UPDATE
+        SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    PERFORM pg_notify('pgq_events', json_build_object(
+        'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
+
+
+--
+-- Name: _check_middleware(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_middleware(p_middleware jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    AS $$
+DECLARE
+    v_mw   jsonb;
+    v_name text;
+    v_cfg  jsonb;
+    v_bad  text;
+BEGIN
+    IF p_middleware IS NULL THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(p_middleware) <> 'array' THEN
+        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', p_middleware USING ERRCODE = '22023';
+    END IF;
+    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_middleware) m LOOP
+        IF jsonb_typeof(v_mw) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v_mw)) <> 1 THEN
+            RAISE EXCEPTION 'pgq: each middleware must be an object with one key, got %', v_mw USING ERRCODE = '22023';
+        END IF;
+        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        IF jsonb_typeof(v_cfg) <> 'object' THEN
+            RAISE EXCEPTION 'pgq: settings of % must be an object, got %', v_name, v_cfg USING ERRCODE = '22023';
+        END IF;
+        SELECT string_agg(k, ', ') INTO v_bad FROM jsonb_object_keys(v_cfg) k
+        WHERE k <> ALL (CASE v_name
+            WHEN 'without_overlapping' THEN ARRAY['key', 'by', 'release_after', 'expire_after', 'dont_release', 'shared']
+            WHEN 'rate_limited' THEN ARRAY['limit', 'by']
+            WHEN 'throttles_exceptions' THEN ARRAY['max_exceptions', 'decay', 'backoff', 'key', 'by', 'when']
+            ELSE NULL END);
+        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions') THEN
+            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited or throttles_exceptions',
+                quote_literal(v_name) USING ERRCODE = '22023';
+        END IF;
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: unknown setting(s) % of %', v_bad, v_name USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0) THEN
+            RAISE EXCEPTION 'pgq: % "by" must be a non-empty array of payload field names, got %', v_name, v_cfg -> 'by'
+                USING ERRCODE = '22023';
+        END IF;
+        IF EXISTS (SELECT FROM jsonb_each(v_cfg) e
+                   WHERE e.key IN ('release_after', 'expire_after', 'max_exceptions', 'decay', 'backoff')
+                     AND (jsonb_typeof(e.value) <> 'number' OR (e.value)::numeric < 0 OR (e.value)::numeric % 1 <> 0
+                          OR (e.value)::numeric > 2147483647
+                          OR (e.key IN ('expire_after', 'max_exceptions', 'decay') AND (e.value)::numeric < 1))) THEN
+            RAISE EXCEPTION 'pgq: % has a bad number in %: release_after and backoff are whole seconds >= 0, expire_after, decay and max_exceptions whole numbers >= 1',
+                v_name, v_cfg USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'key' AND jsonb_typeof(v_cfg -> 'key') <> 'string' THEN
+            RAISE EXCEPTION 'pgq: % "key" must be a string, got %', v_name, v_cfg -> 'key' USING ERRCODE = '22023';
+        END IF;
+        IF v_cfg ? 'by' AND EXISTS (SELECT FROM jsonb_array_elements(v_cfg -> 'by') f WHERE jsonb_typeof(f) <> 'string') THEN
+            RAISE EXCEPTION 'pgq: % "by" must name payload fields as strings, got %', v_name, v_cfg -> 'by' USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
+            RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
+                coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
+            BEGIN
+                PERFORM '' ~ (v_cfg ->> 'when');
+            EXCEPTION WHEN invalid_regular_expression THEN
+                RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', v_cfg ->> 'when'
+                    USING ERRCODE = '22023';
+            END;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_middleware(p_middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 naming the bad entry of a middleware declaration (S26-S29).';
+
+
+--
+-- Name: _check_name(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_name(p_kind text, p_name text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $_$
+BEGIN
+    IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_][A-Za-z0-9_.:/\\-]{0,99}$' THEN
+        RAISE EXCEPTION 'pgq: invalid % name %: use 1-100 letters, digits, _ . : / - (starting with a letter, digit or _)',
+            p_kind, coalesce(quote_literal(p_name), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _check_name(p_kind text, p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_name(p_kind text, p_name text) IS 'Raises 22023 unless a queue, job or limit name is 1-100 letters, digits, _ . : / - (S4).';
+
+
+--
+-- Name: _check_settings(integer, integer[], integer, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer DEFAULT 0) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF p_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: tries must be >= 0 (0 means unlimited), got %', p_tries
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_backoff IS NOT NULL THEN
+        IF cardinality(p_backoff) = 0 THEN
+            RAISE EXCEPTION 'pgq: backoff must have at least one entry, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+        IF array_position(p_backoff, NULL) IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(p_backoff) b WHERE b < 0) THEN
+            RAISE EXCEPTION 'pgq: backoff entries must be seconds >= 0, got %', p_backoff
+                USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF p_max_exceptions < 1 THEN
+        RAISE EXCEPTION 'pgq: max_exceptions must be >= 1, got %', p_max_exceptions
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout < 0 THEN
+        RAISE EXCEPTION 'pgq: timeout must be seconds >= 0, got %', p_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL THEN
+        RAISE EXCEPTION 'pgq: priority must not be NULL' USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout or priority (S4).';
+
+
+--
+-- Name: _check_unique_debounce(boolean, boolean, interval, text, interval, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF p_unique AND p_debounce THEN
+        RAISE EXCEPTION 'pgq: a job cannot be both unique and debounced: give unique_* or debounce_* settings, not both'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: unique_for must be positive, got %', p_unique_for USING ERRCODE = '22023';
+    END IF;
+    IF p_unique_until NOT IN ('processed', 'processing') THEN
+        RAISE EXCEPTION 'pgq: unique_until must be processed or processing, got %', quote_literal(p_unique_until)
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_for < interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_for must not be negative, got %', p_debounce_for USING ERRCODE = '22023';
+    END IF;
+    IF p_debounce_max_wait <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: debounce_max_wait must be positive, got %', p_debounce_max_wait USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval) IS 'Raises 22023 for bad unique or debounce settings, or both at once (S25).';
+
+
+--
+-- Name: _circuit_key(text, jsonb, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT pgq._key(p_job, p_cfg ->> 'key', pgq._texts(p_cfg -> 'by'), p_payload);
+$$;
+
+
+--
+-- Name: FUNCTION _circuit_key(p_job text, p_payload jsonb, p_cfg jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) IS 'The key of a throttles_exceptions circuit (S29).';
+
+
+--
+-- Name: _default_retry_after(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._default_retry_after() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 90 $$;
+
+
+--
+-- Name: FUNCTION _default_retry_after(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._default_retry_after() IS 'The lease in seconds of a queue with no pgq.queues row: 90 (S14).';
+
+
+--
+-- Name: _exhausted_message(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    WITH turned AS (
+        SELECT coalesce(sum(t.value::int), 0) AS total,
+               string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
+        FROM jsonb_each_text(p_job.turn_aways) t
+    )
+    SELECT format('MaxAttemptsExceeded: %s %s', p_job.job,
+                  CASE WHEN p_job.retry_until IS NOT NULL AND p_now > p_job.retry_until
+                       THEN format('passed its retry deadline %s after %s attempts', p_job.retry_until, p_job.attempts - 1)
+                       ELSE format('attempted %s times', p_job.attempts - 1) END)
+        || CASE WHEN p_job.last_exception IS NOT NULL
+                THEN format('; last exception (attempt %s): %s', p_job.last_exception_attempt, p_job.last_exception)
+                WHEN turned.total > 0 AND turned.total = p_job.attempts - 1 THEN '; handler never ran'
+                WHEN p_job.attempts > 1 THEN '; handler never raised an exception'
+                ELSE '' END
+        || CASE WHEN turned.total > 0 THEN
+                    CASE WHEN p_job.last_exception IS NULL AND turned.total = p_job.attempts - 1 THEN ': ' ELSE '; ' END
+                    || 'turned away ' || turned.detail
+                ELSE '' END
+        || CASE WHEN p_job.lease_expiries > 0
+                THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
+                ELSE '' END
+    FROM turned;
+$$;
+
+
+--
+-- Name: FUNCTION _exhausted_message(p_job pgq.jobs, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';
+
+
+--
+-- Name: _handler_proc(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._handler_proc(p_handler text) RETURNS regprocedure
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT to_regprocedure(p_handler || '(jsonb)');
+$$;
+
+
+--
+-- Name: FUNCTION _handler_proc(p_handler text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._handler_proc(p_handler text) IS 'Resolves a SQL handler name to its function taking one jsonb argument; NULL when there is none.';
+
+
+--
+-- Name: _held(text, uuid, uuid, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) RETURNS pgq.jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM pgq._reject(p_call, ARRAY[p_uuid], ARRAY[p_token], p_now);
+        RETURN NULL;
+    END IF;
+    RETURN v_job;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) IS 'The job a lease token holds, locked; NULL (and the call recorded as rejected) when it holds none (S15).';
+
+
+--
+-- Name: _key(text, text, text[], jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    v_field text;
+BEGIN
+    IF p_explicit IS NOT NULL THEN
+        RETURN p_job || ':' || p_explicit;
+    END IF;
+    IF p_by IS NULL THEN
+        RETURN p_job;
+    END IF;
+    FOREACH v_field IN ARRAY p_by LOOP
+        IF NOT (p_payload ? v_field) THEN
+            RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job, quote_literal(v_field), p_by
+                USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+    RETURN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _key(p_job text, p_explicit text, p_by text[], p_payload jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) IS 'A unique, debounce, overlap or circuit key scoped to the job name: an explicit key, or the payload fields named by by.';
+
+
+--
+-- Name: _lock_held(integer, bigint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lock_held(p_pid integer, p_lock bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.pid = p_pid AND l.granted AND l.objsubid = 1
+          AND l.classid::bigint = ((p_lock >> 32) & 4294967295)
+          AND l.objid::bigint = (p_lock & 4294967295));
+$$;
+
+
+--
+-- Name: FUNCTION _lock_held(p_pid integer, p_lock bigint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lock_held(p_pid integer, p_lock bigint) IS 'Whether a backend holds a one-key advisory lock, from pg_locks.';
+
+
+--
+-- Name: _lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+
+
+--
+-- Name: FUNCTION _lock_id(p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lock_id(p_name text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
+
+
+--
+-- Name: _lock_space(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lock_space(p_space text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE p_space
+        WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
+        WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
+    END;
+$$;
+
+
+--
+-- Name: FUNCTION _lock_space(p_space text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
+
+
+--
+-- Name: _middleware(jsonb, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
+$$;
+
+
+--
+-- Name: FUNCTION _middleware(p_middleware jsonb, p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) IS 'The settings of the first middleware of that name, or NULL.';
+
+
+--
+-- Name: _needs_pickup_check(text, jsonb, text, timestamp with time zone, integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT p_debounce_key IS NOT NULL
+        OR p_middleware IS NOT NULL
+        OR p_unique_until IS NOT DISTINCT FROM 'processing'
+        OR (p_retry_until IS NOT NULL AND p_now > p_retry_until)
+        OR (p_retry_until IS NULL AND coalesce(p_tries, p_default_tries) > 0
+            AND p_attempts > coalesce(p_tries, p_default_tries));
+$$;
+
+
+--
+-- Name: FUNCTION _needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone) IS 'Whether a reserved job needs reserve''s per-row pickup checks; the others take the fast path.';
+
+
+--
+-- Name: _notify(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._notify(queue text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_key int := hashtext(_notify.queue);
+BEGIN
+    -- The dispatching lock first, then the nap lock (pgq._lock_space): in this order a
+    -- nap registered after the test below still waits for this transaction.
+    IF pg_try_advisory_xact_lock_shared(pgq._lock_space('dispatching'), v_key) THEN
+        IF (CASE WHEN pg_try_advisory_lock(pgq._lock_space('nap'), v_key)
+                 THEN pg_advisory_unlock(pgq._lock_space('nap'), v_key) ELSE false END) THEN
+            RETURN;  -- nobody naps on this queue: its workers will reserve again by themselves
+        END IF;
+    END IF;
+    PERFORM pg_notify('pgq_jobs', _notify.queue);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _notify(queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._notify(queue text) IS 'Wakes napping workers of a queue on commit (pgq_jobs), and holds the queue''s dispatching lock until the transaction ends.';
+
+
+--
+-- Name: _overlap_lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT pgq._lock_id('overlap:' || p_key);
+$$;
+
+
+--
+-- Name: FUNCTION _overlap_lock_id(p_key text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of a without_overlapping key (S26).';
+
+
+--
+-- Name: attempts; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.attempts (
+    id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    attempt integer NOT NULL,
+    worker text,
+    lease_token uuid,
+    reserved_at timestamp with time zone,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    middleware text,
+    exception text,
+    delay integer,
+    final boolean DEFAULT false NOT NULL,
+    rejected_calls text[],
+    CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text])))
+);
+
+
+--
+-- Name: TABLE attempts; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
+
+
+--
+-- Name: COLUMN attempts.started_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
+
+
+--
+-- Name: COLUMN attempts.delay; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
+
+
+--
+-- Name: COLUMN attempts.final; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
+
+
+--
+-- Name: COLUMN attempts.rejected_calls; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+
+
+--
+-- Name: _record(pgq.jobs, text, timestamp with time zone, text, integer, boolean, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text DEFAULT NULL::text, p_delay integer DEFAULT NULL::integer, p_final boolean DEFAULT false, p_started boolean DEFAULT true) RETURNS pgq.attempts
+    LANGUAGE sql
+    AS $$
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
+         finished_at, outcome, exception, delay, final)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
+            p_exception, p_delay, p_final)
+    RETURNING *;
+$$;
+
+
+--
+-- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean) IS 'Appends one attempt row for a job as it is now (S19).';
+
+
+--
+-- Name: _reject(text, uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone) RETURNS void
+    LANGUAGE sql
+    AS $$
+    UPDATE pgq.attempts a
+    SET rejected_calls = array_append(a.rejected_calls, format('%s rejected at %s: lease lost', p_call, p_now))
+    FROM unnest(p_uuids, p_tokens) AS t(uuid, token)
+    WHERE a.job_uuid = t.uuid
+      AND a.lease_token = t.token;
+$$;
+
+
+--
+-- Name: FUNCTION _reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone) IS 'Records calls made with lease tokens that lost their jobs on their attempts (S15).';
+
+
+--
+-- Name: _release_debounce(text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
+$$;
+
+
+--
+-- Name: FUNCTION _release_debounce(p_key text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes a debounce token if it is still its key''s current one (S24).';
+
+
+--
+-- Name: _release_unique(text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
+$$;
+
+
+--
+-- Name: FUNCTION _release_unique(p_key text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._release_unique(p_key text, p_token uuid) IS 'Deletes a unique lock if the token still owns it (S22).';
+
+
+--
+-- Name: _reported(pgq.jobs, pgq.pickup, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL::text) RETURNS pgq.reservation
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
+               p_job.handler, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
+$$;
+
+
+--
+-- Name: FUNCTION _reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text) IS 'A job as pgq.reserve returns it: to run, or with what happened at pickup.';
+
+
+--
+-- Name: _retry_window(integer, integer[], integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) RETURNS bigint
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p_tries = 0 THEN NULL ELSE
+        coalesce((SELECT sum(p_backoff[least(n, cardinality(p_backoff))]) FROM generate_series(1, p_tries - 1) n), 0)
+        + p_tries::bigint * p_timeout END;
+$$;
+
+
+--
+-- Name: FUNCTION _retry_window(p_tries integer, p_backoff integer[], p_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) IS 'Seconds between a job''s first attempt and its last: backoffs plus tries x timeout; NULL when tries is unlimited.';
+
+
+--
+-- Name: _take_debounce(text, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamp with time zone
+    LANGUAGE sql
+    AS $$
+    INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
+    VALUES (p_key, p_token, p_job, now())
+    ON CONFLICT (key) DO UPDATE
+        SET token = EXCLUDED.token, job_uuid = EXCLUDED.job_uuid, updated_at = now(),
+            burst_started_at = coalesce(d.burst_started_at, now())
+    RETURNING d.burst_started_at;
+$$;
+
+
+--
+-- Name: FUNCTION _take_debounce(p_key text, p_token uuid, p_job uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
+
+
+--
+-- Name: _take_unique(text, uuid, uuid, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO pgq.unique_locks AS u (key, owner, job_uuid, expires_at)
+    VALUES (p_key, p_owner, p_job, now() + p_for)
+    ON CONFLICT (key) DO UPDATE
+        SET owner = EXCLUDED.owner, job_uuid = EXCLUDED.job_uuid,
+            expires_at = EXCLUDED.expires_at, created_at = now()
+        WHERE u.expires_at <= now();
+    RETURN FOUND;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) IS 'Takes (or takes over, when expired) the unique lock of a key for a new job; false when a live holder has it (S21).';
+
+
+--
+-- Name: _texts(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._texts(p jsonb) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT CASE WHEN p IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(p)) END;
+$$;
+
+
+--
+-- Name: FUNCTION _texts(p jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._texts(p jsonb) IS 'A jsonb array of strings as text[].';
+
+
+--
+-- Name: _turn_away(pgq.jobs, text, text, integer, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome,
+         middleware, exception, delay)
+    VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
+            p_job.reserved_at, NULL, p_now, 'turned_away', p_middleware, p_note,
+            CASE WHEN NOT p_drop THEN p_delay END);
+    IF p_drop THEN
+        DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        RETURN;
+    END IF;
+    UPDATE pgq.jobs j
+    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = p_job.uuid;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone) IS 'Records a turn-away and sends the job back to wait, or deletes it with dont_release (S27).';
+
+
+--
+-- Name: _turn_away_slack(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._turn_away_slack() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 3 $$;
+
+
+--
+-- Name: FUNCTION _turn_away_slack(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset that a turned-away job waits: 3 (S28, S29).';
+
+
+--
+-- Name: _uuid7(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._uuid7() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+    SELECT encode(
+        set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
+            overlay(decode(md5(random()::text || random()::text), 'hex')
+                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                    FROM 1 FOR 6),
+            52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
+            70, 0), 71, 1),                  -- variant 10
+        'hex')::uuid;
+$$;
+
+
+--
+-- Name: FUNCTION _uuid7(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then random bits (job uuids, time-ordered).';
+
+
+--
+-- Name: check(integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries integer DEFAULT 1) RETURNS SETOF pgq.check_finding
+    LANGUAGE sql STABLE
+    AS $$
+    WITH classes AS (
+        SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
+               coalesce(c.tries, worker_tries) AS eff_tries,
+               coalesce(c.backoff, '{0}') AS eff_backoff,
+               coalesce(q.retry_after, pgq._default_retry_after()) AS retry_after,
+               pgq._middleware(c.middleware, 'without_overlapping') AS overlap
+        FROM pgq.job_classes c
+        LEFT JOIN pgq.queues q ON q.name = c.queue
+    )
+    SELECT 'worker', 'timeout_zero',
+           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever',
+           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)'
+    WHERE worker_timeout = 0
+    UNION ALL
+    SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
+           format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
+                  worker_timeout, q.retry_after),
+           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10)
+    FROM pgq.queues q
+    WHERE worker_timeout >= q.retry_after
+    UNION ALL
+    SELECT 'job ' || c.name, 'timeout_zero',
+           'timeout 0 disables the handler timeout for this job',
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after)
+    FROM classes c WHERE c.timeout = 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
+           format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
+                  c.eff_timeout, c.retry_after, c.queue),
+           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout)
+    FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
+           CASE WHEN c.eff_tries = 0 THEN format('unique_for %s with unlimited tries: the lock expires while the job can still retry', c.unique_for)
+                ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
+                            c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
+           format('raise unique_for above %s s plus a realistic queue wait',
+                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window'))
+    FROM classes c
+    WHERE c.unique_for IS NOT NULL
+      AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
+                ELSE extract(epoch FROM c.unique_for) < pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout) END)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_past_retry_for',
+           format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
+                  c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
+           'shorten the backoffs or lengthen retry_for'
+    FROM classes c
+    WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
+      AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
+    UNION ALL
+    SELECT 'job ' || c.name, 'expire_after_outside_timeout_retry_after',
+           format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
+                  c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
+           format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
+                  c.eff_timeout, c.retry_after)
+    FROM classes c
+    WHERE c.overlap ? 'expire_after'
+      AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_longer_than_tries',
+           format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
+                  cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
+           'trim the backoff or raise tries'
+    FROM classes c
+    WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
+    UNION ALL
+    SELECT 'job ' || c.name, 'uneven_backoff_behind_release_middleware',
+           format('backoff %s is not flat, and release-based middleware (%s) moves the backoff index: the first real failure can wait %s s',
+                  c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
+                              WHERE k IN ('without_overlapping', 'rate_limited')),
+                  (SELECT max(b) FROM unnest(c.backoff) b)),
+           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited'
+    FROM classes c
+    WHERE cardinality(c.backoff) > 1
+      AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
+      AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
+                  WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
+    ORDER BY 1, 2;
+$$;
+
+
+--
+-- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) IS 'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix), given the worker''s --timeout and --tries.';
+
+
+--
+-- Name: complete(uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
+    v_now      timestamptz := coalesce(complete.as_of, clock_timestamp());
+    v_done     uuid[];
+    v_unique   text[];  -- unique locks to release: keys, and the owner token of each
+    v_owners   uuid[];
+    v_debounce text[];  -- debounce tokens to delete: keys, and the token of each
+    v_tokens   uuid[];
+    v_circuits text[];
+BEGIN
+    IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
+        RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
+            cardinality(complete.uuids), cardinality(complete.tokens) USING ERRCODE = '22023';
+    END IF;
+
+    WITH done AS (
+        DELETE FROM pgq.jobs j
+        USING unnest(complete.uuids, complete.tokens) AS t(uuid, token)
+        WHERE j.uuid = t.uuid
+          AND j.lease_token = t.token
+        RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token,
+                  CASE WHEN j.middleware IS NOT NULL
+                       THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
+                  END AS circuit
+    ), history AS (
+        INSERT INTO pgq.attempts
+            (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
+        SELECT d.uuid, d.job, d.queue, d.attempts, d.reserved_by, d.lease_token, d.reserved_at, d.started_at,
+               v_now, 'succeeded'
+        FROM done d
+    )
+    SELECT coalesce(array_agg(d.uuid), '{}'),
+           array_agg(d.unique_key) FILTER (WHERE d.unique_key IS NOT NULL),
+           array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
+           array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
+           array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
+           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits
+    FROM done d;
+
+    IF v_unique IS NOT NULL THEN
+        -- S21/S22: the lock goes after an attempt that finished, if this job still owns it
+        DELETE FROM pgq.unique_locks u
+        USING unnest(v_unique, v_owners) AS l(key, owner)
+        WHERE u.key = l.key AND u.owner = l.owner;
+    END IF;
+    IF v_debounce IS NOT NULL THEN
+        DELETE FROM pgq.debounce_tokens d
+        USING unnest(v_debounce, v_tokens) AS t(key, token)
+        WHERE d.key = t.key AND d.token = t.token;
+    END IF;
+    IF v_circuits IS NOT NULL THEN
+        -- S29: a success clears the circuit's count
+        DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+    END IF;
+
+    IF cardinality(v_done) < cardinality(complete.uuids) THEN
+        PERFORM pgq._reject('complete',
+                            ARRAY(SELECT t.uuid FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            ARRAY(SELECT t.token FROM unnest(complete.uuids, complete.tokens) t(uuid, token) WHERE t.uuid <> ALL (v_done)),
+                            v_now);
+    END IF;
+    RETURN QUERY SELECT unnest(v_done);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone) IS 'Worker protocol: completes jobs whose lease token still holds them, recording succeeded attempts; stale tokens are rejected and recorded (S15). Returns the uuids completed.';
+
+
+--
+-- Name: job_classes; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_classes (
+    name text NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    handler text,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_for interval,
+    unique_for interval,
+    unique_until text,
+    unique_by text[],
+    debounce_for interval,
+    debounce_by text[],
+    debounce_max_wait interval,
+    middleware jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_classes_unique_until_check CHECK ((unique_until = ANY (ARRAY['processed'::text, 'processing'::text])))
+);
+
+
+--
+-- Name: TABLE job_classes; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_classes IS 'Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).';
+
+
+--
+-- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS pgq.job_classes
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_class pgq.job_classes;
+BEGIN
+    PERFORM pgq._check_name('job', define_job.name);
+    PERFORM pgq._check_name('queue', define_job.queue);
+    PERFORM pgq._check_settings(define_job.tries, define_job.backoff, define_job.max_exceptions, define_job.timeout);
+    IF define_job.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', define_job.retry_for USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_unique_debounce(
+        define_job.unique_for IS NOT NULL OR define_job.unique_until IS NOT NULL OR define_job.unique_by IS NOT NULL,
+        define_job.debounce_for IS NOT NULL OR define_job.debounce_by IS NOT NULL OR define_job.debounce_max_wait IS NOT NULL,
+        define_job.unique_for, define_job.unique_until, define_job.debounce_for, define_job.debounce_max_wait);
+    PERFORM pgq._check_middleware(define_job.middleware);
+    IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
+        RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
+            USING ERRCODE = '42883',
+                  HINT = 'Create the function first: CREATE OR REPLACE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
+    END IF;
+    INSERT INTO pgq.job_classes AS c
+        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
+    VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
+            define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
+            define_job.retry_for, define_job.unique_for,
+            CASE WHEN define_job.unique_for IS NOT NULL OR define_job.unique_by IS NOT NULL
+                 THEN coalesce(define_job.unique_until, 'processed') END,
+            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait,
+            define_job.middleware)
+    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
+        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
+            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
+            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
+            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
+            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
+            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
+    RETURNING * INTO v_class;
+    RETURN v_class;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1).';
+
+
+--
+-- Name: rate_limits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.rate_limits (
+    name text NOT NULL,
+    max integer NOT NULL,
+    per interval NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT rate_limits_max_check CHECK ((max > 0)),
+    CONSTRAINT rate_limits_per_check CHECK ((per > '00:00:00'::interval))
+);
+
+
+--
+-- Name: TABLE rate_limits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.rate_limits IS 'Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).';
+
+
+--
+-- Name: define_limit(text, integer, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.define_limit(name text, max integer, per interval) RETURNS pgq.rate_limits
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_limit pgq.rate_limits;
+BEGIN
+    PERFORM pgq._check_name('limit', define_limit.name);
+    IF define_limit.max IS NULL OR define_limit.max < 1 THEN
+        RAISE EXCEPTION 'pgq: limit max must be >= 1, got %', define_limit.max USING ERRCODE = '22023';
+    END IF;
+    IF define_limit.per IS NULL OR define_limit.per <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: limit per must be a positive interval, got %', define_limit.per USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.rate_limits AS l (name, max, per) VALUES (define_limit.name, define_limit.max, define_limit.per)
+    ON CONFLICT ON CONSTRAINT rate_limits_pkey DO UPDATE SET max = EXCLUDED.max, per = EXCLUDED.per, updated_at = now()
+    RETURNING * INTO v_limit;
+    RETURN v_limit;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION define_limit(name text, max integer, per interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.define_limit(name text, max integer, per interval) IS 'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28).';
+
+
+--
+-- Name: queues; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.queues (
+    name text NOT NULL,
+    retry_after integer DEFAULT 90 NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queues_retry_after_check CHECK ((retry_after > 0))
+);
+
+
+--
+-- Name: TABLE queues; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.queues IS 'Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.';
+
+
+--
+-- Name: COLUMN queues.retry_after; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without a heartbeat before the job is handed to another worker.';
+
+
+--
+-- Name: define_queue(text, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false) RETURNS pgq.queues
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_queue pgq.queues;
+BEGIN
+    PERFORM pgq._check_name('queue', define_queue.name);
+    IF define_queue.retry_after IS NULL OR define_queue.retry_after < 1 THEN
+        RAISE EXCEPTION 'pgq: retry_after must be seconds >= 1, got %', define_queue.retry_after
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.queues AS q (name, retry_after, paused)
+    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false))
+    ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
+        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
+    RETURNING * INTO v_queue;
+    RETURN v_queue;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
+
+
+--
+-- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid
+    LANGUAGE sql
+    AS $$
+    SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
+                             dispatch.tries, dispatch.backoff, dispatch.retry_until,
+                             dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
+                             dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
+                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
+                             dispatch.middleware, dispatch.retry_for);
+$$;
+
+
+--
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
+
+
+--
+-- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_class     pgq.job_classes;
+    v_queue     text;
+    v_job       pgq.jobs;
+    v_unique    boolean;
+    v_debounce  boolean;
+    v_payload   jsonb;
+    v_burst     timestamptz;
+    v_unique_for interval;
+    v_debounce_for interval;
+    v_max_wait  interval;
+BEGIN
+    PERFORM pgq._check_name('job', dispatch_many.job);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
+    v_queue := coalesce(dispatch_many.queue, v_class.queue, 'default');
+    PERFORM pgq._check_name('queue', v_queue);
+    PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
+                                dispatch_many.timeout, dispatch_many.priority);
+    IF dispatch_many.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', dispatch_many.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.retry_until IS NOT NULL AND dispatch_many.retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
+    END IF;
+    IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
+    v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
+             OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
+    v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
+               OR dispatch_many.debounce_max_wait IS NOT NULL
+               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
+    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
+                                       dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
+    PERFORM pgq._check_middleware(dispatch_many.middleware);
+
+    -- The frozen settings (S1), shared by every payload.
+    v_job.job := dispatch_many.job;
+    v_job.queue := v_queue;
+    v_job.priority := dispatch_many.priority;
+    v_job.handler := v_class.handler;
+    v_job.tries := coalesce(dispatch_many.tries, v_class.tries);
+    v_job.backoff := coalesce(dispatch_many.backoff, v_class.backoff);
+    v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
+    v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
+    v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
+    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
+    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
+    v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
+    v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
+    -- Every "by" of the middleware must find its fields in every payload: a key that
+    -- cannot be computed would otherwise only surface at reserve time.
+    IF v_job.middleware IS NOT NULL THEN
+        PERFORM pgq._key(dispatch_many.job, NULL, pgq._texts(m.value -> 'by'), p.payload)
+        FROM jsonb_array_elements(v_job.middleware) mw, jsonb_each(mw) m, unnest(dispatch_many.payloads) p(payload)
+        WHERE m.value ? 'by';
+    END IF;
+
+    IF NOT v_unique AND NOT v_debounce THEN
+        RETURN QUERY
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, middleware)
+        SELECT pgq._uuid7(), v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
+               v_job.middleware
+        FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+        ORDER BY p.n
+        RETURNING j.uuid;
+    ELSE
+        v_unique_for := coalesce(dispatch_many.unique_for, v_class.unique_for);
+        v_debounce_for := coalesce(dispatch_many.debounce_for, v_class.debounce_for);
+        v_max_wait := coalesce(dispatch_many.debounce_max_wait, v_class.debounce_max_wait);
+        IF v_debounce AND v_debounce_for IS NULL THEN
+            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
+        END IF;
+        FOREACH v_payload IN ARRAY dispatch_many.payloads LOOP
+            v_job.uuid := pgq._uuid7();
+            v_job.payload := v_payload;
+            IF v_unique THEN
+                v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_token := gen_random_uuid();
+                v_job.unique_until := coalesce(dispatch_many.unique_until, v_class.unique_until, 'processed');
+                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                    CONTINUE;
+                END IF;
+            ELSE
+                v_job.debounce_key := pgq._key(dispatch_many.job, dispatch_many.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_token := gen_random_uuid();
+                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+                v_job.available_at := greatest(now() + coalesce(dispatch_many.delay, interval '0'),
+                                               least(now() + v_debounce_for, v_burst + v_max_wait));
+            END IF;
+            INSERT INTO pgq.jobs
+                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+                 debounce_key, debounce_token, middleware)
+            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
+                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
+                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
+            RETURN NEXT v_job.uuid;
+        END LOOP;
+    END IF;
+
+    IF coalesce(dispatch_many.delay, interval '0') = interval '0' AND NOT v_debounce THEN
+        PERFORM pgq._notify(v_queue);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
+
+--
+-- Name: expire_overlap(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.expire_overlap() RETURNS SETOF text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_lock pgq.overlap_locks;
+BEGIN
+    FOR v_lock IN
+        SELECT * FROM pgq.overlap_locks o
+        WHERE o.pid = pg_backend_pid()
+          AND o.since + make_interval(secs => o.expire_after) <= now()
+    LOOP
+        PERFORM pgq.unlock_overlap(v_lock.job_uuid, ARRAY[v_lock.key]);
+        RETURN NEXT v_lock.key;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION expire_overlap(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.expire_overlap() IS 'Worker protocol: releases this session''s overlap locks held past their expire_after; returns their keys.';
+
+
+--
+-- Name: fail(uuid, uuid, text, boolean, integer, integer[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean DEFAULT false, default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now     timestamptz := coalesce(fail.as_of, now());
+    v_job     pgq.jobs;
+    v_tries   int;
+    v_backoff int[];
+    v_delay   int;
+    v_text    text;
+    v_final   boolean;
+    v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
+    v_breaker jsonb;
+    v_circuit text;
+    v_decay   int;
+    v_attempt pgq.attempts;
+BEGIN
+    PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
+    v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+
+    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    IF fail.timed_out THEN
+        v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
+    ELSE
+        v_job.exceptions := v_job.exceptions + 1;
+        v_job.last_exception := v_text;
+        v_job.last_exception_attempt := v_job.attempts;
+    END IF;
+
+    -- S29: while a throttles_exceptions breaker catches the exception, it counts it on
+    -- the circuit and releases the job with the breaker's backoff instead of failing it.
+    v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
+    IF v_breaker IS NOT NULL AND NOT fail.timed_out
+       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+        v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
+        v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
+        INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
+        VALUES (v_circuit, 1, v_now, v_decay, coalesce((v_breaker ->> 'max_exceptions')::int, 10), v_text)
+        ON CONFLICT (key) DO UPDATE
+            SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN 1 ELSE c.failures + 1 END,
+                window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN v_now ELSE c.window_start END,
+                decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
+                last_exception = EXCLUDED.last_exception, updated_at = now();
+        v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
+        WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
+        RETURNING * INTO v_attempt;
+        RETURN NEXT v_attempt;
+        UPDATE pgq.jobs j
+        SET last_exception = v_text, last_exception_attempt = v_job.attempts,
+            available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        WHERE j.uuid = v_job.uuid;
+        RETURN;
+    END IF;
+
+    v_tries := coalesce(v_job.tries, fail.default_tries);
+    v_final := (fail.timed_out AND v_job.fail_on_timeout)
+            OR (NOT fail.timed_out AND v_job.max_exceptions IS NOT NULL AND v_job.exceptions >= v_job.max_exceptions)
+            OR (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+            OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
+
+    IF v_final THEN
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
+        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN;
+    END IF;
+
+    v_backoff := coalesce(v_job.backoff, fail.default_backoff);
+    v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    UPDATE pgq.jobs j
+    SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
+        last_exception_attempt = v_job.last_exception_attempt,
+        available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) IS 'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
+
+
+--
+-- Name: fail_many(uuid[], uuid[], text[], boolean[], integer, integer[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[]) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out) THEN
+        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions and timed_out flags as uuids'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT a.*
+        FROM unnest(fail_many.uuids, fail_many.tokens, fail_many.exceptions, fail_many.timed_out)
+                 AS f(uuid, token, exception, timed_out),
+             LATERAL pgq.fail(f.uuid, f.token, f.exception, f.timed_out,
+                              fail_many.default_tries, fail_many.default_backoff) a;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) IS 'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+
+
+--
+-- Name: flush_failed(interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL::interval) RETURNS bigint
+    LANGUAGE sql
+    AS $$
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than
+        RETURNING 1
+    )
+    SELECT count(*) FROM gone;
+$$;
+
+
+--
+-- Name: FUNCTION flush_failed(older_than interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.flush_failed(older_than interval) IS 'Deletes all failed jobs, or those older than older_than (S20); returns the count.';
+
+
+--
+-- Name: forget_failed(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
+    LANGUAGE sql
+    AS $$
+    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING 1)
+    SELECT EXISTS (SELECT FROM gone);
+$$;
+
+
+--
+-- Name: FUNCTION forget_failed(uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.forget_failed(uuid uuid) IS 'Deletes one failed job (S20); false when there was none.';
+
+
+--
+-- Name: heartbeat(uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.jobs
+    LANGUAGE sql
+    AS $$
+    UPDATE pgq.jobs j
+    SET reserved_until = coalesce(heartbeat.as_of, now())
+                         + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue), pgq._default_retry_after()))
+    FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
+    WHERE j.uuid = t.uuid
+      AND j.lease_token = t.token
+    RETURNING j.*;
+$$;
+
+
+--
+-- Name: FUNCTION heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) IS 'Worker protocol: extends the leases still held by these tokens; returns those jobs (S14).';
+
+
+--
+-- Name: nap(text[], interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.nap(queues text[], wait interval DEFAULT '00:00:00.01'::interval) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    q         text;
+    v_ok      boolean := true;
+    v_napping text[] := '{}';
+    v_timeout text := current_setting('lock_timeout');
+BEGIN
+    IF queues IS NULL OR cardinality(queues) = 0 OR array_position(queues, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: nap needs at least one queue, got %', queues USING ERRCODE = '22023';
+    END IF;
+    IF wait IS NULL OR wait < interval '1 millisecond' THEN
+        RAISE EXCEPTION 'pgq: nap wait must be at least 1 millisecond, got %', wait USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq.wake();
+    PERFORM set_config('lock_timeout', ceil(extract(epoch FROM wait) * 1000)::bigint || 'ms', true);
+    FOREACH q IN ARRAY queues LOOP
+        BEGIN
+            -- Waits only while a dispatch tests the lock, an instant.
+            PERFORM pg_advisory_lock_shared(pgq._lock_space('nap'), hashtext(q));
+            v_napping := array_append(v_napping, q);
+        EXCEPTION WHEN lock_not_available THEN
+            v_ok := false;
+        END;
+    END LOOP;
+    -- Outside any block that can roll back: pgq.wake must find every lock taken.
+    PERFORM set_config('pgq.napping', v_napping::text, false);
+    IF v_ok THEN
+        BEGIN
+            FOREACH q IN ARRAY queues LOOP
+                PERFORM pg_advisory_xact_lock(pgq._lock_space('dispatching'), hashtext(q));
+            END LOOP;
+        EXCEPTION WHEN lock_not_available THEN
+            v_ok := false;
+        END;
+    END IF;
+    PERFORM set_config('lock_timeout', v_timeout, true);
+    RETURN v_ok;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION nap(queues text[], wait interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.nap(queues text[], wait interval) IS 'Worker protocol: the session naps on queues (dispatches to them notify until pgq.wake) and waits up to wait for dispatches under way; true: reserve once more, then sleep.';
+
+
+--
+-- Name: prune(interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.prune(older_than interval) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_count bigint;
+BEGIN
+    IF prune.older_than IS NULL OR prune.older_than < interval '0' THEN
+        RAISE EXCEPTION 'pgq: prune older_than must be a non-negative interval, got %', prune.older_than
+            USING ERRCODE = '22023';
+    END IF;
+    WITH gone AS (
+        DELETE FROM pgq.attempts a
+        WHERE a.finished_at < now() - prune.older_than
+          AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid)
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.uuid = a.job_uuid)
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    RETURN v_count;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION prune(older_than interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.prune(older_than interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed; returns the count.';
+
+
+--
+-- Name: prune_all(interval, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL::interval) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_count bigint := 0;
+    v_n     bigint;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(pgq._lock_id('prune_all')) THEN
+        RETURN NULL;
+    END IF;
+    v_count := pgq.prune(prune_all.history_older_than);
+    IF prune_all.failed_older_than IS NOT NULL THEN
+        v_count := v_count + pgq.flush_failed(prune_all.failed_older_than);
+    END IF;
+    DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.overlap_locks o WHERE NOT pgq._lock_held(o.pid, o.lock_id);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_count + v_n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION prune_all(history_older_than interval, failed_older_than interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval) IS 'Retention: prunes finished history, old failed jobs (when failed_older_than is given), expired unique locks and stale overlap rows; one caller at a time (others get NULL).';
+
+
+--
+-- Name: release(uuid, uuid, integer, boolean, text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.release(uuid uuid, token uuid, delay integer DEFAULT 0, refund boolean DEFAULT false, reason text DEFAULT NULL::text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now timestamptz := coalesce(release.as_of, now());
+    v_job pgq.jobs;
+BEGIN
+    IF release.delay IS NULL OR release.delay < 0 THEN
+        RAISE EXCEPTION 'pgq: release delay must be seconds >= 0, got %', release.delay USING ERRCODE = '22023';
+    END IF;
+    v_job := pgq._held('release', release.uuid, release.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
+        available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+    WHERE j.uuid = v_job.uuid;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION release(uuid uuid, token uuid, delay integer, refund boolean, reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boolean, reason text, as_of timestamp with time zone) IS 'Worker protocol: puts a reserved job back to wait delay seconds, no exception counted (S11); refund gives the attempt back (shutdown, S32).';
+
+
+--
+-- Name: reserve(text, text[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.reservation
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $_$
+DECLARE
+    v_now   timestamptz := coalesce(reserve.as_of, now());
+    v_admit record;
+    v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
+    v_left  int := reserve.max;
+    v_queue text;
+    v_lease int;
+    v_paused boolean;
+    v_job   pgq.jobs;
+    v_tries int;
+    v_want  int;
+    v_picked int;
+    v_fast  int;
+    v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    -- Lease tokens: one random base per call, the job's id in its last six bytes (twelve
+    -- hex digits). Unique per reservation without a gen_random_uuid() (and its getpid()
+    -- system call) per job; built as text, which costs less than five bytea calls.
+    v_token text := left(gen_random_uuid()::text, 24);
+BEGIN
+    IF reserve.max IS NULL OR reserve.max < 1 THEN
+        RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
+    END IF;
+    IF reserve.default_tries IS NULL OR reserve.default_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
+    END IF;
+
+    -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
+    -- the same row, and a job being completed right now is left alone.
+    WITH expired AS (
+        SELECT j.*
+        FROM pgq.jobs j
+        WHERE j.reserved_until < v_now
+          AND j.queue = ANY (reserve.queues)
+        ORDER BY j.reserved_until
+        LIMIT 1000
+        FOR UPDATE SKIP LOCKED
+    ), back AS (
+        UPDATE pgq.jobs j
+        SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
+            started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
+        FROM expired e
+        WHERE j.uuid = e.uuid
+    )
+    INSERT INTO pgq.attempts
+        (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
+    SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
+           e.reserved_until, 'lease_expired',
+           format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+    FROM expired e;
+
+    FOREACH v_queue IN ARRAY reserve.queues LOOP
+        EXIT WHEN v_left <= 0;
+        SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
+        CONTINUE WHEN v_paused;
+        v_lease := coalesce(v_lease, pgq._default_retry_after());
+
+        -- Exhausted jobs do not fill the batch: pick again until it is full or the
+        -- queue has no more ready jobs.
+        LOOP
+            v_want := v_left;
+            -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
+            -- this transaction whatever happens below.
+            v_ids := ARRAY (
+                SELECT p.ctid
+                FROM pgq.jobs p
+                WHERE p.queue = v_queue
+                  AND p.reserved_at IS NULL
+                  AND p.available_at <= v_now
+                  AND p.id <> ALL (v_seen)
+                ORDER BY p.priority DESC, p.available_at, p.id
+                LIMIT v_want
+                FOR UPDATE SKIP LOCKED);
+            v_picked := cardinality(v_ids);
+            EXIT WHEN v_picked = 0;
+
+            -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
+            -- middleware, no until-processing lock, not exhausted) are reserved and go
+            -- out in one statement. ctid = ANY ($1) is a TID scan: no index lookup, and
+            -- the cached generic plan stays good (force_generic_plan above).
+            RETURN QUERY
+            UPDATE pgq.jobs j
+            SET attempts = j.attempts + 1,
+                reserved_at = v_now,
+                reserved_until = v_now + make_interval(secs => v_lease),
+                reserved_by = reserve.worker,
+                lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                started_at = v_now
+            WHERE j.ctid = ANY (v_ids)
+              AND NOT pgq._needs_pickup_check(j.debounce_key, j.middleware, j.unique_until, j.retry_until,
+                                              j.tries, j.attempts + 1, reserve.default_tries, v_now)
+            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
+                      j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                      NULL::pgq.pickup, NULL::text, NULL::text;
+            GET DIAGNOSTICS v_fast = ROW_COUNT;
+            v_left := v_left - v_fast;
+
+            -- The others, one by one: reserved here, then checked.
+            FOR v_job IN
+                UPDATE pgq.jobs j
+                SET attempts = j.attempts + 1,
+                    reserved_at = v_now,
+                    reserved_until = v_now + make_interval(secs => v_lease),
+                    reserved_by = reserve.worker,
+                    lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                    started_at = v_now
+                WHERE v_fast < v_picked
+                  AND j.ctid = ANY (v_ids)
+                  AND j.reserved_at IS NULL
+                RETURNING j.*
+            LOOP
+                -- Pickup check S24: a debounced job whose token is no longer its key's
+                -- current one is deleted without running (first attempt and retries).
+                IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
+                    SELECT FROM pgq.debounce_tokens d WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token
+                ) THEN
+                    PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
+                                        p_started => false);
+                    DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    PERFORM pg_notify('pgq_events', json_build_object(
+                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                    RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                    CONTINUE;
+                END IF;
+                -- Pickup check S12: already exhausted, fail before the handler runs (this
+                -- also releases an until-processing lock: S23, beyond Laravel).
+                v_tries := coalesce(v_job.tries, reserve.default_tries);
+                IF (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
+                   OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts > v_tries) THEN
+                    PERFORM pgq._record(v_job, 'exhausted', v_now, pgq._exhausted_message(v_job, v_now),
+                                        p_final => true, p_started => false);
+                    PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
+                    RETURN NEXT pgq._reported(v_job, 'exhausted', pgq._exhausted_message(v_job, v_now));
+                    CONTINUE;
+                END IF;
+                -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
+                -- recorded (S19) and keeps an until-processing lock (S23).
+                IF v_job.middleware IS NOT NULL THEN
+                    v_admit := pgq._admit(v_job, v_now);
+                    IF v_admit.error IS NOT NULL THEN
+                        PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                        PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                        RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
+                        CONTINUE;
+                    END IF;
+                    IF v_admit.turned_by IS NOT NULL THEN
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
+                        CONTINUE;
+                    END IF;
+                    IF cardinality(v_admit.held) > 0 THEN
+                        v_job.overlap_keys := v_admit.held;
+                        UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.uuid = v_job.uuid;
+                    END IF;
+                END IF;
+                -- The handler will run: an until-processing lock goes now (S23,
+                -- owner-checked, so a retry's release leaves a newer copy's lock alone),
+                -- and the debounce burst is over.
+                IF v_job.unique_until = 'processing' THEN
+                    PERFORM pgq._release_unique(v_job.unique_key, v_job.unique_token);
+                END IF;
+                IF v_job.debounce_key IS NOT NULL THEN
+                    UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
+                    WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
+                END IF;
+                v_left := v_left - 1;
+                RETURN NEXT pgq._reported(v_job, NULL, NULL);
+            END LOOP;
+            EXIT WHEN v_picked < v_want OR v_left <= 0;
+        END LOOP;
+    END LOOP;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone) IS 'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
+
+
+--
+-- Name: retry_failed(uuid, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_uuids  uuid[];
+    v_queues text[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
+          AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+        RETURNING f.*
+    ), back AS (
+        -- The unique token comes back but not the lock (released when the job failed):
+        -- every release is owner-checked, so this copy can never free another's lock (S22).
+        -- A debounced job comes back without its token (also released): retrying it is a
+        -- deliberate act, so it runs instead of being debounced at pickup.
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
+             middleware, wait_reason)
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
+               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
+               g.unique_until, NULL, NULL, g.middleware, 'retried'
+        FROM gone g
+        ORDER BY g.id
+        RETURNING j.uuid, j.queue
+    )
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
+    INTO v_uuids, v_queues
+    FROM back b;
+
+    PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION retry_failed(uuid uuid, queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text) IS 'Requeues a failed job (or all, uuid NULL; optionally of one queue) with attempts reset; history kept (S20).';
+
+
+--
+-- Name: run_now(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+    WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
+    RETURNING j.queue INTO v_queue;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('pgq_jobs', v_queue);
+    RETURN true;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION run_now(uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.run_now(uuid uuid) IS 'Makes a waiting job available now (S20); false when there is no such waiting job.';
+
+
+--
+-- Name: run_sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+    LANGUAGE plpgsql
+    AS $_$
+DECLARE
+    v_job  pgq.jobs;
+    v_proc regprocedure;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: job % is not held by lease token %', run_sql_job.uuid, run_sql_job.token
+            USING ERRCODE = 'PQ001';
+    END IF;
+    v_proc := pgq._handler_proc(v_job.handler);
+    IF v_proc IS NULL THEN
+        RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
+            USING ERRCODE = '42883';
+    END IF;
+    EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
+        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction.';
+
+
+--
+-- Name: unlock_overlap(uuid, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS integer
+    LANGUAGE sql
+    AS $$
+    SELECT pgq.unlock_overlap_many(
+        array_fill(unlock_overlap.uuid, ARRAY[cardinality(coalesce(unlock_overlap.keys, '{}'))]),
+        coalesce(unlock_overlap.keys, '{}'));
+$$;
+
+
+--
+-- Name: FUNCTION unlock_overlap(uuid uuid, keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) IS 'Worker protocol: releases the without_overlapping advisory locks a job held, on the session that reserved it (S26).';
+
+
+--
+-- Name: unlock_overlap_many(uuid[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.unlock_overlap_many(uuids uuid[], keys text[]) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_count int;
+BEGIN
+    IF cardinality(unlock_overlap_many.uuids) IS DISTINCT FROM cardinality(unlock_overlap_many.keys) THEN
+        RAISE EXCEPTION 'pgq: unlock_overlap_many needs one key per uuid, got % uuids and % keys',
+            cardinality(unlock_overlap_many.uuids), cardinality(unlock_overlap_many.keys) USING ERRCODE = '22023';
+    END IF;
+    WITH gone AS (
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(unlock_overlap_many.uuids, unlock_overlap_many.keys) AS l(uuid, key)
+        WHERE o.key = l.key AND o.job_uuid = l.uuid AND o.pid = pg_backend_pid()
+        RETURNING o.key
+    )
+    SELECT count(*) FILTER (WHERE pg_advisory_unlock(pgq._overlap_lock_id(g.key)))::int INTO v_count
+    FROM gone g;
+    RETURN v_count;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION unlock_overlap_many(uuids uuid[], keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.unlock_overlap_many(uuids uuid[], keys text[]) IS 'Worker protocol: pgq.unlock_overlap for a batch of finished jobs, as (uuids[i], keys[i]) pairs, on the session that reserved them (S26).';
+
+
+--
+-- Name: wake(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.wake() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    q text;
+BEGIN
+    FOREACH q IN ARRAY coalesce(nullif(current_setting('pgq.napping', true), ''), '{}')::text[] LOOP
+        PERFORM pg_advisory_unlock_shared(pgq._lock_space('nap'), hashtext(q));
+    END LOOP;
+    PERFORM set_config('pgq.napping', '', false);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION wake(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.wake() IS 'Worker protocol: the session stops napping (see pgq.nap); dispatches stop notifying for it.';
+
+
+--
+-- Name: attempts_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: circuits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.circuits (
+    key text NOT NULL,
+    failures integer NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    decay integer NOT NULL,
+    max_exceptions integer NOT NULL,
+    last_exception text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE circuits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.';
+
+
+--
+-- Name: debounce_tokens; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.debounce_tokens (
+    key text NOT NULL,
+    token uuid NOT NULL,
+    job_uuid uuid NOT NULL,
+    burst_started_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE debounce_tokens; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
+
+
+--
+-- Name: failed_jobs; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.failed_jobs (
+    id bigint NOT NULL,
+    uuid uuid NOT NULL,
+    connection text DEFAULT 'pgq'::text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    exception text NOT NULL,
+    failed_at timestamp with time zone DEFAULT now() NOT NULL,
+    job text NOT NULL,
+    attempts integer NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler text,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    dispatched_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: TABLE failed_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.failed_jobs IS 'Jobs that failed for good (S17), with Laravel''s columns plus job name and attempts used.';
+
+
+--
+-- Name: failed; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.failed AS
+ SELECT f.id,
+    f.uuid,
+    f.job,
+    f.queue,
+    f.attempts,
+    f.failed_at,
+    f.exception,
+    f.payload,
+    ( SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker, 'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay) ORDER BY a.id) AS jsonb_agg
+           FROM pgq.attempts a
+          WHERE (a.job_uuid = f.uuid)) AS history
+   FROM pgq.failed_jobs f;
+
+
+--
+-- Name: VIEW failed; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception) as history.';
+
+
+--
+-- Name: failed_jobs_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.failed_jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: jobs_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: rate_limit_windows; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.rate_limit_windows (
+    limit_name text NOT NULL,
+    key text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    hits integer NOT NULL
+);
+
+
+--
+-- Name: TABLE rate_limit_windows; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.rate_limit_windows IS 'The current fixed window of each rate limit key: hits counted under the row lock, so the budget is exact under concurrency.';
+
+
+--
+-- Name: limits; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.limits AS
+ SELECT 'rate_limit'::text AS kind,
+    r.name,
+    COALESCE(w.key, r.name) AS key,
+    r.max,
+    r.per,
+        CASE
+            WHEN ((w.window_start + r.per) > now()) THEN w.hits
+            ELSE 0
+        END AS used,
+        CASE
+            WHEN ((w.window_start + r.per) > now()) THEN (w.window_start + r.per)
+            ELSE NULL::timestamp with time zone
+        END AS resets_at,
+        CASE
+            WHEN (((w.window_start + r.per) > now()) AND (w.hits >= r.max)) THEN 'exhausted'::text
+            ELSE 'available'::text
+        END AS state,
+    NULL::text AS last_exception
+   FROM (pgq.rate_limits r
+     LEFT JOIN pgq.rate_limit_windows w ON ((w.limit_name = r.name)))
+UNION ALL
+ SELECT 'circuit'::text AS kind,
+    c.key AS name,
+    c.key,
+    c.max_exceptions AS max,
+    make_interval(secs => (c.decay)::double precision) AS per,
+        CASE
+            WHEN ((c.window_start + make_interval(secs => (c.decay)::double precision)) > now()) THEN c.failures
+            ELSE 0
+        END AS used,
+        CASE
+            WHEN ((c.window_start + make_interval(secs => (c.decay)::double precision)) > now()) THEN (c.window_start + make_interval(secs => (c.decay)::double precision))
+            ELSE NULL::timestamp with time zone
+        END AS resets_at,
+        CASE
+            WHEN (((c.window_start + make_interval(secs => (c.decay)::double precision)) > now()) AND (c.failures >= c.max_exceptions)) THEN 'open'::text
+            ELSE 'closed'::text
+        END AS state,
+    c.last_exception
+   FROM pgq.circuits c;
+
+
+--
+-- Name: VIEW limits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
+
+
+--
+-- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks (
+    key text NOT NULL,
+    lock_id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    pid integer NOT NULL,
+    since timestamp with time zone NOT NULL,
+    expire_after integer
+);
+
+
+--
+-- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks IS 'Who took each without_overlapping advisory lock (S26). The lock itself is a session advisory lock; pgq.locks joins pg_locks to tell whether it is still held.';
+
+
+--
+-- Name: unique_locks; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.unique_locks (
+    key text NOT NULL,
+    owner uuid NOT NULL,
+    job_uuid uuid NOT NULL,
+    expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE unique_locks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.unique_locks IS 'Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.';
+
+
+--
+-- Name: locks; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.locks AS
+ SELECT 'unique'::text AS kind,
+    u.key,
+    u.job_uuid,
+    u.owner AS token,
+    u.created_at AS since,
+    u.expires_at,
+    (EXISTS ( SELECT
+           FROM pgq.jobs j
+          WHERE (j.uuid = u.job_uuid))) AS job_exists,
+    NULL::text AS worker,
+    NULL::integer AS pid
+   FROM pgq.unique_locks u
+UNION ALL
+ SELECT 'debounce'::text AS kind,
+    d.key,
+    d.job_uuid,
+    d.token,
+    d.updated_at AS since,
+    NULL::timestamp with time zone AS expires_at,
+    (EXISTS ( SELECT
+           FROM pgq.jobs j
+          WHERE (j.uuid = d.job_uuid))) AS job_exists,
+    NULL::text AS worker,
+    NULL::integer AS pid
+   FROM pgq.debounce_tokens d
+UNION ALL
+ SELECT 'overlap'::text AS kind,
+    o.key,
+    o.job_uuid,
+    NULL::uuid AS token,
+    o.since,
+    (o.since + make_interval(secs => (o.expire_after)::double precision)) AS expires_at,
+    (EXISTS ( SELECT
+           FROM pgq.jobs j
+          WHERE (j.uuid = o.job_uuid))) AS job_exists,
+    o.worker,
+    o.pid
+   FROM pgq.overlap_locks o
+  WHERE pgq._lock_held(o.pid, o.lock_id);
+
+
+--
+-- Name: VIEW locks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).';
+
+
+--
+-- Name: queue_stats; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.queue_stats AS
+ SELECT q.queue,
+    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
+    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
+    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
+    count(j.id) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+    ( SELECT count(*) AS count
+           FROM pgq.failed_jobs f
+          WHERE (f.queue = q.queue)) AS failed,
+    COALESCE((now() - min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now())))), '00:00:00'::interval) AS oldest_wait
+   FROM (( SELECT queues.name AS queue
+           FROM pgq.queues
+        UNION
+         SELECT DISTINCT jobs.queue
+           FROM pgq.jobs
+        UNION
+         SELECT DISTINCT failed_jobs.queue
+           FROM pgq.failed_jobs) q
+     LEFT JOIN pgq.jobs j ON ((j.queue = q.queue)))
+  GROUP BY q.queue;
+
+
+--
+-- Name: VIEW queue_stats; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.';
+
+
+--
+-- Name: ready; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.ready AS
+ SELECT j.queue,
+    j.priority,
+    j.id,
+    j.uuid,
+    j.job,
+    j.attempts,
+    j.available_at,
+    (now() - j.available_at) AS waiting_for,
+    j.wait_reason,
+    j.payload
+   FROM pgq.jobs j
+  WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()));
+
+
+--
+-- Name: VIEW ready; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
+
+
+--
+-- Name: retrying; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.retrying AS
+ SELECT j.queue,
+    j.id,
+    j.uuid,
+    j.job,
+    j.attempts,
+    j.tries,
+    j.wait_reason,
+    j.available_at,
+    (j.available_at - now()) AS due_in,
+    j.last_exception_attempt,
+    j.last_exception,
+    j.payload
+   FROM pgq.jobs j
+  WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0));
+
+
+--
+-- Name: VIEW retrying; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).';
+
+
+--
+-- Name: running; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.running AS
+ SELECT j.queue,
+    j.id,
+    j.uuid,
+    j.job,
+    j.attempts,
+    j.reserved_by AS worker,
+    j.reserved_at,
+    j.started_at,
+    j.reserved_until AS lease_until,
+    (j.reserved_until < now()) AS lease_expired,
+    j.payload
+   FROM pgq.jobs j
+  WHERE (j.reserved_at IS NOT NULL);
+
+
+--
+-- Name: VIEW running; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until when their lease lasts.';
+
+
+--
+-- Name: scheduled; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.scheduled AS
+ SELECT j.queue,
+    j.id,
+    j.uuid,
+    j.job,
+    j.available_at,
+    (j.available_at - now()) AS due_in,
+    j.created_at,
+    j.payload
+   FROM pgq.jobs j
+  WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0));
+
+
+--
+-- Name: VIEW scheduled; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attempted yet).';
+
+
+--
+-- Name: attempts attempts_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.attempts
+    ADD CONSTRAINT attempts_pkey PRIMARY KEY (job_uuid, id);
+
+
+--
+-- Name: circuits circuits_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.circuits
+    ADD CONSTRAINT circuits_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: debounce_tokens debounce_tokens_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.debounce_tokens
+    ADD CONSTRAINT debounce_tokens_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: failed_jobs failed_jobs_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.failed_jobs
+    ADD CONSTRAINT failed_jobs_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: failed_jobs failed_jobs_uuid_key; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.failed_jobs
+    ADD CONSTRAINT failed_jobs_uuid_key UNIQUE (uuid);
+
+
+--
+-- Name: job_classes job_classes_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_classes
+    ADD CONSTRAINT job_classes_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
+
+
+--
+-- Name: overlap_locks overlap_locks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks
+    ADD CONSTRAINT overlap_locks_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: queues queues_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.queues
+    ADD CONSTRAINT queues_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: rate_limit_windows rate_limit_windows_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.rate_limit_windows
+    ADD CONSTRAINT rate_limit_windows_pkey PRIMARY KEY (limit_name, key);
+
+
+--
+-- Name: rate_limits rate_limits_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.rate_limits
+    ADD CONSTRAINT rate_limits_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: unique_locks unique_locks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.unique_locks
+    ADD CONSTRAINT unique_locks_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: failed_jobs_failed_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at);
+
+
+--
+-- Name: jobs_lease_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_lease_idx ON pgq.jobs USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+
+
+--
+-- Name: jobs_reserve_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_reserve_idx ON pgq.jobs USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: rate_limit_windows rate_limit_windows_limit_name_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.rate_limit_windows
+    ADD CONSTRAINT rate_limit_windows_limit_name_fkey FOREIGN KEY (limit_name) REFERENCES pgq.rate_limits(name) ON DELETE CASCADE;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+
