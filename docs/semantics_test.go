@@ -1,0 +1,48 @@
+// Package docs holds pgq's documentation; its test keeps docs/SEMANTICS.md and the
+// tests in step.
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Every rule of SEMANTICS.md (a bold id such as **S14**) is named by at least one test
+// in the repository, so that `go test -run S14 ./...` and `grep -rn S14` find its tests.
+func TestEveryRuleIsNamedByATest(t *testing.T) {
+	doc, err := os.ReadFile("SEMANTICS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := regexp.MustCompile(`\*\*(S\d+)\b`).FindAllStringSubmatch(string(doc), -1)
+	if len(rules) == 0 {
+		t.Fatal("no rule ids found in SEMANTICS.md")
+	}
+	var tests strings.Builder
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") && filepath.Base(path) != "semantics_test.go" {
+			b, err := os.ReadFile(path)
+			tests.Write(b)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if !regexp.MustCompile(`\b` + r[1] + `\b`).MatchString(tests.String()) {
+			t.Errorf("rule %s of SEMANTICS.md is named by no test", r[1])
+		}
+	}
+}
