@@ -375,7 +375,7 @@ func cmdFailed(ctx context.Context, args []string, stdout io.Writer) error {
 		return tw.Flush()
 	case "retry":
 		if len(pos) == 1 && pos[0] == "all" {
-			n, err := client.RetryAllFailed(ctx, *queue)
+			n, err := client.RetryAllFailed(ctx, pgq.FailedFilter{Queue: *queue})
 			if err != nil {
 				return err
 			}
@@ -402,7 +402,7 @@ func cmdFailed(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s forgotten\n", id)
 		return nil
 	case "flush":
-		n, err := client.FlushFailed(ctx, time.Duration(*hours*float64(time.Hour)))
+		n, err := client.FlushFailed(ctx, pgq.FailedFilter{OlderThan: time.Duration(*hours * float64(time.Hour))})
 		if err != nil {
 			return err
 		}
