@@ -104,17 +104,54 @@ func (c *Client) RetryFailed(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
-// RetryAllFailed puts every failed job (of queue, "" for all) back and returns how many.
-func (c *Client) RetryAllFailed(ctx context.Context, queue string) (int, error) {
-	var q *string
-	if queue != "" {
-		q = &queue
+// FailedFilter selects failed jobs by queue, job name and age; each field left at its
+// zero value matches any job, so the zero FailedFilter matches every failed job.
+type FailedFilter struct {
+	Queue     string        // only failed jobs of this queue
+	Job       string        // only failed jobs of this name
+	OlderThan time.Duration // only jobs that failed more than this long ago; must be >= 0
+}
+
+func (f FailedFilter) params() (queue, job *string, olderThan *time.Duration, err error) {
+	if f.OlderThan < 0 {
+		return nil, nil, nil, fmt.Errorf("%w: OlderThan must be >= 0, got %s", ErrInvalidArgument, f.OlderThan)
 	}
-	ids, err := c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Queue: q})
+	if f.Queue != "" {
+		queue = &f.Queue
+	}
+	if f.Job != "" {
+		job = &f.Job
+	}
+	if f.OlderThan > 0 {
+		olderThan = &f.OlderThan
+	}
+	return queue, job, olderThan, nil
+}
+
+// RetryAllFailed puts every failed job matching f back on its queue with attempts reset
+// (S20), oldest failure first, and returns how many. It is one statement, safe to run
+// beside other retries and flushes: a job is requeued once, or not at all if another
+// call deleted or requeued it first. Errors wrap ErrInvalidArgument for a negative
+// OlderThan.
+func (c *Client) RetryAllFailed(ctx context.Context, f FailedFilter) (int, error) {
+	queue, job, olderThan, err := f.params()
+	if err != nil {
+		return 0, fmt.Errorf("retry all failed: %w", err)
+	}
+	var n int
+	if job == nil && olderThan == nil {
+		var ids []*uuid.UUID
+		ids, err = c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Queue: queue})
+		n = len(ids)
+	} else { // pgq.retry_failed filters by queue only
+		var ids []uuid.UUID
+		ids, err = c.q.FailedJobRetryMatching(ctx, dbsqlc.FailedJobRetryMatchingParams{Queue: queue, Job: job, OlderThan: olderThan})
+		n = len(ids)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("retry all failed: %w", MapError(err))
 	}
-	return len(ids), nil
+	return n, nil
 }
 
 // ForgetFailed deletes one failed job. ErrNotFound when there was none.
@@ -129,14 +166,21 @@ func (c *Client) ForgetFailed(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
-// FlushFailed deletes every failed job, or those failed more than olderThan ago when
-// olderThan > 0, and returns how many.
-func (c *Client) FlushFailed(ctx context.Context, olderThan time.Duration) (int64, error) {
-	var d *time.Duration
-	if olderThan > 0 {
-		d = &olderThan
+// FlushFailed deletes the failed jobs matching f and returns how many. The zero
+// FailedFilter deletes every failed job of every queue. It is one statement, safe to run
+// beside other retries and flushes: a job is counted only by the call that deleted it.
+// Errors wrap ErrInvalidArgument for a negative OlderThan.
+func (c *Client) FlushFailed(ctx context.Context, f FailedFilter) (int64, error) {
+	queue, job, olderThan, err := f.params()
+	if err != nil {
+		return 0, fmt.Errorf("flush failed: %w", err)
 	}
-	n, err := c.q.FailedJobFlush(ctx, d)
+	var n int64
+	if queue == nil && job == nil {
+		n, err = c.q.FailedJobFlush(ctx, olderThan)
+	} else { // pgq.flush_failed filters by age only
+		n, err = c.q.FailedJobFlushMatching(ctx, dbsqlc.FailedJobFlushMatchingParams{Queue: queue, Job: job, OlderThan: olderThan})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("flush failed: %w", MapError(err))
 	}

@@ -78,3 +78,17 @@ func applyFunctions(ctx context.Context, conn *pgx.Conn) error {
 		return nil
 	})
 }
+
+// CheckSchema returns ErrNotMigrated when the database has no pgq schema, so a program
+// can say "run Migrate" once instead of failing every query. It does not compare
+// migration versions: Migrate brings an older schema up to date.
+func (c *Client) CheckSchema(ctx context.Context) error {
+	ok, err := c.q.SchemaExists(ctx)
+	if err != nil {
+		return fmt.Errorf("check schema: %w", MapError(err))
+	}
+	if !ok {
+		return ErrNotMigrated
+	}
+	return nil
+}

@@ -716,7 +716,7 @@ SELECT pgq.define_job('boom', handler => 'app.boom');
 	_, _, code = cli(t, db, "failed", "forget", ids[1])
 	require.NotEqual(t, 0, code, "forgetting twice fails")
 
-	// flush --hours keeps recent failures; flush deletes them all.
+	// flush --hours keeps recent failures; flush --all deletes them all.
 	out, errOut, code = cli(t, db, "failed", "flush", "--hours", "1")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "0 failed jobs deleted")
@@ -726,7 +726,7 @@ SELECT pgq.define_job('boom', handler => 'app.boom');
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "1 failed jobs deleted")
 	require.Equal(t, []string{ids[0]}, scalar[[]string](t, db, `SELECT array_agg(uuid::text) FROM pgq.failed_jobs`))
-	out, errOut, code = cli(t, db, "failed", "flush")
+	out, errOut, code = cli(t, db, "failed", "flush", "--all")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "1 failed jobs deleted")
 	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.failed_jobs`))

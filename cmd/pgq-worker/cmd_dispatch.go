@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgq-dev/pgq/pgq"
+)
+
+func newDispatchCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dispatch JOB [PAYLOAD]",
+		Short: "queue a job, print its uuid",
+		Long: `Queue a job named JOB with the JSON payload PAYLOAD (default {}) and print its uuid:
+the nil uuid (all zeros) when a unique lock dropped it as a duplicate. A flag given
+overrides the job class's setting; a flag not given leaves it to the class, then to the
+worker.`,
+		Example: `  pgq-worker dispatch send_invoice '{"invoice": 7}' --queue mail --tries 4 --backoff 10,60,300`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("dispatch takes JOB and an optional PAYLOAD, got %d arguments", len(args))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	db := newDatabase(a, f)
+	queue := f.String("queue", "", "queue (default: the job class's, else default)")
+	delay := f.Int("delay", 0, "`SECONDS` before the job may run, >= 0")
+	tries := f.Int("tries", 0, "attempts, >= 0 (0 = unlimited; default: the class's, else the worker's)")
+	backoff := f.String("backoff", "", "`SECONDS` to wait after each exception, e.g. 10,60,300 (default: the class's, else the worker's)")
+	timeout := f.Int("timeout", 0, "`SECONDS` the handler may run, >= 0 (0 = no limit; default: the class's, else the worker's)")
+	priority := f.Int("priority", 0, "higher runs first within the queue; any whole number")
+
+	cmd.RunE = a.runE(func(cmd *cobra.Command, args []string) error {
+		given := cmd.Flags().Changed
+		payload := json.RawMessage("{}")
+		if len(args) == 2 {
+			if !json.Valid([]byte(args[1])) {
+				return usagef("invalid payload %q: not JSON", args[1])
+			}
+			payload = json.RawMessage(args[1])
+		}
+		if err := firstErr(
+			checkCount("delay", *delay, 0),
+			checkCount("tries", *tries, 0),
+			checkCount("timeout", *timeout, 0),
+			checkInt("priority", *priority, math.MinInt32, math.MaxInt32),
+		); err != nil {
+			return err
+		}
+		opts := []pgq.Option{pgq.Priority(*priority)}
+		if given("queue") {
+			opts = append(opts, pgq.Queue(*queue))
+		}
+		if given("delay") {
+			opts = append(opts, pgq.Delay(time.Duration(*delay)*time.Second))
+		}
+		if given("tries") {
+			opts = append(opts, pgq.Tries(*tries))
+		}
+		if given("timeout") {
+			opts = append(opts, pgq.Timeout(time.Duration(*timeout)*time.Second))
+		}
+		if given("backoff") {
+			b, err := parseBackoff("backoff", *backoff)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, pgq.Backoff(b...))
+		}
+		client, err := db.client(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer client.Pool().Close()
+		id, err := client.Dispatch(cmd.Context(), args[0], payload, opts...)
+		if errors.Is(err, pgq.ErrInvalidArgument) {
+			return &usageError{msg: err.Error()} // PostgreSQL named the bad value; nothing was written
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, id)
+		return nil
+	})
+	return cmd
+}
