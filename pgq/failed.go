@@ -138,20 +138,11 @@ func (c *Client) RetryAllFailed(ctx context.Context, f FailedFilter) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("retry all failed: %w", err)
 	}
-	var n int
-	if job == nil && olderThan == nil {
-		var ids []*uuid.UUID
-		ids, err = c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Queue: queue})
-		n = len(ids)
-	} else { // pgq.retry_failed filters by queue only
-		var ids []uuid.UUID
-		ids, err = c.q.FailedJobRetryMatching(ctx, dbsqlc.FailedJobRetryMatchingParams{Queue: queue, Job: job, OlderThan: olderThan})
-		n = len(ids)
-	}
+	ids, err := c.q.FailedJobRetry(ctx, dbsqlc.FailedJobRetryParams{Queue: queue, Job: job, OlderThan: olderThan})
 	if err != nil {
 		return 0, fmt.Errorf("retry all failed: %w", MapError(err))
 	}
-	return n, nil
+	return len(ids), nil
 }
 
 // ForgetFailed deletes one failed job. ErrNotFound when there was none.
@@ -175,12 +166,7 @@ func (c *Client) FlushFailed(ctx context.Context, f FailedFilter) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("flush failed: %w", err)
 	}
-	var n int64
-	if queue == nil && job == nil {
-		n, err = c.q.FailedJobFlush(ctx, olderThan)
-	} else { // pgq.flush_failed filters by age only
-		n, err = c.q.FailedJobFlushMatching(ctx, dbsqlc.FailedJobFlushMatchingParams{Queue: queue, Job: job, OlderThan: olderThan})
-	}
+	n, err := c.q.FailedJobFlush(ctx, dbsqlc.FailedJobFlushParams{OlderThan: olderThan, Queue: queue, Job: job})
 	if err != nil {
 		return 0, fmt.Errorf("flush failed: %w", MapError(err))
 	}

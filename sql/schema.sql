@@ -1853,15 +1853,17 @@ COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[]
 
 
 --
--- Name: flush_failed(interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: flush_failed(interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL::interval) RETURNS bigint
+CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL::interval, queue text DEFAULT NULL::text, job text DEFAULT NULL::text) RETURNS bigint
     LANGUAGE sql
     AS $$
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
-        WHERE flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than
+        WHERE (flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than)
+          AND (flush_failed.queue IS NULL OR f.queue = flush_failed.queue)
+          AND (flush_failed.job IS NULL OR f.job = flush_failed.job)
         RETURNING 1
     )
     SELECT count(*) FROM gone;
@@ -1869,10 +1871,10 @@ $$;
 
 
 --
--- Name: FUNCTION flush_failed(older_than interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION flush_failed(older_than interval, queue text, job text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.flush_failed(older_than interval) IS 'Deletes all failed jobs, or those older than older_than (S20); returns the count.';
+COMMENT ON FUNCTION pgq.flush_failed(older_than interval, queue text, job text) IS 'Deletes the failed jobs matching older_than, queue and job (none given: all, S20); returns the count.';
 
 
 --
@@ -2267,10 +2269,10 @@ COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default
 
 
 --
--- Name: retry_failed(uuid, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: retry_failed(uuid, text, text, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text) RETURNS SETOF uuid
+CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text, job text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval) RETURNS SETOF uuid
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -2281,6 +2283,8 @@ BEGIN
         DELETE FROM pgq.failed_jobs f
         WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
           AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+          AND (retry_failed.job IS NULL OR f.job = retry_failed.job)
+          AND (retry_failed.older_than IS NULL OR f.failed_at < now() - retry_failed.older_than)
         RETURNING f.*
     ), back AS (
         -- The unique token comes back but not the lock (released when the job failed):
@@ -2309,10 +2313,10 @@ $$;
 
 
 --
--- Name: FUNCTION retry_failed(uuid uuid, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION retry_failed(uuid uuid, queue text, job text, older_than interval); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text) IS 'Requeues a failed job (or all, uuid NULL; optionally of one queue) with attempts reset; history kept (S20).';
+COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than interval) IS 'Requeues a failed job (or, uuid NULL, all matching queue, job and older_than) with attempts reset; history kept (S20).';
 
 
 --

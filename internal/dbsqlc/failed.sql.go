@@ -65,43 +65,18 @@ func (q *Queries) AttemptPrune(ctx context.Context, olderThan time.Duration) (in
 }
 
 const failedJobFlush = `-- name: FailedJobFlush :one
-SELECT pgq.flush_failed(older_than => $1::interval)::bigint AS flushed
+SELECT pgq.flush_failed(older_than => $1::interval, queue => $2::text,
+                        job => $3::text)::bigint AS flushed
 `
 
-func (q *Queries) FailedJobFlush(ctx context.Context, olderThan *time.Duration) (int64, error) {
-	row := q.db.QueryRow(ctx, failedJobFlush, olderThan)
-	var flushed int64
-	err := row.Scan(&flushed)
-	return flushed, err
-}
-
-const failedJobFlushMatching = `-- name: FailedJobFlushMatching :one
-WITH matching AS MATERIALIZED (
-    SELECT f.uuid
-    FROM pgq.failed_jobs f
-    WHERE ($1::text IS NULL OR f.queue = $1::text)
-      AND ($2::text IS NULL OR f.job = $2::text)
-      AND ($3::interval IS NULL OR f.failed_at < now() - $3::interval)
-    ORDER BY f.id
-    FOR UPDATE
-)
-SELECT count(*) FILTER (WHERE pgq.forget_failed(uuid => m.uuid))::bigint AS flushed
-FROM matching m
-`
-
-type FailedJobFlushMatchingParams struct {
+type FailedJobFlushParams struct {
+	OlderThan *time.Duration
 	Queue     *string
 	Job       *string
-	OlderThan *time.Duration
 }
 
-// Deletes the failed jobs of queue, of job and failed more than older_than ago (a NULL
-// filter matches any) through pgq.forget_failed, which pgq.flush_failed cannot filter
-// so. One statement: the matching rows are locked first, in id order, so a job forgotten
-// or retried concurrently is skipped and not counted, and a job failing meanwhile is not
-// touched.
-func (q *Queries) FailedJobFlushMatching(ctx context.Context, arg FailedJobFlushMatchingParams) (int64, error) {
-	row := q.db.QueryRow(ctx, failedJobFlushMatching, arg.Queue, arg.Job, arg.OlderThan)
+func (q *Queries) FailedJobFlush(ctx context.Context, arg FailedJobFlushParams) (int64, error) {
+	row := q.db.QueryRow(ctx, failedJobFlush, arg.OlderThan, arg.Queue, arg.Job)
 	var flushed int64
 	err := row.Scan(&flushed)
 	return flushed, err
@@ -213,16 +188,24 @@ func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([
 }
 
 const failedJobRetry = `-- name: FailedJobRetry :many
-SELECT retry_failed FROM pgq.retry_failed(uuid => $1::uuid, queue => $2::text)
+SELECT retry_failed FROM pgq.retry_failed(uuid => $1::uuid, queue => $2::text,
+                               job => $3::text, older_than => $4::interval)
 `
 
 type FailedJobRetryParams struct {
-	Uuid  *uuid.UUID
-	Queue *string
+	Uuid      *uuid.UUID
+	Queue     *string
+	Job       *string
+	OlderThan *time.Duration
 }
 
 func (q *Queries) FailedJobRetry(ctx context.Context, arg FailedJobRetryParams) ([]*uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, failedJobRetry, arg.Uuid, arg.Queue)
+	rows, err := q.db.Query(ctx, failedJobRetry,
+		arg.Uuid,
+		arg.Queue,
+		arg.Job,
+		arg.OlderThan,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -234,50 +217,6 @@ func (q *Queries) FailedJobRetry(ctx context.Context, arg FailedJobRetryParams) 
 			return nil, err
 		}
 		items = append(items, retry_failed)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const failedJobRetryMatching = `-- name: FailedJobRetryMatching :many
-WITH matching AS MATERIALIZED (
-    SELECT f.uuid
-    FROM pgq.failed_jobs f
-    WHERE ($1::text IS NULL OR f.queue = $1::text)
-      AND ($2::text IS NULL OR f.job = $2::text)
-      AND ($3::interval IS NULL OR f.failed_at < now() - $3::interval)
-    ORDER BY f.id
-    FOR UPDATE
-)
-SELECT r.retried::uuid AS retried
-FROM matching m
-CROSS JOIN LATERAL pgq.retry_failed(uuid => m.uuid) AS r(retried)
-`
-
-type FailedJobRetryMatchingParams struct {
-	Queue     *string
-	Job       *string
-	OlderThan *time.Duration
-}
-
-// Puts back the failed jobs FailedJobFlushMatching would delete, oldest failure first,
-// through pgq.retry_failed one uuid at a time, in one statement as above. Returns the
-// uuids requeued.
-func (q *Queries) FailedJobRetryMatching(ctx context.Context, arg FailedJobRetryMatchingParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, failedJobRetryMatching, arg.Queue, arg.Job, arg.OlderThan)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []uuid.UUID
-	for rows.Next() {
-		var retried uuid.UUID
-		if err := rows.Scan(&retried); err != nil {
-			return nil, err
-		}
-		items = append(items, retried)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -23,9 +23,13 @@ COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20
 -- pgq.retry_failed: puts failed jobs back on their queue with attempts reset and their
 -- settings as dispatched; the attempt history is kept (S20). A deadline is moved by the
 -- time the job spent since dispatch, so the job gets its whole retry window again.
--- uuid NULL retries every failed job (of queue, when given). Returns the uuids requeued.
+-- uuid NULL retries every failed job matching the filters given (queue, job, failed more
+-- than older_than ago), oldest failure first. Returns the uuids requeued. A job that a
+-- concurrent retry or flush takes first is skipped, so each is requeued once.
 -- State change: failed -> waiting.
-CREATE OR REPLACE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL) RETURNS SETOF uuid
+CREATE OR REPLACE FUNCTION pgq.retry_failed(
+    uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
+) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_uuids  uuid[];
@@ -35,6 +39,8 @@ BEGIN
         DELETE FROM pgq.failed_jobs f
         WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
           AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+          AND (retry_failed.job IS NULL OR f.job = retry_failed.job)
+          AND (retry_failed.older_than IS NULL OR f.failed_at < now() - retry_failed.older_than)
         RETURNING f.*
     ), back AS (
         -- The unique token comes back but not the lock (released when the job failed):
@@ -61,8 +67,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.retry_failed(uuid, text) IS
-    'Requeues a failed job (or all, uuid NULL; optionally of one queue) with attempts reset; history kept (S20).';
+COMMENT ON FUNCTION pgq.retry_failed(uuid, text, text, interval) IS
+    'Requeues a failed job (or, uuid NULL, all matching queue, job and older_than) with attempts reset; history kept (S20).';
 
 -- pgq.forget_failed: deletes one failed job. Returns false when there was none.
 CREATE OR REPLACE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
@@ -73,19 +79,23 @@ $$;
 
 COMMENT ON FUNCTION pgq.forget_failed(uuid) IS 'Deletes one failed job (S20); false when there was none.';
 
--- pgq.flush_failed: deletes every failed job, or those failed more than older_than ago.
--- Returns how many were deleted.
-CREATE OR REPLACE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL) RETURNS bigint
+-- pgq.flush_failed: deletes the failed jobs matching every filter given (failed more than
+-- older_than ago, of queue, of job; no filter: all). Returns how many were deleted; a job
+-- that a concurrent flush or retry takes first is not counted here.
+CREATE OR REPLACE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL, queue text DEFAULT NULL, job text DEFAULT NULL)
+RETURNS bigint
 LANGUAGE sql VOLATILE AS $$
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
-        WHERE flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than
+        WHERE (flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than)
+          AND (flush_failed.queue IS NULL OR f.queue = flush_failed.queue)
+          AND (flush_failed.job IS NULL OR f.job = flush_failed.job)
         RETURNING 1
     )
     SELECT count(*) FROM gone;
 $$;
 
-COMMENT ON FUNCTION pgq.flush_failed(interval) IS 'Deletes all failed jobs, or those older than older_than (S20); returns the count.';
+COMMENT ON FUNCTION pgq.flush_failed(interval, text, text) IS 'Deletes the failed jobs matching older_than, queue and job (none given: all, S20); returns the count.';
 
 -- pgq.prune: deletes attempt history of jobs that are finished (no longer live or failed)
 -- and finished more than older_than ago. Returns how many attempt rows were deleted.
