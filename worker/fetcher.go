@@ -2,10 +2,13 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/pgq"
 )
 
 // fetcher reserves jobs on the session and starts the runnable ones: as many as there
@@ -54,7 +57,8 @@ func newFetcher(cfg *config, log *slog.Logger, s *session, e *executor, r *repor
 }
 
 // run reserves and starts jobs until ctx is done, or until WithMaxJobs or
-// WithStopWhenEmpty says stop.
+// WithStopWhenEmpty says stop (it returns nil then). It returns an error that satisfies
+// errors.Is(err, pgq.ErrNotMigrated) when the database has no pgq schema.
 func (f *fetcher) run(ctx context.Context) error {
 	f.poll.Reset(f.cfg.sleep)
 	defer f.poll.Stop()
@@ -62,6 +66,9 @@ func (f *fetcher) run(ctx context.Context) error {
 	defer f.napTimer.Stop()
 	for {
 		if err := f.fetchIfDue(ctx); err != nil {
+			if errors.Is(err, pgq.ErrNotMigrated) {
+				return err
+			}
 			return nil // ctx ended while the session reconnected
 		}
 		stop, again := f.limitReached()
@@ -101,7 +108,8 @@ func (f *fetcher) fetchIfDue(ctx context.Context) error {
 
 // runOnce reserves up to free jobs, starts the runnable ones, and sets when the next
 // reserve or nap is due. A failed reserve is logged and the session reconnected if it
-// was lost; runOnce returns an error only when ctx ended while reconnecting.
+// was lost; runOnce returns an error only when the worker must stop: the database has
+// no pgq schema (errors.Is(err, pgq.ErrNotMigrated)), or ctx ended while reconnecting.
 func (f *fetcher) runOnce(ctx context.Context, free int) error {
 	// A stop request must not interrupt a reserve: pgx closes a connection whose query
 	// is cancelled, and the jobs it just reserved would be left behind.
@@ -109,6 +117,10 @@ func (f *fetcher) runOnce(ctx context.Context, free int) error {
 	rows, err := f.session.reserve(rctx, free)
 	cancel()
 	if err != nil {
+		if mapped := pgq.MapError(err); errors.Is(mapped, pgq.ErrNotMigrated) {
+			f.log.Error("worker stopping: the database has no pgq schema", "err", err)
+			return fmt.Errorf("pgq/worker: reserve: %w (%w)", pgq.ErrNotMigrated, mapped)
+		}
 		f.log.Error("reserve failed; retrying", "err", err)
 		if err := f.session.reconnect(ctx); err != nil {
 			return err

@@ -135,8 +135,10 @@ func (w *Worker) wire() {
 
 // Run serves the queues until ctx is done (graceful stop, S32), or until --max-jobs,
 // --max-time or --stop-when-empty says stop. It returns nil after a clean stop, in which
-// no job is left reserved by this worker, and ErrHandlerStuck or a connection error
-// otherwise.
+// no job is left reserved by this worker. Otherwise it returns ErrHandlerStuck, a
+// connection error, or, when the database has no pgq schema, an error for which
+// errors.Is(err, pgq.ErrNotMigrated) holds: the first reserve finds that out, so Run
+// returns it at once, before any job has run.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.session.open(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -186,9 +188,9 @@ func (w *Worker) startServices(ctx context.Context) (stop func()) {
 }
 
 // serve runs the fetcher until ctx is done, WithMaxTime, WithMaxJobs or
-// WithStopWhenEmpty says stop, or a handler is stuck. It returns nil for a requested
-// stop and the reason otherwise; the fetcher has returned by then, so shutdown has the
-// freed signals to itself.
+// WithStopWhenEmpty says stop, a handler is stuck, or the database turns out to have no
+// pgq schema. It returns nil for a requested stop and the reason otherwise; the fetcher
+// has returned by then, so shutdown has the freed signals to itself.
 func (w *Worker) serve(ctx context.Context) error {
 	var maxTimeUp <-chan time.Time
 	if w.cfg.maxTime > 0 {
