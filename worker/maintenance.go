@@ -2,51 +2,66 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 )
 
+// maintenance keeps the database in shape for the queue: the configuration check at
+// start, the retention prune every WithRetention interval and the vacuum of pgq.jobs
+// under load. Each loop runs on its own goroutine and keeps no state between rounds.
+type maintenance struct {
+	// Set by New; read-only.
+	q   *dbsqlc.Queries
+	cfg *config
+	log *slog.Logger
+}
+
 // checkConfig runs the ordering linter (pgq.check, S16) with this worker's defaults and
 // logs each problem as a warning.
-func (w *Worker) checkConfig(ctx context.Context) {
-	findings, err := w.q.CheckList(ctx, dbsqlc.CheckListParams{
-		WorkerTimeout: int32(w.cfg.timeout / time.Second), WorkerTries: int32(w.cfg.tries),
+func (m *maintenance) checkConfig(ctx context.Context) {
+	findings, err := m.q.CheckList(ctx, dbsqlc.CheckListParams{
+		WorkerTimeout: int32(m.cfg.timeout / time.Second), WorkerTries: int32(m.cfg.tries),
 	})
 	if err != nil {
-		w.log.Warn("configuration check failed", "err", err)
+		m.log.Warn("configuration check failed", "err", err)
 		return
 	}
 	for _, f := range findings {
-		w.log.Warn("configuration problem: "+f.Detail, "object", f.Object, "rule", f.Rule, "fix", f.Fix)
+		m.log.Warn("configuration problem: "+f.Detail, "object", f.Object, "rule", f.Rule, "fix", f.Fix)
 	}
 }
 
-// retain prunes history and failed jobs by age every hour (pgq.prune_all). Every worker
-// calls it; PostgreSQL lets one at a time do the work.
-func (w *Worker) retain(ctx context.Context) {
-	if w.cfg.historyRetention <= 0 {
+// retain prunes history and failed jobs by age at once and then every pruneEvery (an
+// hour). Every worker calls it; PostgreSQL lets one at a time do the work.
+func (m *maintenance) retain(ctx context.Context) {
+	if m.cfg.historyRetention <= 0 {
 		return
 	}
-	var failed *time.Duration
-	if w.cfg.failedRetention > 0 {
-		failed = &w.cfg.failedRetention
-	}
 	for {
-		n, err := w.q.RetentionPrune(ctx, dbsqlc.RetentionPruneParams{HistoryOlderThan: w.cfg.historyRetention, FailedOlderThan: failed})
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			w.log.Warn("retention prune failed", "err", err)
-		case n > 0:
-			w.log.Info("retention pruned old rows", "rows", n)
-		}
+		m.retainOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(w.cfg.pruneEvery):
+		case <-time.After(m.cfg.pruneEvery):
 		}
+	}
+}
+
+// retainOnce is one prune (pgq.prune_all).
+func (m *maintenance) retainOnce(ctx context.Context) {
+	var failed *time.Duration
+	if m.cfg.failedRetention > 0 {
+		failed = &m.cfg.failedRetention
+	}
+	n, err := m.q.RetentionPrune(ctx, dbsqlc.RetentionPruneParams{HistoryOlderThan: m.cfg.historyRetention, FailedOlderThan: failed})
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		m.log.Warn("retention prune failed", "err", err)
+	case n > 0:
+		m.log.Info("retention pruned old rows", "rows", n)
 	}
 }
 
@@ -58,20 +73,23 @@ func (w *Worker) retain(ctx context.Context) {
 // of jobs a second that is too late. Each second, the worker vacuums the table once the
 // statistics count vacuumAfter dead rows, if its role owns the table; a vacuum already
 // running (another worker's or autovacuum's) makes it skip.
-func (w *Worker) vacuum(ctx context.Context) {
-	if w.cfg.vacuumAfter <= 0 {
+func (m *maintenance) vacuum(ctx context.Context) {
+	if m.cfg.vacuumAfter <= 0 {
 		return
 	}
-	everySecond(ctx, func() {
-		due, err := w.q.JobsVacuumDue(ctx, int64(w.cfg.vacuumAfter))
-		if err != nil || due == nil || !*due {
-			return
-		}
-		start := time.Now()
-		if err := w.q.JobsVacuum(ctx); err != nil && ctx.Err() == nil {
-			w.log.Warn("vacuum of pgq.jobs failed", "err", err)
-			return
-		}
-		w.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
-	})
+	everySecond(ctx, func() { m.vacuumOnce(ctx) })
+}
+
+// vacuumOnce vacuums pgq.jobs if it is due.
+func (m *maintenance) vacuumOnce(ctx context.Context) {
+	due, err := m.q.JobsVacuumDue(ctx, int64(m.cfg.vacuumAfter))
+	if err != nil || due == nil || !*due {
+		return
+	}
+	start := time.Now()
+	if err := m.q.JobsVacuum(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("vacuum of pgq.jobs failed", "err", err)
+		return
+	}
+	m.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
 }

@@ -695,13 +695,13 @@ func TestHandlerGoroutinesEndWithRun(t *testing.T) {
 		"handler goroutines exit when Run returns")
 }
 
-// handlerGoroutines counts the goroutines running or waiting in Worker.handle.
+// handlerGoroutines counts the goroutines running or waiting in the executor's handle.
 func handlerGoroutines() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "worker.(*Worker).handle(")
+			return strings.Count(string(buf[:n]), "worker.(*executor).handle(")
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -1,0 +1,230 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/pgq"
+)
+
+// executor runs handlers. Each started attempt goes to a handler goroutine waiting for
+// its next job, or to a new one, and runs under its deadline; its outcome goes to the
+// reporter. When the worker cancels a handler (timeout, lost lease or overlap lock,
+// shutdown) a watchdog gives it the timeout grace to return.
+type executor struct {
+	// Set by New (handlers by Handle, before Run); read-only once Run has started.
+	pool     *pgxpool.Pool
+	q        *dbsqlc.Queries
+	cfg      *config
+	handlers map[string]handler
+	active   *activeSet
+	reporter *reporter
+
+	// busy: handlers running now, the slots of WithConcurrency. Added to by start on the
+	// fetcher's goroutine; taken from by handler goroutines when their handler returns.
+	busy atomic.Int64
+	// sqlSlots: SQL handlers each hold a pool connection, so at most MaxConns - 3 run at
+	// once. Taken and given back by handler goroutines.
+	sqlSlots chan struct{}
+	handoff  chan *active   // start (on the fetcher's goroutine) hands an attempt to a waiting handler goroutine
+	stopped  chan struct{}  // closed when Run returns: waiting handler goroutines exit
+	freed    chan struct{}  // signalled by handler goroutines when their handler returns
+	stuck    chan uuid.UUID // sent by the watchdogs; received by Run and shutdown
+}
+
+// start runs one reserved job's handler in a handler goroutine, under d's timeout. It
+// runs on the fetcher's goroutine.
+func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow) {
+	d.refs.Add(1)
+	a := &active{row: row, token: row.LeaseToken, deadline: d, started: time.Now(),
+		lease: row.ReservedUntil.Sub(row.ReservedAt)}
+	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
+	a.ctx.at = d.at
+	a.heartbeatAt = a.started.Add(a.lease / 3)
+	if d.timer != nil {
+		d.mu.Lock()
+		d.jobs = append(d.jobs, a)
+		d.mu.Unlock()
+	}
+	e.active.add(a)
+	e.busy.Add(1)
+	select {
+	case e.handoff <- a:
+	default:
+		go e.handle(a)
+	}
+}
+
+// handle runs a's handler, then each job handed to it while it waits, until Run
+// returns. The goroutines are reused because a fresh one grows its stack again for each
+// job (decoding the arguments alone outgrows the first few KiB): copying stacks was a
+// tenth of the worker's CPU in the steady-state benchmark. At most about concurrency of
+// them wait.
+func (e *executor) handle(a *active) {
+	for {
+		e.runJob(&a.ctx, a)
+		select {
+		case a = <-e.handoff:
+		case <-e.stopped:
+			return
+		}
+	}
+}
+
+// runJob runs the handler (its context carries the timeout) and reports the outcome.
+func (e *executor) runJob(ctx context.Context, a *active) {
+	err := e.invoke(ctx, a.row, a.token)
+	if !a.state.CompareAndSwap(running, returned) {
+		return // abandoned: the worker is stopping with ErrHandlerStuck
+	}
+	e.busy.Add(-1) // the slot is free; the report is the reporter's business
+	signal(e.freed)
+	e.reporter.report(ctx, a, err)
+}
+
+func (e *executor) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
+	if row.Timeout != nil {
+		return time.Duration(*row.Timeout) * time.Second
+	}
+	return e.cfg.timeout
+}
+
+// invoke runs the job's SQL handler (in one transaction with its completion) or its
+// registered Go handler. A panic becomes the attempt's exception (S33).
+func (e *executor) invoke(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r}
+		}
+	}()
+	if row.Handler != nil {
+		return e.runSQL(ctx, row, token)
+	}
+	h, ok := e.handlers[row.Job]
+	if !ok {
+		return fmt.Errorf("no handler for job %q: register a Go handler or give its class a SQL handler (pgq.define_job(handler => ...))", row.Job)
+	}
+	return h.run(ctx, row)
+}
+
+// errCompletedInTx marks a SQL job whose handler and completion committed together.
+var errCompletedInTx = errors.New("completed in handler transaction")
+
+// runSQL runs a SQL handler and completes its job in the same transaction, under a
+// statement_timeout of the job's timeout.
+func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) error {
+	select {
+	case e.sqlSlots <- struct{}{}:
+		defer func() { <-e.sqlSlots }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		q := e.q.WithTx(tx)
+		if err := q.SessionSetHandlerLimits(ctx, fmt.Sprint(e.timeoutOf(row).Milliseconds())); err != nil {
+			return err
+		}
+		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: token})
+	})
+	if err != nil {
+		return pgq.MapError(err)
+	}
+	return errCompletedInTx
+}
+
+// cancel cancels a running handler's context with cause and starts its watchdog. A
+// handler still running a grace period later ignores its cancellation, and its job must
+// not be retried while it may still run, so it is left reserved, no longer heartbeated,
+// and the worker stops. The watchdog starts here, where the worker cancels (timeout,
+// lost lease or overlap lock, shutdown), rather than once per job: a context.AfterFunc
+// per job was a tenth of the worker's CPU in the drain benchmark. Safe from any
+// goroutine.
+func (e *executor) cancel(a *active, cause error) {
+	a.cancel(cause)
+	if a.state.Load() != running || !a.watched.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(e.cfg.timeoutGrace, func() {
+		if a.state.CompareAndSwap(running, abandoned) {
+			e.active.forget(a)
+			select {
+			case e.stuck <- a.row.Uuid:
+			default:
+			}
+		}
+	})
+}
+
+// cancelAll cancels every handler still running (shutdown, once the grace is over).
+func (e *executor) cancelAll(cause error) {
+	e.active.each(func(a *active) { e.cancel(a, cause) })
+}
+
+// deadline is the timeout of the jobs of one reserve that share a timeout: one timer for
+// all of them rather than one per job (a timer per job was an eighth of the worker's CPU
+// at 25k jobs/s). It is stopped once its last job is finished.
+type deadline struct {
+	// Set by newDeadline on the fetcher's goroutine; read-only after.
+	base  context.Context // the jobs' values: a stop request cancels jobs itself, after the grace
+	at    time.Time       // zero: no timeout
+	timer *time.Timer
+
+	refs atomic.Int32 // the fetcher's while it starts jobs, and one per job until finished
+	mu   sync.Mutex
+	jobs []*active // guarded by mu: added to by start, read when the timeout fires, to cancel them
+}
+
+// newDeadline starts the timeout (none when timeout is 0) with one reference, the
+// caller's. When the timeout fires it cancels the jobs, which starts their watchdogs.
+func (e *executor) newDeadline(parent context.Context, timeout time.Duration) *deadline {
+	d := &deadline{base: context.WithoutCancel(parent)}
+	d.refs.Store(1)
+	if timeout > 0 {
+		d.at = time.Now().Add(timeout)
+		d.timer = time.AfterFunc(timeout, func() {
+			d.mu.Lock()
+			jobs := d.jobs
+			d.mu.Unlock()
+			for _, a := range jobs {
+				e.cancel(a, errTimeout) // a no-op for the jobs already finished
+			}
+		})
+	}
+	return d
+}
+
+func (d *deadline) release() {
+	if d.refs.Add(-1) == 0 && d.timer != nil {
+		d.timer.Stop()
+	}
+}
+
+// jobContext is the context a handler runs under. Its cancellation is the job's own; the
+// deadline cancels it (cause errTimeout) rather than being its parent context, since
+// registering each job as a child of one shared context (a map insert under the
+// parent's lock) was most of the cost of starting a job. It reports the deadline and,
+// once the timeout cancelled it, DeadlineExceeded, as a context with a deadline would.
+// It is set by start and read-only after.
+type jobContext struct {
+	context.Context
+	at time.Time
+}
+
+func (c *jobContext) Deadline() (time.Time, bool) { return c.at, !c.at.IsZero() }
+
+func (c *jobContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == errTimeout {
+		return context.DeadlineExceeded
+	}
+	return err
+}

@@ -1,0 +1,244 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/pgq"
+)
+
+// fetcher reserves jobs on the session and starts the runnable ones: as many as there
+// are free slots (WithConcurrency), gathered into fewer, larger reserves under load
+// (WithFetchCooldown), on a notification, a freed slot or the poll (WithSleep). When it
+// finds no job it naps the session (pgq.nap), so that dispatches to its queues notify.
+// It also decides when WithMaxJobs or WithStopWhenEmpty stops the worker.
+type fetcher struct {
+	// Set by New; read-only.
+	cfg      *config
+	log      *slog.Logger
+	session  *session
+	executor *executor
+	reporter *reporter // writes the lines of the jobs reserve did not hand over
+	active   *activeSet
+	freed    chan struct{} // signalled by handler goroutines and the reporter
+	wake     chan struct{} // signalled by the listener: a job was dispatched to our queues
+
+	// Owned by the goroutine running run.
+	fetch     bool        // a reserve is due
+	reserved  int         // jobs started, for WithMaxJobs
+	batch     int         // under load, reserve once this many slots are free
+	poll      *time.Timer // the poll, when no notification arrives
+	coolUntil time.Time   // after a short reserve, the next one waits until then
+	cooled    *time.Timer // fires at coolUntil when a reserve waits for it
+	napTimer  *time.Timer // fires when the session is to nap
+	napRetry  time.Duration
+}
+
+func newFetcher(cfg *config, log *slog.Logger, s *session, e *executor, r *reporter, a *activeSet, freed chan struct{}) *fetcher {
+	f := &fetcher{
+		cfg: cfg, log: log, session: s, executor: e, reporter: r, active: a, freed: freed,
+		wake:  make(chan struct{}, 1),
+		fetch: true,
+		// Under load, fetch once a quarter of the slots are free rather than one job per
+		// freed slot: fewer, larger reserves. An idle worker fetches at once.
+		batch:    max(1, cfg.concurrency/4),
+		poll:     time.NewTimer(time.Hour),
+		cooled:   time.NewTimer(time.Hour),
+		napTimer: time.NewTimer(time.Hour),
+	}
+	f.poll.Stop()
+	f.cooled.Stop()
+	f.napTimer.Stop()
+	return f
+}
+
+// run reserves and starts jobs until ctx is done, or until WithMaxJobs or
+// WithStopWhenEmpty says stop (it returns nil then). It returns an error that satisfies
+// errors.Is(err, pgq.ErrNotMigrated) when the database has no pgq schema.
+func (f *fetcher) run(ctx context.Context) error {
+	f.poll.Reset(f.cfg.sleep)
+	defer f.poll.Stop()
+	defer f.cooled.Stop()
+	defer f.napTimer.Stop()
+	for {
+		if err := f.fetchIfDue(ctx); err != nil {
+			if errors.Is(err, pgq.ErrNotMigrated) {
+				return err
+			}
+			return nil // ctx ended while the session reconnected
+		}
+		stop, again := f.limitReached()
+		if stop {
+			return nil
+		}
+		if again {
+			continue
+		}
+		if !f.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// fetchIfDue reserves when a reserve is due and enough slots are free, unless the
+// cooldown of the last, short, reserve still runs: then the cooled timer brings the
+// loop back.
+func (f *fetcher) fetchIfDue(ctx context.Context) error {
+	// A slot is a running handler. A job whose handler has returned waits for its
+	// batched completion without a slot, but at most concurrency of them: a worker
+	// holds at most twice its concurrency in reserved jobs.
+	running := f.active.count()
+	free := min(f.cfg.concurrency-int(f.executor.busy.Load()), 2*f.cfg.concurrency-running)
+	if f.cfg.maxJobs > 0 {
+		free = min(free, f.cfg.maxJobs-f.reserved)
+	}
+	if due := f.fetch && free > 0 && (free >= f.batch || running == 0 || f.cfg.maxJobs > 0); !due {
+		return nil
+	}
+	if wait := time.Until(f.coolUntil); wait > 0 {
+		f.cooled.Reset(wait)
+		return nil
+	}
+	return f.runOnce(ctx, free)
+}
+
+// runOnce reserves up to free jobs, starts the runnable ones, and sets when the next
+// reserve or nap is due. A failed reserve is logged and the session reconnected if it
+// was lost; runOnce returns an error only when the worker must stop: the database has
+// no pgq schema (errors.Is(err, pgq.ErrNotMigrated)), or ctx ended while reconnecting.
+func (f *fetcher) runOnce(ctx context.Context, free int) error {
+	// A stop request must not interrupt a reserve: pgx closes a connection whose query
+	// is cancelled, and the jobs it just reserved would be left behind.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	rows, err := f.session.reserve(rctx, free)
+	cancel()
+	if err != nil {
+		if mapped := pgq.MapError(err); errors.Is(mapped, pgq.ErrNotMigrated) {
+			f.log.Error("worker stopping: the database has no pgq schema", "err", err)
+			return fmt.Errorf("pgq/worker: reserve: %w (%w)", pgq.ErrNotMigrated, mapped)
+		}
+		f.log.Error("reserve failed; retrying", "err", err)
+		if err := f.session.reconnect(ctx); err != nil {
+			return err
+		}
+	}
+	runnable := f.start(ctx, rows)
+	f.reserved += runnable
+	f.fetch = runnable == free
+	if !f.fetch {
+		f.poll.Reset(f.cfg.sleep)
+		f.coolUntil = time.Now().Add(f.cfg.cooldown)
+	}
+	if runnable > 0 && f.session.napping.Load() {
+		f.session.wake(ctx) // busy again: its handlers' return brings the next reserve
+	}
+	// A worker that finds no job naps (pgq.nap): only then do dispatches to its queues
+	// send it a NOTIFY. While its handlers run it waits napAfter first, since the next
+	// handler to return brings a reserve anyway.
+	switch {
+	case f.fetch:
+		f.napTimer.Stop()
+	case !f.session.napping.Load() && f.active.count() == 0:
+		f.napTimer.Reset(0)
+	case !f.session.napping.Load():
+		f.napTimer.Reset(napAfter)
+	}
+	return nil
+}
+
+// start starts the handlers of the reserved jobs that may run, and writes the line of
+// each job that reserve did not hand over. The jobs of one reserve that share a timeout
+// share its deadline. It returns how many it started.
+func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow) int {
+	runnable := 0
+	deadlines := map[time.Duration]*deadline{}
+	for _, row := range rows {
+		if row.Pickup != nil {
+			f.reporter.logPickup(row)
+			continue
+		}
+		timeout := f.executor.timeoutOf(row)
+		d := deadlines[timeout]
+		if d == nil {
+			d = f.executor.newDeadline(ctx, timeout)
+			deadlines[timeout] = d
+		}
+		f.executor.start(d, row)
+		runnable++
+	}
+	for _, d := range deadlines {
+		d.release() // start's own reference
+	}
+	return runnable
+}
+
+// limitReached tells whether WithMaxJobs or WithStopWhenEmpty stops the worker now, or
+// whether one more reserve is due first.
+func (f *fetcher) limitReached() (stop, again bool) {
+	if f.active.count() > 0 {
+		return false, false
+	}
+	switch {
+	case f.cfg.maxJobs > 0 && f.reserved >= f.cfg.maxJobs:
+		f.log.Info("worker stopping: max jobs reached", "jobs", f.reserved)
+		return true, false
+	case f.cfg.stopWhenEmpty && !f.fetch:
+		// A job that finished after the last reserve (its signal still waiting) may
+		// have been put back to wait, due now: reserve once more before stopping.
+		select {
+		case <-f.freed:
+			f.fetch = true
+			return false, true
+		default:
+		}
+		f.log.Info("worker stopping: queues empty")
+		return true, false
+	}
+	return false, false
+}
+
+// wait waits for what may make a reserve due: a notification, the poll, a freed slot,
+// the end of a cooldown, or the time to nap. It returns false once ctx is done.
+func (f *fetcher) wait(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.wake:
+		f.fetch = true
+	case <-f.poll.C:
+		f.fetch = true
+		f.poll.Reset(f.cfg.sleep)
+	case <-f.freed:
+		f.fetch = true
+	case <-f.cooled.C:
+	case <-f.napTimer.C:
+		if !f.fetch { // else a reserve is due anyway; if it comes back short, the nap is set again
+			f.nap(ctx)
+		}
+	}
+	return true
+}
+
+// nap naps the session (pgq.nap) and sets what follows.
+func (f *fetcher) nap(ctx context.Context) {
+	ok, err := f.session.nap(ctx)
+	switch {
+	case err != nil:
+		f.log.Error("nap failed; reconnecting", "err", err)
+		f.fetch = true // the reserve on the closed session recovers it
+	case ok:
+		// Dispatches that saw no napper have committed: one more reserve, now, finds
+		// their jobs (a nap only follows a short reserve whose cooldown would otherwise
+		// delay a job dispatched just before the nap).
+		f.fetch, f.coolUntil, f.napRetry = true, time.Time{}, 0
+	default:
+		// A dispatching transaction is still open: it will not notify. Nap again later,
+		// backing off towards the poll interval.
+		f.napRetry = min(max(2*f.napRetry, f.cfg.cooldown, time.Millisecond), f.cfg.sleep)
+		f.napTimer.Reset(f.napRetry)
+	}
+}

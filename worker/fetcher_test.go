@@ -1,0 +1,58 @@
+package worker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+	"github.com/pgq-dev/pgq/pgq"
+)
+
+// The fetcher's runOnce on its own, without Run's loop: one reserve of at most the free
+// slots, its jobs started, and what it sets for the next reserve. The reporter's
+// batchers, started afterwards, report what the handlers left waiting.
+func TestFetcherRunOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5})
+	require.NoError(t, err)
+
+	w, err := New(db.Pool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(4))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	Handle(w, "hold", Handler[int]{Run: func(context.Context, *Job[int]) error {
+		<-release
+		return nil
+	}})
+	require.NoError(t, w.session.open(ctx))
+	defer w.session.close(ctx)
+	defer close(w.executor.stopped)
+
+	f := w.fetcher
+	require.NoError(t, f.runOnce(ctx, 3))
+	require.Equal(t, 3, f.reserved)
+	require.True(t, f.fetch, "a full reserve: the next one is due at once")
+	require.EqualValues(t, 3, w.executor.busy.Load())
+
+	require.NoError(t, f.runOnce(ctx, 3))
+	require.Equal(t, 5, f.reserved, "the two jobs left")
+	require.False(t, f.fetch, "a short reserve: the next one waits for a wake-up, a freed slot or the poll")
+	require.False(t, f.coolUntil.IsZero(), "and for the cooldown")
+	require.Equal(t, 5, w.active.count())
+
+	close(release)
+	require.Eventually(t, func() bool { return w.executor.busy.Load() == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 5, w.active.count(), "held until their completions are reported")
+	stop := w.reporter.start()
+	stop()
+	require.Zero(t, w.active.count())
+	require.Equal(t, 5, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+}

@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+)
+
+// listener keeps a LISTEN pgq_jobs connection and wakes the fetcher when a job is
+// dispatched to one of its queues while it naps (S31).
+type listener struct {
+	// Set by New; read-only.
+	pool   *pgxpool.Pool
+	queues []string
+	log    *slog.Logger
+	wake   chan struct{} // signalled here; received by the fetcher
+}
+
+// run listens until ctx is done. It reconnects when the connection drops and wakes the
+// fetcher after each reconnect, since notifications sent meanwhile are lost; the poll
+// covers the gap.
+func (l *listener) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := l.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("listener connection lost; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runOnce listens on one connection until it fails or ctx is done.
+func (l *listener) runOnce(ctx context.Context) error {
+	pc, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack() // a LISTEN session must not go back to the pool
+	defer conn.Close(context.Background())
+	if err := dbsqlc.New(conn).ListenJobs(ctx); err != nil {
+		return err
+	}
+	signal(l.wake)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(l.queues, n.Payload) {
+			signal(l.wake)
+		}
+	}
+}
