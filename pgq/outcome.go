@@ -15,8 +15,9 @@ const (
 	OutcomeLeaseExpired Outcome = "lease_expired" // the worker died or froze (S14)
 	OutcomeDebounced    Outcome = "debounced"     // a newer dispatch of its key superseded it (S24)
 	OutcomeExhausted    Outcome = "exhausted"     // picked up with no attempts or deadline left (S12)
+	OutcomeInterrupted  Outcome = "interrupted"   // infrastructure interrupted it; given back, not counted (S35)
 )
 
 // Outcomes lists every Outcome, in the order of the schema's CHECK constraint.
 var Outcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeReleased, OutcomeTurnedAway,
-	OutcomeTimedOut, OutcomeLeaseExpired, OutcomeDebounced, OutcomeExhausted}
+	OutcomeTimedOut, OutcomeLeaseExpired, OutcomeDebounced, OutcomeExhausted, OutcomeInterrupted}

@@ -54,10 +54,11 @@ func runnable(ps []picked) []picked {
 	return out
 }
 
-// S26: at most one job with an overlap key runs at a time, across workers; the lock is
-// a session advisory lock, so a worker that dies frees it the moment its connection
-// closes. A session never takes its own lock twice.
-func TestS26WithoutOverlapping(t *testing.T) {
+// S26, S34: at most one job with an overlap key runs at a time, across workers. The
+// lock is a lease: the reserving session may drop and the key stays held; the job's
+// outcome releases it; without a heartbeat it runs out after pgq._overlap_ttl() (10 s),
+// and a heartbeat renews it.
+func TestS26S34WithoutOverlapping(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `SELECT pgq.define_job('sync_inventory', tries => 5, middleware => '[
@@ -72,72 +73,91 @@ func TestS26WithoutOverlapping(t *testing.T) {
 	require.Len(t, got, 3)
 	require.Equal(t, first, got[0].UUID)
 	require.Equal(t, []string{"sync_inventory:[88]"}, got[0].Overlap)
-	require.Equal(t, "turned_away", *got[1].Pickup, "the same session does not take its own lock twice")
+	require.Equal(t, "turned_away", *got[1].Pickup, "the same call does not take the key twice")
 	require.Equal(t, "turned away by without_overlapping (key sync_inventory:[88]), released for 0s", *got[1].Note)
 	require.Equal(t, other, got[2].UUID)
 	require.Nil(t, got[2].Pickup)
 
 	require.Equal(t, "turned_away", *reserveOn(t, b, "B", now)[0].Pickup, "another worker is turned away too")
 	var holder string
-	var pid int
-	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT worker, pid FROM pgq.locks WHERE kind = 'overlap' AND key = 'sync_inventory:[88]'`).Scan(&holder, &pid))
+	var until time.Time
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT worker, expires_at FROM pgq.locks WHERE kind = 'overlap' AND key = 'sync_inventory:[88]'`).Scan(&holder, &until))
 	require.Equal(t, "A", holder)
-	require.Equal(t, int(a.PgConn().PID()), pid)
+	require.WithinDuration(t, now.Add(10*time.Second), until, time.Millisecond, "a lease of pgq._overlap_ttl()")
 
-	// the handler ends: A gives the lock back on its session; B's next pickup runs it
-	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, first, *got[0].Token))
-	var released int
-	require.NoError(t, a.QueryRow(ctx, `SELECT pgq.unlock_overlap($1, $2)`, first, got[0].Overlap).Scan(&released))
-	require.Equal(t, 1, released)
-	got = runnable(reserveOn(t, b, "B", now))
-	require.Len(t, got, 1)
-	require.Equal(t, second, got[0].UUID)
-	require.Equal(t, []string{"turned_away", "turned_away", "succeeded"}[0:2], outcomes(t, db, second)[0:2])
-
-	// B dies holding the lock: PostgreSQL frees it with the connection (Laravel: a day)
-	third := dispatch(t, db, `'sync_inventory', '{"product_id": 88}'`)
-	require.NoError(t, b.Close(ctx))
-	require.Eventually(t, func() bool {
-		return pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.locks WHERE key = 'sync_inventory:[88]'`) == 0
-	}, 5*time.Second, 20*time.Millisecond, "the dead session's lock is gone from pgq.locks")
-	got = runnable(reserveOn(t, a, "A", now))
-	require.Len(t, got, 1)
-	require.Equal(t, third, got[0].UUID)
+	t.Run("S34/session_lost_keeps_the_key", func(t *testing.T) {
+		require.NoError(t, a.Close(ctx)) // A's reserving session drops while A's handler runs on
+		require.Equal(t, "turned_away", *reserveOn(t, b, "B", now.Add(time.Second))[0].Pickup)
+	})
+	t.Run("S34/heartbeat_renews_the_lease", func(t *testing.T) {
+		require.Equal(t, 1, count(t, db, "pgq.heartbeat(ARRAY[$1::uuid], ARRAY[$2::uuid], $3)", first, *got[0].Token, now.Add(5*time.Second)))
+		require.Equal(t, "turned_away", *reserveOn(t, b, "B", now.Add(12*time.Second))[0].Pickup, "renewed at +5 s: held until +15 s")
+	})
+	t.Run("S26/outcome_releases_the_key", func(t *testing.T) {
+		require.Equal(t, 1, count(t, db, "pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])", first, *got[0].Token))
+		got := runnable(reserveOn(t, b, "B", now.Add(13*time.Second)))
+		require.Len(t, got, 1)
+		require.Equal(t, second, got[0].UUID)
+		require.Equal(t, []string{"turned_away", "turned_away", "turned_away", "turned_away"}, outcomes(t, db, second)[0:4])
+	})
+	t.Run("S34/a_dead_workers_lease_runs_out", func(t *testing.T) {
+		third := dispatch(t, db, `'sync_inventory', '{"product_id": 88}'`)
+		c := session(t, db)
+		require.Equal(t, "turned_away", *reserveOn(t, c, "C", now.Add(22*time.Second))[0].Pickup, "B's lease: +13 s to +23 s")
+		got := runnable(reserveOn(t, c, "C", now.Add(24*time.Second)))
+		require.Len(t, got, 1, "B never heartbeated: its lease ran out")
+		require.Equal(t, third, got[0].UUID)
+	})
 }
 
-// S26: pgq.unlock_overlap_many gives back the locks of a batch of finished jobs in one
-// call, as (uuid, key) pairs, each only for the job that owns it on this session.
-func TestS26UnlockOverlapMany(t *testing.T) {
+// S34: a SQL handler's transaction holds the advisory lock of its job's overlap keys,
+// and a reserve that finds the lock taken turns the job away even when the key's lease
+// has run out (the handler of a frozen worker may still run).
+func TestS34HandlerTransactionHoldsTheKey(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
-	db.Exec(t, `SELECT pgq.define_job('sync_inventory', middleware => '[
-	    {"without_overlapping": {"by": ["product_id"], "release_after": 0}}]')`)
-	for _, id := range []int{1, 2, 3} {
-		dispatch(t, db, fmt.Sprintf(`'sync_inventory', '{"product_id": %d}'`, id))
-	}
-	a, b := session(t, db), session(t, db)
-	got := runnable(reserveOn(t, a, "A", clock()))
-	require.Len(t, got, 3)
-	locks := func() int {
-		return pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.locks WHERE kind = 'overlap'`)
-	}
-	require.Equal(t, 3, locks())
-	unlock := func(c *pgx.Conn, uuids []uuid.UUID, keys []string) (int, error) {
-		var n int
-		err := c.QueryRow(ctx, `SELECT pgq.unlock_overlap_many($1, $2)`, uuids, keys).Scan(&n)
-		return n, err
-	}
+	db.Exec(t, `SELECT pgq.define_job('k', tries => 3, middleware => '[{"without_overlapping": {"key": "x"}}]')`)
+	dispatch(t, db, `'k'`)
+	handler, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer handler.Rollback(ctx)
+	_, err = handler.Exec(ctx, `SELECT pg_advisory_xact_lock(pgq._overlap_lock_id('k:x'))`)
+	require.NoError(t, err)
 
-	_, err := unlock(a, []uuid.UUID{got[0].UUID}, nil)
-	require.Equal(t, "22023", pgCode(err), "one key per uuid")
-	n, err := unlock(b, []uuid.UUID{got[0].UUID, got[1].UUID}, []string{got[0].Overlap[0], got[1].Overlap[0]})
-	require.NoError(t, err)
-	require.Equal(t, 0, n, "another session holds none of them")
-	n, err = unlock(a, []uuid.UUID{got[0].UUID, got[1].UUID, got[0].UUID}, []string{got[0].Overlap[0], got[1].Overlap[0], got[2].Overlap[0]})
-	require.NoError(t, err)
-	require.Equal(t, 2, n, "the third pair names a key its job does not own")
-	require.Equal(t, 1, locks())
-	require.Equal(t, got[2].Overlap[0], pgqtest.Scalar[string](t, db, `SELECT key FROM pgq.locks WHERE kind = 'overlap'`))
+	got := reserveOn(t, session(t, db), "W", clock())
+	require.Len(t, got, 1)
+	require.Equal(t, "turned_away", *got[0].Pickup)
+	require.Zero(t, count(t, db, "pgq.overlap_locks"), "the lease taken for the test is given up again")
+
+	require.NoError(t, handler.Rollback(ctx))
+	require.Len(t, runnable(reserveOn(t, session(t, db), "W", clock())), 1, "the handler's transaction ended")
+}
+
+// S26, S34: every outcome ends the job's overlap leases in its own transaction (fail,
+// release, give_back), and a lease another job took over after this one's ran out stays.
+func TestS34OutcomesEndOverlapLeases(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('k', tries => 5, backoff => '{0}', middleware => '[{"without_overlapping": {"by": ["n"]}}]')`)
+	for _, n := range []int{1, 2, 3} {
+		dispatch(t, db, fmt.Sprintf(`'k', '{"n": %d}'`, n))
+	}
+	now := clock()
+	got := runnable(reserveOn(t, session(t, db), "W", now))
+	require.Len(t, got, 3)
+	leases := func() int { return count(t, db, "pgq.locks WHERE kind = 'overlap'") }
+	require.Equal(t, 3, leases())
+	db.Exec(t, `SELECT pgq.fail($1, $2, 'boom', as_of => $3)`, got[0].UUID, *got[0].Token, now)
+	db.Exec(t, `SELECT pgq.release($1, $2, 0, as_of => $3)`, got[1].UUID, *got[1].Token, now)
+	require.Equal(t, 1, leases())
+	db.Exec(t, `SELECT pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'connection lost', $3)`, got[2].UUID, *got[2].Token, now)
+	require.Zero(t, leases())
+
+	// the released job's key is taken by it again; a stale call of the old holder leaves it
+	again := runnable(reserveOn(t, session(t, db), "W", now.Add(time.Second)))
+	require.Len(t, again, 3)
+	db.Exec(t, `SELECT pgq._release_overlap(ARRAY[$1::uuid], ARRAY['k:[1]', 'k:[2]', 'k:[3]'])`, uuid.New())
+	require.Equal(t, 3, leases(), "a job that does not hold a key cannot end its lease")
 }
 
 // S27: release_after sets the bounce delay; dont_release deletes the job, recorded
@@ -164,25 +184,25 @@ func TestS27ReleaseAfterDontReleaseExpireAfter(t *testing.T) {
 	require.Equal(t, 0, count(t, db, "pgq.failed_jobs"))
 	require.Equal(t, []string{"turned_away"}, outcomes(t, db, dropped))
 
-	// expire_after: a holder past it loses the lock even while its handler runs
+	// expire_after: a holder past it loses the lease even while its handler runs and its
+	// worker heartbeats: renewals stop at since + expire_after
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 	require.NoError(t, err)
-	dispatch(t, db, `'e', middleware => '[{"without_overlapping": {"key": "x", "expire_after": 30}}]'`)
+	dispatch(t, db, `'e', tries => 3, middleware => '[{"without_overlapping": {"key": "x", "expire_after": 12}}]'`)
 	got = runnable(reserveOn(t, w, "W", now.Add(10*time.Second)))
 	require.Len(t, got, 2) // the released job (now due) and the new one
-	var expired []string
-	rows, err := w.Query(ctx, `SELECT * FROM pgq.expire_overlap()`)
-	require.NoError(t, err)
-	expired, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Empty(t, expired, "within expire_after")
-	db.Exec(t, `UPDATE pgq.overlap_locks SET since = now() - interval '31 seconds' WHERE key = 'e:x'`)
-	rows, err = w.Query(ctx, `SELECT * FROM pgq.expire_overlap()`)
-	require.NoError(t, err)
-	expired, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Equal(t, []string{"e:x"}, expired)
-	require.Equal(t, 0, count(t, db, "pgq.locks WHERE key = 'e:x'"))
+	var e picked
+	for _, p := range got {
+		if len(p.Overlap) > 0 && p.Overlap[0] == "e:x" {
+			e = p
+		}
+	}
+	require.Equal(t, 1, count(t, db, "pgq.heartbeat(ARRAY[$1::uuid], ARRAY[$2::uuid], $3)", e.UUID, *e.Token, now.Add(18*time.Second)))
+	require.WithinDuration(t, now.Add(22*time.Second), pgqtest.Scalar[time.Time](t, db, `SELECT expires_at FROM pgq.overlap_locks WHERE key = 'e:x'`),
+		time.Millisecond, "renewed to since + expire_after, not to the heartbeat + 10 s")
+	dispatch(t, db, `'e', tries => 3, middleware => '[{"without_overlapping": {"key": "x"}}]'`)
+	require.Equal(t, "turned_away", *reserveOn(t, w, "W", now.Add(21*time.Second))[0].Pickup)
+	require.Len(t, runnable(reserveOn(t, w, "W", now.Add(23*time.Second))), 1, "expire_after freed the key while its holder runs")
 }
 
 // S28: a named limit is one budget for every worker; over budget the job is released

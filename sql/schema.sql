@@ -142,7 +142,8 @@ CREATE TABLE pgq.jobs (
     started_at timestamp with time zone,
     overlap_keys text[],
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text])))
+    interruptions integer DEFAULT 0 NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
 
@@ -193,7 +194,7 @@ COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, 
 -- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).';
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).';
 
 
 --
@@ -211,6 +212,13 @@ COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks th
 
 
 --
+-- Name: COLUMN jobs.interruptions; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
+
+
+--
 -- Name: _admit(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -222,33 +230,22 @@ DECLARE
     v_name    text;
     v_cfg     jsonb;
     v_key     text;
-    v_lock    bigint;
     v_limit   pgq.rate_limits;
     v_window  pgq.rate_limit_windows;
     v_circuit pgq.circuits;
 BEGIN
     held := '{}';
     drop := false;
-    BEGIN
     FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
         SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
+        IF v_key IS NULL THEN
+            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
+            EXIT;
+        END IF;
         IF v_name = 'without_overlapping' THEN
-            v_key := pgq._key(CASE WHEN (v_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job.job END,
-                              v_cfg ->> 'key', pgq._texts(v_cfg -> 'by'), p_job.payload);
-            v_lock := pgq._overlap_lock_id(v_key);
-            -- Session advisory locks are re-entrant: without the first test one worker could
-            -- run two jobs with the same key. The row this session wrote when it took the
-            -- lock says so by primary key; pg_locks (a scan of every lock) only confirms it,
-            -- in case the row is stale from a dead backend whose pid was reused.
-            IF NOT (EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = v_key AND o.pid = pg_backend_pid())
-                    AND pgq._lock_held(pg_backend_pid(), v_lock))
-               AND pg_try_advisory_lock(v_lock) THEN
+            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
                 held := held || v_key;
-                INSERT INTO pgq.overlap_locks AS o (key, lock_id, job_uuid, worker, pid, since, expire_after)
-                VALUES (v_key, v_lock, p_job.uuid, p_job.reserved_by, pg_backend_pid(), p_now, (v_cfg ->> 'expire_after')::int)
-                ON CONFLICT (key) DO UPDATE
-                    SET lock_id = EXCLUDED.lock_id, job_uuid = EXCLUDED.job_uuid, worker = EXCLUDED.worker,
-                        pid = EXCLUDED.pid, since = EXCLUDED.since, expire_after = EXCLUDED.expire_after;
                 CONTINUE;
             END IF;
             turned_by := v_name;
@@ -259,7 +256,6 @@ BEGIN
         ELSIF v_name = 'rate_limited' THEN
             SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
             CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            v_key := pgq._key(v_limit.name, NULL, pgq._texts(v_cfg -> 'by'), p_job.payload);
             -- Fixed window, exact under concurrency: the hit is counted under the row lock
             -- and the WHERE reads only that row.
             INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
@@ -276,7 +272,7 @@ BEGIN
             note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
                            v_limit.name, v_key, v_window.hits, v_limit.per, delay);
         ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = pgq._circuit_key(p_job.job, p_job.payload, v_cfg);
+            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
             CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
                        OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
             turned_by := v_name;
@@ -286,19 +282,8 @@ BEGIN
         END IF;
         EXIT;  -- turned away
     END LOOP;
-    EXCEPTION WHEN OTHERS THEN
-        -- Dispatch validates middleware, so this is a job that cannot be admitted at all
-        -- (a class changed under it, a limit dropped mid-call...). It must not stop the
-        -- queue: give back the locks this call took (session advisory locks survive the
-        -- rollback of this block) and fail this job alone.
-        PERFORM pg_advisory_unlock(pgq._overlap_lock_id(k)) FROM unnest(held) k;
-        held := '{}';
-        turned_by := NULL;
-        error := format('middleware could not be evaluated: %s (SQLSTATE %s)', SQLERRM, SQLSTATE);
-        RETURN;
-    END;
-    IF turned_by IS NOT NULL AND cardinality(held) > 0 THEN
-        PERFORM pgq.unlock_overlap(p_job.uuid, held);
+    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
+        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
         held := '{}';
     END IF;
 END;
@@ -309,7 +294,7 @@ $$;
 -- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys it now holds (S26-S29).';
+COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';
 
 
 --
@@ -410,12 +395,7 @@ BEGIN
                 coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
         END IF;
         IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
-            BEGIN
-                PERFORM '' ~ (v_cfg ->> 'when');
-            EXCEPTION WHEN invalid_regular_expression THEN
-                RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', v_cfg ->> 'when'
-                    USING ERRCODE = '22023';
-            END;
+            PERFORM pgq._check_regex(v_cfg -> 'when');
         END IF;
     END LOOP;
 END;
@@ -427,6 +407,32 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 naming the bad entry of a middleware declaration (S26-S29).';
+
+
+--
+-- Name: _check_middleware_keys(text, jsonb, jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(m.value -> 'by'), p.payload)
+    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
+    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
+    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
+    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
+    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
 
 
 --
@@ -451,6 +457,37 @@ $_$;
 --
 
 COMMENT ON FUNCTION pgq._check_name(p_kind text, p_name text) IS 'Raises 22023 unless a queue, job or limit name is 1-100 letters, digits, _ . : / - (S4).';
+
+
+--
+-- Name: _check_regex(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_regex(p_when jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+BEGIN
+    IF jsonb_typeof(p_when) <> 'string' OR length(p_when #>> '{}') > 512 THEN
+        RAISE EXCEPTION 'pgq: throttles_exceptions "when" must be a regular expression of at most 512 characters, got %', left(p_when::text, 80)
+            USING ERRCODE = '22023';
+    END IF;
+    IF (p_when #>> '{}') ~ '(^|[^\\])(\\\\)*\\[1-9]' THEN
+        RAISE EXCEPTION 'pgq: throttles_exceptions "when" % uses a back-reference, which can take exponential time: match without it', p_when
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM '' ~ (p_when #>> '{}');
+EXCEPTION WHEN invalid_regular_expression THEN
+    RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', p_when #>> '{}'
+        USING ERRCODE = '22023';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_regex(p_when jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_regex(p_when jsonb) IS 'Raises 22023 unless a throttles_exceptions "when" is a valid regular expression of at most 512 characters without back-references (S38).';
 
 
 --
@@ -540,7 +577,7 @@ COMMENT ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce bool
 CREATE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
     AS $$
-    SELECT pgq._key(p_job, p_cfg ->> 'key', pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
 $$;
 
 
@@ -593,7 +630,12 @@ CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time
                     || 'turned away ' || turned.detail
                 ELSE '' END
         || CASE WHEN p_job.lease_expiries > 0
-                THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
+                THEN format('; %s× lease expired (worker died or froze mid-job%s)', p_job.lease_expiries,
+                            CASE WHEN p_job.handler IS NULL
+                                 THEN '; a Go handler''s outcome is then unknown, so the attempt counts' ELSE '' END)
+                ELSE '' END
+        || CASE WHEN p_job.interruptions > 0
+                THEN format('; %s× interrupted by infrastructure and given back', p_job.interruptions)
                 ELSE '' END
     FROM turned;
 $$;
@@ -604,6 +646,101 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';
+
+
+--
+-- Name: attempts; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.attempts (
+    id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    attempt integer NOT NULL,
+    worker text,
+    lease_token uuid,
+    reserved_at timestamp with time zone,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    middleware text,
+    exception text,
+    delay integer,
+    final boolean DEFAULT false NOT NULL,
+    rejected_calls text[],
+    CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text, 'interrupted'::text])))
+);
+
+
+--
+-- Name: TABLE attempts; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
+
+
+--
+-- Name: COLUMN attempts.started_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
+
+
+--
+-- Name: COLUMN attempts.delay; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
+
+
+--
+-- Name: COLUMN attempts.final; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
+
+
+--
+-- Name: COLUMN attempts.rejected_calls; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+
+
+--
+-- Name: _give_back(pgq.jobs, text, timestamp with time zone, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean) RETURNS pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_refund boolean := NOT p_limited OR p_job.interruptions < pgq._max_give_backs();
+    v_attempt pgq.attempts;
+BEGIN
+    v_attempt := pgq._record(p_job, 'interrupted', p_now,
+        p_reason || CASE WHEN v_refund THEN '; attempt given back'
+                         ELSE format('; counted: %s attempts were given back already', p_job.interruptions) END,
+        0);
+    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN v_refund THEN 1 ELSE 0 END,
+        interruptions = j.interruptions + CASE WHEN v_refund AND p_limited THEN 1 ELSE 0 END,
+        available_at = p_now, wait_reason = 'interrupted',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
+    WHERE j.uuid = p_job.uuid;
+    RETURN v_attempt;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean) IS 'Sends an interrupted attempt back to wait, recorded as interrupted and given back (up to pgq._max_give_backs() times when limited, S35).';
 
 
 --
@@ -659,21 +796,19 @@ CREATE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jso
     LANGUAGE plpgsql IMMUTABLE
     AS $$
 DECLARE
-    v_field text;
+    v_key text := pgq._key_or_null(p_job, p_explicit, p_by, p_payload);
 BEGIN
-    IF p_explicit IS NOT NULL THEN
-        RETURN p_job || ':' || p_explicit;
+    IF v_key IS NULL THEN
+        RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job,
+            (SELECT string_agg(quote_literal(f), ', ') FROM unnest(p_by) f WHERE NOT p_payload ? f), p_by
+            USING ERRCODE = '22023';
     END IF;
-    IF p_by IS NULL THEN
-        RETURN p_job;
+    IF octet_length(v_key) > pgq._max_key_bytes() THEN
+        RAISE EXCEPTION 'pgq: key of % is % bytes, longer than the % allowed: %...', p_job, octet_length(v_key),
+            pgq._max_key_bytes(), left(v_key, 60)
+            USING ERRCODE = '22023', HINT = 'Key jobs by an id, not by a large payload field.';
     END IF;
-    FOREACH v_field IN ARRAY p_by LOOP
-        IF NOT (p_payload ? v_field) THEN
-            RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job, quote_literal(v_field), p_by
-                USING ERRCODE = '22023';
-        END IF;
-    END LOOP;
-    RETURN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text;
+    RETURN v_key;
 END;
 $$;
 
@@ -682,29 +817,30 @@ $$;
 -- Name: FUNCTION _key(p_job text, p_explicit text, p_by text[], p_payload jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) IS 'A unique, debounce, overlap or circuit key scoped to the job name: an explicit key, or the payload fields named by by.';
+COMMENT ON FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) IS 'A key scoped to the job name for dispatch: raises 22023 when a field is missing or the key exceeds pgq._max_key_bytes() (S38).';
 
 
 --
--- Name: _lock_held(integer, bigint); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _key_or_null(text, text, text[], jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._lock_held(p_pid integer, p_lock bigint) RETURNS boolean
-    LANGUAGE sql STABLE
+CREATE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
     AS $$
-    SELECT EXISTS (
-        SELECT FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.pid = p_pid AND l.granted AND l.objsubid = 1
-          AND l.classid::bigint = ((p_lock >> 32) & 4294967295)
-          AND l.objid::bigint = (p_lock & 4294967295));
+    SELECT CASE
+        WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
+        WHEN p_by IS NULL THEN p_job
+        WHEN p_payload ?& p_by
+        THEN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text
+    END;
 $$;
 
 
 --
--- Name: FUNCTION _lock_held(p_pid integer, p_lock bigint); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._lock_held(p_pid integer, p_lock bigint) IS 'Whether a backend holds a one-key advisory lock, from pg_locks.';
+COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) IS 'A key scoped to the job name (explicit, or from payload fields), NULL when a field is missing; never raises.';
 
 
 --
@@ -745,6 +881,38 @@ COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-ke
 
 
 --
+-- Name: _max_give_backs(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._max_give_backs() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 3 $$;
+
+
+--
+-- Name: FUNCTION _max_give_backs(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._max_give_backs() IS 'How many interrupted attempts of one job are given back rather than counted: 3 (S35).';
+
+
+--
+-- Name: _max_key_bytes(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._max_key_bytes() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT 1000 $$;
+
+
+--
+-- Name: FUNCTION _max_key_bytes(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may produce, in bytes: 1000 (S38).';
+
+
+--
 -- Name: _middleware(jsonb, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -760,6 +928,30 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) IS 'The settings of the first middleware of that name, or NULL.';
+
+
+--
+-- Name: _middleware_key(text, text, jsonb, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT pgq._key_or_null(
+        CASE p_name
+            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
+            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
+            ELSE p_job END,
+        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
+        pgq._texts(p_cfg -> 'by'), p_payload);
+$$;
+
+
+--
+-- Name: FUNCTION _middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
 
 
 --
@@ -830,67 +1022,41 @@ $$;
 -- Name: FUNCTION _overlap_lock_id(p_key text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of a without_overlapping key (S26).';
+COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
 
 
 --
--- Name: attempts; Type: TABLE; Schema: pgq; Owner: -
+-- Name: _overlap_ttl(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE TABLE pgq.attempts (
-    id bigint NOT NULL,
-    job_uuid uuid NOT NULL,
-    job text NOT NULL,
-    queue text NOT NULL,
-    attempt integer NOT NULL,
-    worker text,
-    lease_token uuid,
-    reserved_at timestamp with time zone,
-    started_at timestamp with time zone,
-    finished_at timestamp with time zone NOT NULL,
-    outcome text NOT NULL,
-    middleware text,
-    exception text,
-    delay integer,
-    final boolean DEFAULT false NOT NULL,
-    rejected_calls text[],
-    CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text])))
-);
+CREATE FUNCTION pgq._overlap_ttl() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT interval '10 seconds' $$;
 
 
 --
--- Name: TABLE attempts; Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _overlap_ttl(); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
-
-
---
--- Name: COLUMN attempts.started_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
+COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts without a heartbeat: 10 s (S34).';
 
 
 --
--- Name: COLUMN attempts.delay; Type: COMMENT; Schema: pgq; Owner: -
+-- Name: _overlap_until(timestamp with time zone, timestamp with time zone, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
-
-
---
--- Name: COLUMN attempts.final; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
+CREATE FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
+$$;
 
 
 --
--- Name: COLUMN attempts.rejected_calls; Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+COMMENT ON FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
 
 
 --
@@ -955,6 +1121,24 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes a debounce token if it is still its key''s current one (S24).';
+
+
+--
+-- Name: _release_overlap(uuid[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
+    LANGUAGE sql
+    AS $$
+    DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
+$$;
+
+
+--
+-- Name: FUNCTION _release_overlap(p_uuids uuid[], p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
 
 
 --
@@ -1036,6 +1220,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
+
+
+--
+-- Name: _take_overlap(text, pgq.jobs, timestamp with time zone, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
+            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
+    ON CONFLICT (key) DO UPDATE
+        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+        WHERE o.expires_at <= p_now;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
+        RETURN true;
+    END IF;
+    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
+    RETURN false;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
 
 
 --
@@ -1272,6 +1490,8 @@ DECLARE
     v_debounce text[];  -- debounce tokens to delete: keys, and the token of each
     v_tokens   uuid[];
     v_circuits text[];
+    v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
+    v_overlaps text[];
 BEGIN
     IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
         RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
@@ -1284,7 +1504,7 @@ BEGIN
         WHERE j.uuid = t.uuid
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
-                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
                   CASE WHEN j.middleware IS NOT NULL
                        THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
                   END AS circuit
@@ -1300,8 +1520,10 @@ BEGIN
            array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
            array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
-           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL)
-    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits
+           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
+           array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
+           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps
     FROM done d;
 
     IF v_unique IS NOT NULL THEN
@@ -1318,6 +1540,9 @@ BEGIN
     IF v_circuits IS NOT NULL THEN
         -- S29: a success clears the circuit's count
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+    END IF;
+    IF v_overlapped IS NOT NULL THEN
+        PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN
@@ -1626,12 +1851,10 @@ BEGIN
     v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
     v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
     v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
-    -- Every "by" of the middleware must find its fields in every payload: a key that
-    -- cannot be computed would otherwise only surface at reserve time.
+    -- Every key of the middleware must be computable from every payload and storable:
+    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._key(dispatch_many.job, NULL, pgq._texts(m.value -> 'by'), p.payload)
-        FROM jsonb_array_elements(v_job.middleware) mw, jsonb_each(mw) m, unnest(dispatch_many.payloads) p(payload)
-        WHERE m.value ? 'by';
+        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
@@ -1697,35 +1920,6 @@ COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, de
 
 
 --
--- Name: expire_overlap(); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq.expire_overlap() RETURNS SETOF text
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_lock pgq.overlap_locks;
-BEGIN
-    FOR v_lock IN
-        SELECT * FROM pgq.overlap_locks o
-        WHERE o.pid = pg_backend_pid()
-          AND o.since + make_interval(secs => o.expire_after) <= now()
-    LOOP
-        PERFORM pgq.unlock_overlap(v_lock.job_uuid, ARRAY[v_lock.key]);
-        RETURN NEXT v_lock.key;
-    END LOOP;
-END;
-$$;
-
-
---
--- Name: FUNCTION expire_overlap(); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq.expire_overlap() IS 'Worker protocol: releases this session''s overlap locks held past their expire_after; returns their keys.';
-
-
---
 -- Name: fail(uuid, uuid, text, boolean, integer, integer[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1751,8 +1945,11 @@ BEGIN
     IF v_job.id IS NULL THEN
         RETURN;
     END IF;
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
 
-    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    -- S38: one job's exception is kept to 64 KiB, so it cannot swell the batch it is
+    -- reported in.
+    v_text := left(coalesce(nullif(fail.exception, ''), 'unknown error'), 65536);
     IF fail.timed_out THEN
         v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
     ELSE
@@ -1765,7 +1962,7 @@ BEGIN
     -- the circuit and releases the job with the breaker's backoff instead of failing it.
     v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
     IF v_breaker IS NOT NULL AND NOT fail.timed_out
-       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+       AND (v_breaker ->> 'when' IS NULL OR left(v_text, 4096) ~ (v_breaker ->> 'when')) THEN  -- bounded input (S38)
         v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
         v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
         INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
@@ -1784,7 +1981,8 @@ BEGIN
         UPDATE pgq.jobs j
         SET last_exception = v_text, last_exception_attempt = v_job.attempts,
             available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
-            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+            overlap_keys = NULL
         WHERE j.uuid = v_job.uuid;
         RETURN;
     END IF;
@@ -1808,7 +2006,8 @@ BEGIN
     SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
         last_exception_attempt = v_job.last_exception_attempt,
         available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
-        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
     WHERE j.uuid = v_job.uuid;
 END;
 $$;
@@ -1897,19 +2096,61 @@ COMMENT ON FUNCTION pgq.forget_failed(uuid uuid) IS 'Deletes one failed job (S20
 
 
 --
+-- Name: give_back(uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now timestamptz := coalesce(give_back.as_of, now());
+    v_job pgq.jobs;
+    i     int;
+BEGIN
+    IF cardinality(give_back.uuids) IS DISTINCT FROM cardinality(give_back.tokens) THEN
+        RAISE EXCEPTION 'pgq: give_back needs one token per uuid, got % uuids and % tokens',
+            cardinality(give_back.uuids), cardinality(give_back.tokens) USING ERRCODE = '22023';
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(give_back.uuids), 0) LOOP
+        v_job := pgq._held('give_back', give_back.uuids[i], give_back.tokens[i], v_now);
+        CONTINUE WHEN v_job.id IS NULL;
+        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, true);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
+
+
+--
 -- Name: heartbeat(uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.jobs
+CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
     LANGUAGE sql
     AS $$
-    UPDATE pgq.jobs j
-    SET reserved_until = coalesce(heartbeat.as_of, now())
-                         + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue), pgq._default_retry_after()))
-    FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
-    WHERE j.uuid = t.uuid
-      AND j.lease_token = t.token
-    RETURNING j.*;
+    WITH held AS (
+        UPDATE pgq.jobs j
+        SET reserved_until = coalesce(heartbeat.as_of, now())
+                             + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
+                                                              pgq._default_retry_after()))
+        FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
+        WHERE j.uuid = t.uuid
+          AND j.lease_token = t.token
+        RETURNING j.uuid, j.lease_token, j.overlap_keys
+    ), renewed AS (
+        UPDATE pgq.overlap_locks o
+        SET expires_at = pgq._overlap_until(o.since, coalesce(heartbeat.as_of, now()), o.expire_after)
+        FROM held h
+        WHERE h.overlap_keys IS NOT NULL
+          AND o.key = ANY (h.overlap_keys) AND o.job_uuid = h.uuid AND o.lease_token = h.lease_token
+    )
+    SELECT h.lease_token FROM held h;
 $$;
 
 
@@ -1917,7 +2158,7 @@ $$;
 -- Name: FUNCTION heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) IS 'Worker protocol: extends the leases still held by these tokens; returns those jobs (S14).';
+COMMENT ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) IS 'Worker protocol: extends the leases still held by these tokens and their overlap leases; returns the tokens still holding (S14, S34).';
 
 
 --
@@ -1988,11 +2229,13 @@ BEGIN
         RAISE EXCEPTION 'pgq: prune older_than must be a non-negative interval, got %', prune.older_than
             USING ERRCODE = '22023';
     END IF;
+    -- A live job's turn-aways go too (S39): a job turned away for weeks would otherwise
+    -- grow its history without bound; pgq.jobs.turn_aways keeps their count.
     WITH gone AS (
         DELETE FROM pgq.attempts a
         WHERE a.finished_at < now() - prune.older_than
-          AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid)
           AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.uuid = a.job_uuid)
+          AND (a.outcome = 'turned_away' OR NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid))
         RETURNING 1
     )
     SELECT count(*) INTO v_count FROM gone;
@@ -2005,7 +2248,7 @@ $$;
 -- Name: FUNCTION prune(older_than interval); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.prune(older_than interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed; returns the count.';
+COMMENT ON FUNCTION pgq.prune(older_than interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed, and old turn-aways of live jobs; returns the count.';
 
 
 --
@@ -2029,7 +2272,19 @@ BEGIN
     DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    DELETE FROM pgq.overlap_locks o WHERE NOT pgq._lock_held(o.pid, o.lock_id);
+    DELETE FROM pgq.overlap_locks o WHERE o.expires_at < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
+    WHERE w.limit_name = l.name AND w.window_start + l.per < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.circuits c WHERE c.window_start + make_interval(secs => c.decay) < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.debounce_tokens d
+    WHERE d.updated_at < now() - interval '1 hour'
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_count + v_n;
 END;
@@ -2040,7 +2295,7 @@ $$;
 -- Name: FUNCTION prune_all(history_older_than interval, failed_older_than interval); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval) IS 'Retention: prunes finished history, old failed jobs (when failed_older_than is given), expired unique locks and stale overlap rows; one caller at a time (others get NULL).';
+COMMENT ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval) IS 'Retention (S39): prunes finished history, old failed jobs (when failed_older_than is given) and coordination rows that no longer say anything; one caller at a time (others get NULL).';
 
 
 --
@@ -2062,10 +2317,12 @@ BEGIN
         RETURN;
     END IF;
     RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
     UPDATE pgq.jobs j
     SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
         available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
-        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
     WHERE j.uuid = v_job.uuid;
 END;
 $$;
@@ -2079,10 +2336,10 @@ COMMENT ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boo
 
 
 --
--- Name: reserve(text, text[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: reserve(text, text[], integer, integer, timestamp with time zone, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.reservation
+CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, call uuid DEFAULT NULL::uuid) RETURNS SETOF pgq.reservation
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
@@ -2100,10 +2357,12 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
-    -- Lease tokens: one random base per call, the job's id in its last six bytes (twelve
-    -- hex digits). Unique per reservation without a gen_random_uuid() (and its getpid()
-    -- system call) per job; built as text, which costs less than five bytea calls.
-    v_token text := left(gen_random_uuid()::text, 24);
+    -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
+    -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
+    -- system call) per job; built as text, which costs less than five bytea calls. The
+    -- base is the first twelve bytes of call when the worker gives one (random), so
+    -- that pgq.unreserve can find the jobs of a call whose answer was lost.
+    v_token text := left(coalesce(reserve.call, gen_random_uuid())::text, 24);
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -2113,9 +2372,13 @@ BEGIN
     END IF;
 
     -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
-    -- the same row, and a job being completed right now is left alone.
+    -- the same row, and a job being completed right now is left alone. A job with a SQL
+    -- handler still here did not commit (its completion is in the handler's transaction),
+    -- so its attempt is given back, up to pgq._max_give_backs() times (S35); a Go
+    -- handler's outcome is unknown, and its attempt counts. Overlap leases are left to
+    -- run out (S34): a cut-off worker cancels its handler only when it cannot renew them.
     WITH expired AS (
-        SELECT j.*
+        SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
         FROM pgq.jobs j
         WHERE j.reserved_until < v_now
           AND j.queue = ANY (reserve.queues)
@@ -2125,7 +2388,8 @@ BEGIN
     ), back AS (
         UPDATE pgq.jobs j
         SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
-            started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
+            started_at = NULL, overlap_keys = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired',
+            attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
         FROM expired e
         WHERE j.uuid = e.uuid
     )
@@ -2134,6 +2398,7 @@ BEGIN
     SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
            e.reserved_until, 'lease_expired',
            format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+           || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
     FROM expired e;
 
     FOREACH v_queue IN ARRAY reserve.queues LOOP
@@ -2262,10 +2527,10 @@ $_$;
 
 
 --
--- Name: FUNCTION reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone) IS 'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
+COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid) IS 'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
 
 
 --
@@ -2358,6 +2623,7 @@ CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
 DECLARE
     v_job  pgq.jobs;
     v_proc regprocedure;
+    v_key  text;
 BEGIN
     SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
     IF NOT FOUND THEN
@@ -2369,7 +2635,20 @@ BEGIN
         RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
             USING ERRCODE = '42883';
     END IF;
-    EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    FOR v_key IN
+        SELECT o.key FROM pgq.overlap_locks o
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+    LOOP
+        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
+                USING ERRCODE = 'PQ002';
+        END IF;
+    END LOOP;
+    BEGIN
+        EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
+        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
+    END;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -2381,61 +2660,44 @@ $_$;
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction.';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35).';
 
 
 --
--- Name: unlock_overlap(uuid, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: unreserve(uuid, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS integer
-    LANGUAGE sql
-    AS $$
-    SELECT pgq.unlock_overlap_many(
-        array_fill(unlock_overlap.uuid, ARRAY[cardinality(coalesce(unlock_overlap.keys, '{}'))]),
-        coalesce(unlock_overlap.keys, '{}'));
-$$;
-
-
---
--- Name: FUNCTION unlock_overlap(uuid uuid, keys text[]); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) IS 'Worker protocol: releases the without_overlapping advisory locks a job held, on the session that reserved it (S26).';
-
-
---
--- Name: unlock_overlap_many(uuid[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq.unlock_overlap_many(uuids uuid[], keys text[]) RETURNS integer
+CREATE FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS integer
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    v_count int;
+    v_now   timestamptz := coalesce(unreserve.as_of, now());
+    v_base  text := left(unreserve.call::text, 24);
+    v_job   pgq.jobs;
+    v_count int := 0;
 BEGIN
-    IF cardinality(unlock_overlap_many.uuids) IS DISTINCT FROM cardinality(unlock_overlap_many.keys) THEN
-        RAISE EXCEPTION 'pgq: unlock_overlap_many needs one key per uuid, got % uuids and % keys',
-            cardinality(unlock_overlap_many.uuids), cardinality(unlock_overlap_many.keys) USING ERRCODE = '22023';
+    IF unreserve.call IS NULL THEN
+        RAISE EXCEPTION 'pgq: unreserve needs the call uuid given to pgq.reserve' USING ERRCODE = '22023';
     END IF;
-    WITH gone AS (
-        DELETE FROM pgq.overlap_locks o
-        USING unnest(unlock_overlap_many.uuids, unlock_overlap_many.keys) AS l(uuid, key)
-        WHERE o.key = l.key AND o.job_uuid = l.uuid AND o.pid = pg_backend_pid()
-        RETURNING o.key
-    )
-    SELECT count(*) FILTER (WHERE pg_advisory_unlock(pgq._overlap_lock_id(g.key)))::int INTO v_count
-    FROM gone g;
+    FOR v_job IN
+        SELECT * FROM pgq.jobs j
+        WHERE j.reserved_until IS NOT NULL
+          AND j.lease_token BETWEEN (v_base || '000000000000')::uuid AND (v_base || 'ffffffffffff')::uuid
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        PERFORM pgq._give_back(v_job, 'the answer of its reserve call was lost: the worker never ran it', v_now, false);
+        v_count := v_count + 1;
+    END LOOP;
     RETURN v_count;
 END;
 $$;
 
 
 --
--- Name: FUNCTION unlock_overlap_many(uuids uuid[], keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION unreserve(call uuid, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.unlock_overlap_many(uuids uuid[], keys text[]) IS 'Worker protocol: pgq.unlock_overlap for a batch of finished jobs, as (uuids[i], keys[i]) pairs, on the session that reserved them (S26).';
+COMMENT ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) IS 'Worker protocol: gives back, not counted, the jobs still reserved by a reserve call whose answer the worker lost (S35); returns how many.';
 
 
 --
@@ -2691,12 +2953,12 @@ COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (
 
 CREATE TABLE pgq.overlap_locks (
     key text NOT NULL,
-    lock_id bigint NOT NULL,
     job_uuid uuid NOT NULL,
     worker text,
-    pid integer NOT NULL,
     since timestamp with time zone NOT NULL,
-    expire_after integer
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL
 );
 
 
@@ -2704,7 +2966,14 @@ CREATE TABLE pgq.overlap_locks (
 -- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.overlap_locks IS 'Who took each without_overlapping advisory lock (S26). The lock itself is a session advisory lock; pgq.locks joins pg_locks to tell whether it is still held.';
+COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome.';
+
+
+--
+-- Name: COLUMN overlap_locks.expires_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
 
 
 --
@@ -2741,8 +3010,7 @@ CREATE VIEW pgq.locks AS
     (EXISTS ( SELECT
            FROM pgq.jobs j
           WHERE (j.uuid = u.job_uuid))) AS job_exists,
-    NULL::text AS worker,
-    NULL::integer AS pid
+    NULL::text AS worker
    FROM pgq.unique_locks u
 UNION ALL
  SELECT 'debounce'::text AS kind,
@@ -2754,30 +3022,28 @@ UNION ALL
     (EXISTS ( SELECT
            FROM pgq.jobs j
           WHERE (j.uuid = d.job_uuid))) AS job_exists,
-    NULL::text AS worker,
-    NULL::integer AS pid
+    NULL::text AS worker
    FROM pgq.debounce_tokens d
 UNION ALL
  SELECT 'overlap'::text AS kind,
     o.key,
     o.job_uuid,
-    NULL::uuid AS token,
+    o.lease_token AS token,
     o.since,
-    (o.since + make_interval(secs => (o.expire_after)::double precision)) AS expires_at,
+    o.expires_at,
     (EXISTS ( SELECT
            FROM pgq.jobs j
           WHERE (j.uuid = o.job_uuid))) AS job_exists,
-    o.worker,
-    o.pid
+    o.worker
    FROM pgq.overlap_locks o
-  WHERE pgq._lock_held(o.pid, o.lock_id);
+  WHERE (o.expires_at > now());
 
 
 --
 -- Name: VIEW locks; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).';
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).';
 
 
 --

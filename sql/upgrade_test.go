@@ -59,12 +59,16 @@ func TestUpgradeFromRelease7(t *testing.T) {
 	require.True(t, fail(t, db, reserveIn("q_failed"), "card declined", false, clock()).Final)
 	require.True(t, complete(t, db, reserveIn("q_limited")))
 
-	before := tableFingerprints(t, db)
+	columns := tableColumns(t, db)
+	// Overlap locks are the one exception: migration 9 empties pgq.overlap_locks, whose
+	// rows named session locks that no longer exist (workers are stopped to migrate).
+	delete(columns, "overlap_locks")
+	before := tableFingerprints(t, db, columns)
 	require.Equal(t, "1", before["failed_jobs"][:1], "one failed job before the upgrade")
 
 	_, err = pgq.Migrate(ctx, db.Pool)
 	require.NoError(t, err)
-	require.Equal(t, before, tableFingerprints(t, db), "every row of every table is kept")
+	require.Equal(t, before, tableFingerprints(t, db, columns), "every row of every table is kept")
 	require.Equal(t, schemaDump(t, pgqtest.New(t).URL), schemaDump(t, db.URL),
 		"the upgraded schema is a new installation's")
 
@@ -80,15 +84,32 @@ func TestUpgradeFromRelease7(t *testing.T) {
 	require.Equal(t, []string{"failed"}, outcomes(t, db, failed), "history kept")
 }
 
-// tableFingerprints returns, per table of schema pgq, its row count and a hash of its rows.
-func tableFingerprints(t *testing.T, db *pgqtest.DB) map[string]string {
+// tableFingerprints returns, per table of schema pgq, its row count and a hash of its
+// rows, read through the columns it has before the upgrade (columns given, or all).
+func tableFingerprints(t *testing.T, db *pgqtest.DB, columns map[string]string) map[string]string {
 	t.Helper()
-	tables := pgqtest.Scalar[[]string](t, db,
-		`SELECT array_agg(tablename::text ORDER BY tablename) FROM pg_tables WHERE schemaname = 'pgq'`)
 	out := map[string]string{}
-	for _, table := range tables {
-		out[table] = pgqtest.Scalar[string](t, db, `SELECT count(*) || ' ' || md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM pgq.`+table+` t`)
+	for table, cols := range columns {
+		out[table] = pgqtest.Scalar[string](t, db, `SELECT count(*) || ' ' || md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), ''))
+			FROM (SELECT `+cols+` FROM pgq.`+table+`) r`)
 	}
+	return out
+}
+
+// tableColumns returns the column list of each table of schema pgq.
+func tableColumns(t *testing.T, db *pgqtest.DB) map[string]string {
+	t.Helper()
+	rows, err := db.Pool.Query(ctx, `SELECT table_name::text, string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position)
+		FROM information_schema.columns WHERE table_schema = 'pgq' AND table_name IN (SELECT tablename FROM pg_tables WHERE schemaname = 'pgq')
+		GROUP BY table_name`)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for rows.Next() {
+		var table, cols string
+		require.NoError(t, rows.Scan(&table, &cols))
+		out[table] = cols
+	}
+	require.NoError(t, rows.Err())
 	return out
 }
 

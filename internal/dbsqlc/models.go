@@ -183,7 +183,7 @@ type PgqJob struct {
 	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
 	TurnAways   json.RawMessage
 	AvailableAt time.Time
-	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs).
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).
 	WaitReason    string
 	ReservedAt    *time.Time
 	ReservedUntil *time.Time
@@ -194,6 +194,8 @@ type PgqJob struct {
 	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
 	OverlapKeys []string
 	CreatedAt   time.Time
+	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
+	Interruptions int32
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -231,7 +233,7 @@ type PgqLimit struct {
 	LastException *string
 }
 
-// Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).
+// Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).
 type PgqLock struct {
 	Kind      string
 	Key       string
@@ -241,18 +243,18 @@ type PgqLock struct {
 	ExpiresAt *time.Time
 	JobExists bool
 	Worker    *string
-	Pid       *int32
 }
 
-// Who took each without_overlapping advisory lock (S26). The lock itself is a session advisory lock; pgq.locks joins pg_locks to tell whether it is still held.
+// without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker's heartbeat renews it. Released with the attempt's outcome.
 type PgqOverlapLock struct {
 	Key         string
-	LockID      int64
 	JobUuid     uuid.UUID
 	Worker      *string
-	Pid         int32
 	Since       time.Time
 	ExpireAfter *int32
+	LeaseToken  uuid.UUID
+	// When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.
+	ExpiresAt time.Time
 }
 
 // Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.

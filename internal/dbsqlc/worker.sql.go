@@ -107,8 +107,56 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 	return items, nil
 }
 
+const jobGiveBackMany = `-- name: JobGiveBackMany :many
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text)
+`
+
+type JobGiveBackManyParams struct {
+	Uuids  []uuid.UUID
+	Tokens []uuid.UUID
+	Reason string
+}
+
+// Attempts that infrastructure interrupted: back to wait, not counted (up to 3 per job).
+func (q *Queries) JobGiveBackMany(ctx context.Context, arg JobGiveBackManyParams) ([]*PgqAttempt, error) {
+	rows, err := q.db.Query(ctx, jobGiveBackMany, arg.Uuids, arg.Tokens, arg.Reason)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqAttempt
+	for rows.Next() {
+		var i PgqAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.Attempt,
+			&i.Worker,
+			&i.LeaseToken,
+			&i.ReservedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.Outcome,
+			&i.Middleware,
+			&i.Exception,
+			&i.Delay,
+			&i.Final,
+			&i.RejectedCalls,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobHeartbeatMany = `-- name: JobHeartbeatMany :many
-SELECT id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, attempts, exceptions, lease_expiries, last_exception, last_exception_attempt, turn_aways, available_at, wait_reason, reserved_at, reserved_until, reserved_by, lease_token, started_at, overlap_keys, created_at FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[])
+SELECT h.token::uuid AS held FROM pgq.heartbeat(uuids => $1::uuid[], tokens => $2::uuid[]) AS h(token)
 `
 
 type JobHeartbeatManyParams struct {
@@ -116,54 +164,20 @@ type JobHeartbeatManyParams struct {
 	Tokens []uuid.UUID
 }
 
-func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyParams) ([]*PgqJob, error) {
+// The lease tokens still holding their jobs; their overlap leases are renewed too.
+func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, jobHeartbeatMany, arg.Uuids, arg.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*PgqJob
+	var items []uuid.UUID
 	for rows.Next() {
-		var i PgqJob
-		if err := rows.Scan(
-			&i.ID,
-			&i.Uuid,
-			&i.Job,
-			&i.Queue,
-			&i.Payload,
-			&i.Priority,
-			&i.Handler,
-			&i.Tries,
-			&i.Backoff,
-			&i.MaxExceptions,
-			&i.Timeout,
-			&i.FailOnTimeout,
-			&i.RetryUntil,
-			&i.UniqueKey,
-			&i.UniqueToken,
-			&i.UniqueUntil,
-			&i.DebounceKey,
-			&i.DebounceToken,
-			&i.Middleware,
-			&i.Attempts,
-			&i.Exceptions,
-			&i.LeaseExpiries,
-			&i.LastException,
-			&i.LastExceptionAttempt,
-			&i.TurnAways,
-			&i.AvailableAt,
-			&i.WaitReason,
-			&i.ReservedAt,
-			&i.ReservedUntil,
-			&i.ReservedBy,
-			&i.LeaseToken,
-			&i.StartedAt,
-			&i.OverlapKeys,
-			&i.CreatedAt,
-		); err != nil {
+		var held uuid.UUID
+		if err := rows.Scan(&held); err != nil {
 			return nil, err
 		}
-		items = append(items, &i)
+		items = append(items, held)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -240,7 +254,8 @@ FROM pgq.reserve(
     queues => $2::text[],
     max => $3::int,
     default_tries => $4::int,
-    as_of => $5::timestamptz
+    as_of => $5::timestamptz,
+    call => $6::uuid
 )
 `
 
@@ -250,6 +265,7 @@ type JobReserveParams struct {
 	Max          int32
 	DefaultTries int32
 	AsOf         *time.Time
+	Call         uuid.UUID
 }
 
 type JobReserveRow struct {
@@ -277,6 +293,7 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]*JobR
 		arg.Max,
 		arg.DefaultTries,
 		arg.AsOf,
+		arg.Call,
 	)
 	if err != nil {
 		return nil, err
@@ -325,6 +342,18 @@ func (q *Queries) JobRunSQL(ctx context.Context, arg JobRunSQLParams) error {
 	return err
 }
 
+const jobUnreserve = `-- name: JobUnreserve :one
+SELECT pgq.unreserve(call => $1::uuid)::int AS given_back
+`
+
+// The answer of reserve call @call was lost: give back, not counted, what it reserved.
+func (q *Queries) JobUnreserve(ctx context.Context, call uuid.UUID) (int32, error) {
+	row := q.db.QueryRow(ctx, jobUnreserve, call)
+	var given_back int32
+	err := row.Scan(&given_back)
+	return given_back, err
+}
+
 const jobsVacuum = `-- name: JobsVacuum :exec
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs
 `
@@ -367,47 +396,6 @@ func (q *Queries) ListenJobs(ctx context.Context) error {
 	return err
 }
 
-const overlapExpire = `-- name: OverlapExpire :many
-SELECT key::text FROM pgq.expire_overlap() AS key
-`
-
-func (q *Queries) OverlapExpire(ctx context.Context) ([]string, error) {
-	rows, err := q.db.Query(ctx, overlapExpire)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return nil, err
-		}
-		items = append(items, key)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const overlapUnlockMany = `-- name: OverlapUnlockMany :one
-SELECT pgq.unlock_overlap_many(uuids => $1::uuid[], keys => $2::text[])::int AS released
-`
-
-type OverlapUnlockManyParams struct {
-	Uuids []uuid.UUID
-	Keys  []string
-}
-
-// (uuids[i], keys[i]) pairs: one per lock of the finished jobs.
-func (q *Queries) OverlapUnlockMany(ctx context.Context, arg OverlapUnlockManyParams) (int32, error) {
-	row := q.db.QueryRow(ctx, overlapUnlockMany, arg.Uuids, arg.Keys)
-	var released int32
-	err := row.Scan(&released)
-	return released, err
-}
-
 const sessionNap = `-- name: SessionNap :one
 SELECT pgq.nap(queues => $1::text[], wait => $2::interval) AS ok
 `
@@ -428,14 +416,42 @@ func (q *Queries) SessionNap(ctx context.Context, arg SessionNapParams) (bool, e
 
 const sessionSetHandlerLimits = `-- name: SessionSetHandlerLimits :exec
 SELECT set_config('statement_timeout', $1::text, true),
-       set_config('client_connection_check_interval', '1000', true)
+       set_config('lock_timeout', '0', true),
+       set_config('client_connection_check_interval', '1000', true),
+       set_config('idle_in_transaction_session_timeout', $2::text, true)
 `
 
-// For a SQL handler's transaction: its timeout, and a check that ends the handler within
-// a second when the worker's connection is gone (a killed worker's handler must not run
-// on beside its retry).
-func (q *Queries) SessionSetHandlerLimits(ctx context.Context, milliseconds string) error {
-	_, err := q.db.Exec(ctx, sessionSetHandlerLimits, milliseconds)
+type SessionSetHandlerLimitsParams struct {
+	Milliseconds     string
+	IdleMilliseconds string
+}
+
+// For a SQL handler's transaction: its timeout (lock waits too: no lock_timeout of its
+// own), a check that ends the handler within a second when the worker's connection is
+// gone (a killed worker's handler must not run on beside its retry), and an idle limit
+// that ends the transaction of a frozen worker, so it cannot hold the job's row (S37).
+func (q *Queries) SessionSetHandlerLimits(ctx context.Context, arg SessionSetHandlerLimitsParams) error {
+	_, err := q.db.Exec(ctx, sessionSetHandlerLimits, arg.Milliseconds, arg.IdleMilliseconds)
+	return err
+}
+
+const sessionSetProtocolLimits = `-- name: SessionSetProtocolLimits :exec
+SELECT set_config('statement_timeout', $1::text, false),
+       set_config('lock_timeout', $2::text, false),
+       set_config('idle_in_transaction_session_timeout', $3::text, false)
+`
+
+type SessionSetProtocolLimitsParams struct {
+	StatementMilliseconds string
+	LockMilliseconds      string
+	IdleMilliseconds      string
+}
+
+// For every connection the worker uses: its own bounds on the protocol calls, whatever
+// the role's or database's settings say (a role-level statement_timeout of 1 ms stalled
+// workers before, S35, S37).
+func (q *Queries) SessionSetProtocolLimits(ctx context.Context, arg SessionSetProtocolLimitsParams) error {
+	_, err := q.db.Exec(ctx, sessionSetProtocolLimits, arg.StatementMilliseconds, arg.LockMilliseconds, arg.IdleMilliseconds)
 	return err
 }
 

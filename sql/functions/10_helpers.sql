@@ -23,6 +23,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 3 $$;
 
 COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset that a turned-away job waits: 3 (S28, S29).';
 
+-- pgq._max_give_backs: how many attempts of one job infrastructure may interrupt and
+-- have given back (S35): a SQL handler's transaction that never committed, or an
+-- attempt a worker could not finish because its connection or the server went away.
+-- Past it an interruption counts as an attempt, so a handler that brings down its own
+-- connection (or the server) cannot run forever.
+CREATE OR REPLACE FUNCTION pgq._max_give_backs() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 3 $$;
+
+COMMENT ON FUNCTION pgq._max_give_backs() IS 'How many interrupted attempts of one job are given back rather than counted: 3 (S35).';
+
 -- Advisory lock key spaces. pgq's wake-up locks use the two-key form (int, int), whose
 -- first key names the space and second the queue (hashtext of its name); they never
 -- collide with one-key (bigint) locks. Overlap locks (pgq._overlap_lock_id) and the
@@ -150,31 +160,52 @@ $$;
 
 COMMENT ON FUNCTION pgq._check_unique_debounce(boolean, boolean, interval, text, interval, interval) IS 'Raises 22023 for bad unique or debounce settings, or both at once (S25).';
 
--- pgq._key: the unique or debounce key of one dispatch, scoped to the job name:
--- job:explicit-key, or job:[values of the payload fields named by p_by], or the job name
--- alone. Raises 22023 when the payload lacks a field of p_by.
+-- pgq._max_key_bytes: the longest key (unique, debounce, overlap, circuit or rate-limit
+-- key, job name prefix included) a dispatch may produce (S38). Keys are primary keys of
+-- small tables; a key past a B-tree row's size would fail the insert of whichever job
+-- reported it, and with it every other report of the same batch.
+CREATE OR REPLACE FUNCTION pgq._max_key_bytes() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 1000 $$;
+
+COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may produce, in bytes: 1000 (S38).';
+
+-- pgq._key_or_null: a key scoped to the job name: job:explicit-key, or job:[values of
+-- the payload fields named by p_by], or the job name alone; NULL when the payload lacks
+-- a field of p_by. Never raises: pgq.reserve computes keys with it.
+CREATE OR REPLACE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
+        WHEN p_by IS NULL THEN p_job
+        WHEN p_payload ?& p_by
+        THEN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text
+    END;
+$$;
+
+COMMENT ON FUNCTION pgq._key_or_null(text, text, text[], jsonb) IS 'A key scoped to the job name (explicit, or from payload fields), NULL when a field is missing; never raises.';
+
+-- pgq._key: pgq._key_or_null for dispatch: raises 22023 when the payload lacks a field
+-- of p_by, or when the key is longer than pgq._max_key_bytes() (S38).
 CREATE OR REPLACE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-    v_field text;
+    v_key text := pgq._key_or_null(p_job, p_explicit, p_by, p_payload);
 BEGIN
-    IF p_explicit IS NOT NULL THEN
-        RETURN p_job || ':' || p_explicit;
+    IF v_key IS NULL THEN
+        RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job,
+            (SELECT string_agg(quote_literal(f), ', ') FROM unnest(p_by) f WHERE NOT p_payload ? f), p_by
+            USING ERRCODE = '22023';
     END IF;
-    IF p_by IS NULL THEN
-        RETURN p_job;
+    IF octet_length(v_key) > pgq._max_key_bytes() THEN
+        RAISE EXCEPTION 'pgq: key of % is % bytes, longer than the % allowed: %...', p_job, octet_length(v_key),
+            pgq._max_key_bytes(), left(v_key, 60)
+            USING ERRCODE = '22023', HINT = 'Key jobs by an id, not by a large payload field.';
     END IF;
-    FOREACH v_field IN ARRAY p_by LOOP
-        IF NOT (p_payload ? v_field) THEN
-            RAISE EXCEPTION 'pgq: payload of % lacks field % needed for its key (by %)', p_job, quote_literal(v_field), p_by
-                USING ERRCODE = '22023';
-        END IF;
-    END LOOP;
-    RETURN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text;
+    RETURN v_key;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._key(text, text, text[], jsonb) IS 'A unique, debounce, overlap or circuit key scoped to the job name: an explicit key, or the payload fields named by by.';
+COMMENT ON FUNCTION pgq._key(text, text, text[], jsonb) IS 'A key scoped to the job name for dispatch: raises 22023 when a field is missing or the key exceeds pgq._max_key_bytes() (S38).';
 
 -- pgq._texts: a jsonb array of strings as text[] (NULL for NULL).
 CREATE OR REPLACE FUNCTION pgq._texts(p jsonb) RETURNS text[]

@@ -108,12 +108,10 @@ BEGIN
     v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
     v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
     v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
-    -- Every "by" of the middleware must find its fields in every payload: a key that
-    -- cannot be computed would otherwise only surface at reserve time.
+    -- Every key of the middleware must be computable from every payload and storable:
+    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._key(dispatch_many.job, NULL, pgq._texts(m.value -> 'by'), p.payload)
-        FROM jsonb_array_elements(v_job.middleware) mw, jsonb_each(mw) m, unnest(dispatch_many.payloads) p(payload)
-        WHERE m.value ? 'by';
+        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN

@@ -1,4 +1,32 @@
--- Middleware (S26-S29), evaluated by pgq.reserve before the handler: without_overlapping advisory locks, rate limits, circuit breakers.
+-- Middleware (S26-S29), evaluated by pgq.reserve before the handler: without_overlapping
+-- leases (S34), rate limits, circuit breakers.
+
+-- pgq._check_regex: the "when" of throttles_exceptions is a regular expression matched
+-- against exception texts inside pgq.fail, where a slow match would hold up the reports
+-- of every job in the batch (S38). It must be a string of at most 512 characters that
+-- compiles, without back-references (\1 to \9): PostgreSQL matches other expressions with
+-- automata in time bounded by the input, and the input is bounded (pgq.fail matches the
+-- first 4,096 characters of the exception), but back-references can take exponential
+-- time. Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_regex(p_when jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF jsonb_typeof(p_when) <> 'string' OR length(p_when #>> '{}') > 512 THEN
+        RAISE EXCEPTION 'pgq: throttles_exceptions "when" must be a regular expression of at most 512 characters, got %', left(p_when::text, 80)
+            USING ERRCODE = '22023';
+    END IF;
+    IF (p_when #>> '{}') ~ '(^|[^\\])(\\\\)*\\[1-9]' THEN
+        RAISE EXCEPTION 'pgq: throttles_exceptions "when" % uses a back-reference, which can take exponential time: match without it', p_when
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM '' ~ (p_when #>> '{}');
+EXCEPTION WHEN invalid_regular_expression THEN
+    RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', p_when #>> '{}'
+        USING ERRCODE = '22023';
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_regex(jsonb) IS 'Raises 22023 unless a throttles_exceptions "when" is a valid regular expression of at most 512 characters without back-references (S38).';
 
 -- pgq._check_middleware: middleware is a JSON array of one-key objects, evaluated in
 -- order before the handler (S26-S29):
@@ -66,12 +94,7 @@ BEGIN
                 coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
         END IF;
         IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
-            BEGIN
-                PERFORM '' ~ (v_cfg ->> 'when');
-            EXCEPTION WHEN invalid_regular_expression THEN
-                RAISE EXCEPTION 'pgq: throttles_exceptions "when" is not a valid regular expression: %', v_cfg ->> 'when'
-                    USING ERRCODE = '22023';
-            END;
+            PERFORM pgq._check_regex(v_cfg -> 'when');
         END IF;
     END LOOP;
 END;
@@ -87,40 +110,124 @@ $$;
 
 COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first middleware of that name, or NULL.';
 
--- pgq._circuit_key: a throttles_exceptions circuit's key: key or by fields, scoped to the
--- job name; the job name by default.
+-- pgq._middleware_key: the key a middleware counts or locks for a job: a
+-- without_overlapping key (scoped to the job name, or to "shared"), a rate limit's key
+-- (the limit's name, per by value when given) or a circuit's key (the job name by
+-- default). NULL when the payload lacks a field of by. Never raises.
+CREATE OR REPLACE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT pgq._key_or_null(
+        CASE p_name
+            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
+            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
+            ELSE p_job END,
+        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
+        pgq._texts(p_cfg -> 'by'), p_payload);
+$$;
+
+COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
+
+-- pgq._check_middleware_keys: at dispatch, every key of every middleware must be
+-- computable from every payload and no longer than pgq._max_key_bytes(): a key that
+-- cannot be stored would otherwise only fail at reserve or report time (S38).
+CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(m.value -> 'by'), p.payload)
+    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
+    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
+    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
+    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
+    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
+
+-- pgq._circuit_key: a throttles_exceptions circuit's key (S29); NULL when p_cfg is NULL
+-- (the job has no circuit breaker).
 CREATE OR REPLACE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT pgq._key(p_job, p_cfg ->> 'key', pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
 $$;
 
 COMMENT ON FUNCTION pgq._circuit_key(text, jsonb, jsonb) IS 'The key of a throttles_exceptions circuit (S29).';
 
--- pgq._overlap_lock_id: the advisory lock id of an overlap key.
+-- pgq._overlap_lock_id: the advisory lock id of an overlap key. A SQL handler's
+-- transaction holds it while the handler runs (pgq.run_sql_job); pgq.reserve tests it.
 CREATE OR REPLACE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$
     SELECT pgq._lock_id('overlap:' || p_key);
 $$;
 
-COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a without_overlapping key (S26).';
+COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
 
--- pgq._lock_held: whether backend p_pid holds the advisory lock p_lock (from pg_locks).
-CREATE OR REPLACE FUNCTION pgq._lock_held(p_pid int, p_lock bigint) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (
-        SELECT FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.pid = p_pid AND l.granted AND l.objsubid = 1
-          AND l.classid::bigint = ((p_lock >> 32) & 4294967295)
-          AND l.objid::bigint = (p_lock & 4294967295));
+-- pgq._overlap_ttl: how long an overlap lease lasts without a heartbeat (S34). Workers
+-- renew the leases of their running jobs every second and cancel a handler whose lease
+-- they could not renew for a third of this; a killed worker's keys are free after it.
+CREATE OR REPLACE FUNCTION pgq._overlap_ttl() RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT interval '10 seconds' $$;
+
+COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts without a heartbeat: 10 s (S34).';
+
+-- pgq._overlap_until: when an overlap lease taken at p_since and renewed at p_now ends:
+-- a TTL from the renewal, never past expire_after seconds from p_since (S27).
+CREATE OR REPLACE FUNCTION pgq._overlap_until(p_since timestamptz, p_now timestamptz, p_expire_after int) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
 $$;
 
-COMMENT ON FUNCTION pgq._lock_held(int, bigint) IS 'Whether a backend holds a one-key advisory lock, from pg_locks.';
+COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
+
+-- pgq._take_overlap: takes the without_overlapping lease of a key for a reserved job
+-- (S26, S34). The lease is a row, not a session lock: it lives while the worker
+-- heartbeats the job (pgq.heartbeat renews it) and goes with the attempt's outcome, so a
+-- worker whose connection drops keeps it. A key is free when no unexpired lease holds
+-- it and no transaction holds its advisory lock: a SQL handler whose lease ended may
+-- still run, and its transaction holds that lock (pgq.run_sql_job). The test of the
+-- lock lasts until reserve commits. The WHERE may only read the lease row itself (see
+-- pgq._take_unique). Returns false when the key is taken.
+CREATE OR REPLACE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamptz, p_expire_after int) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
+            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
+    ON CONFLICT (key) DO UPDATE
+        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+        WHERE o.expires_at <= p_now;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
+        RETURN true;
+    END IF;
+    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
+    RETURN false;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._take_overlap(text, pgq.jobs, timestamptz, int) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
+
+-- pgq._release_overlap: ends the overlap leases that these jobs hold on these keys (the
+-- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
+-- theirs expired stays. No-op when p_keys is NULL.
+CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
+$$;
+
+COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
 
 -- pgq._admit: runs a reserved job's middleware in order, before its handler (S26-S29).
--- Returns turned_by NULL and the overlap keys now held by this session when every
--- middleware admits the job; otherwise the middleware that turned it away, a note, the
--- delay and whether to drop it (dont_release), having given back any lock an earlier
--- middleware took. Never raises for a job's settings: a broken job must not stop reserve.
+-- Returns turned_by NULL and the overlap keys now leased to the job when every
+-- middleware admits it; otherwise the middleware that turned it away, a note, the delay
+-- and whether to drop it (dont_release), having ended any lease an earlier middleware
+-- took; or error when a key cannot be computed. Never raises for a job's settings, and
+-- opens no subtransaction: dispatch validated them, and a broken job must not stop
+-- reserve.
 CREATE OR REPLACE FUNCTION pgq._admit(
     p_job pgq.jobs, p_now timestamptz,
     OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[], OUT error text
@@ -131,33 +238,22 @@ DECLARE
     v_name    text;
     v_cfg     jsonb;
     v_key     text;
-    v_lock    bigint;
     v_limit   pgq.rate_limits;
     v_window  pgq.rate_limit_windows;
     v_circuit pgq.circuits;
 BEGIN
     held := '{}';
     drop := false;
-    BEGIN
     FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
         SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
+        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
+        IF v_key IS NULL THEN
+            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
+            EXIT;
+        END IF;
         IF v_name = 'without_overlapping' THEN
-            v_key := pgq._key(CASE WHEN (v_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job.job END,
-                              v_cfg ->> 'key', pgq._texts(v_cfg -> 'by'), p_job.payload);
-            v_lock := pgq._overlap_lock_id(v_key);
-            -- Session advisory locks are re-entrant: without the first test one worker could
-            -- run two jobs with the same key. The row this session wrote when it took the
-            -- lock says so by primary key; pg_locks (a scan of every lock) only confirms it,
-            -- in case the row is stale from a dead backend whose pid was reused.
-            IF NOT (EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = v_key AND o.pid = pg_backend_pid())
-                    AND pgq._lock_held(pg_backend_pid(), v_lock))
-               AND pg_try_advisory_lock(v_lock) THEN
+            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
                 held := held || v_key;
-                INSERT INTO pgq.overlap_locks AS o (key, lock_id, job_uuid, worker, pid, since, expire_after)
-                VALUES (v_key, v_lock, p_job.uuid, p_job.reserved_by, pg_backend_pid(), p_now, (v_cfg ->> 'expire_after')::int)
-                ON CONFLICT (key) DO UPDATE
-                    SET lock_id = EXCLUDED.lock_id, job_uuid = EXCLUDED.job_uuid, worker = EXCLUDED.worker,
-                        pid = EXCLUDED.pid, since = EXCLUDED.since, expire_after = EXCLUDED.expire_after;
                 CONTINUE;
             END IF;
             turned_by := v_name;
@@ -168,7 +264,6 @@ BEGIN
         ELSIF v_name = 'rate_limited' THEN
             SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
             CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            v_key := pgq._key(v_limit.name, NULL, pgq._texts(v_cfg -> 'by'), p_job.payload);
             -- Fixed window, exact under concurrency: the hit is counted under the row lock
             -- and the WHERE reads only that row.
             INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
@@ -185,7 +280,7 @@ BEGIN
             note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
                            v_limit.name, v_key, v_window.hits, v_limit.per, delay);
         ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = pgq._circuit_key(p_job.job, p_job.payload, v_cfg);
+            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
             CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
                        OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
             turned_by := v_name;
@@ -195,84 +290,11 @@ BEGIN
         END IF;
         EXIT;  -- turned away
     END LOOP;
-    EXCEPTION WHEN OTHERS THEN
-        -- Dispatch validates middleware, so this is a job that cannot be admitted at all
-        -- (a class changed under it, a limit dropped mid-call...). It must not stop the
-        -- queue: give back the locks this call took (session advisory locks survive the
-        -- rollback of this block) and fail this job alone.
-        PERFORM pg_advisory_unlock(pgq._overlap_lock_id(k)) FROM unnest(held) k;
-        held := '{}';
-        turned_by := NULL;
-        error := format('middleware could not be evaluated: %s (SQLSTATE %s)', SQLERRM, SQLSTATE);
-        RETURN;
-    END;
-    IF turned_by IS NOT NULL AND cardinality(held) > 0 THEN
-        PERFORM pgq.unlock_overlap(p_job.uuid, held);
+    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
+        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
         held := '{}';
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(pgq.jobs, timestamptz) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys it now holds (S26-S29).';
-
--- pgq.unlock_overlap_many: pgq.unlock_overlap for many jobs at once. The locks are given
--- as pairs, uuids[i] holding keys[i] (a job with two keys comes twice). Each goes only if
--- that job still owns it on this session (after expire_after freed a job's lock, another
--- job may hold the key now). Returns how many advisory locks were released.
-CREATE OR REPLACE FUNCTION pgq.unlock_overlap_many(uuids uuid[], keys text[]) RETURNS int
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    v_count int;
-BEGIN
-    IF cardinality(unlock_overlap_many.uuids) IS DISTINCT FROM cardinality(unlock_overlap_many.keys) THEN
-        RAISE EXCEPTION 'pgq: unlock_overlap_many needs one key per uuid, got % uuids and % keys',
-            cardinality(unlock_overlap_many.uuids), cardinality(unlock_overlap_many.keys) USING ERRCODE = '22023';
-    END IF;
-    WITH gone AS (
-        DELETE FROM pgq.overlap_locks o
-        USING unnest(unlock_overlap_many.uuids, unlock_overlap_many.keys) AS l(uuid, key)
-        WHERE o.key = l.key AND o.job_uuid = l.uuid AND o.pid = pg_backend_pid()
-        RETURNING o.key
-    )
-    SELECT count(*) FILTER (WHERE pg_advisory_unlock(pgq._overlap_lock_id(g.key)))::int INTO v_count
-    FROM gone g;
-    RETURN v_count;
-END;
-$$;
-
-COMMENT ON FUNCTION pgq.unlock_overlap_many(uuid[], text[]) IS
-    'Worker protocol: pgq.unlock_overlap for a batch of finished jobs, as (uuids[i], keys[i]) pairs, on the session that reserved them (S26).';
-
--- pgq.unlock_overlap: one job's locks, now through unlock_overlap_many, so the owner and
--- session checks are written once.
-CREATE OR REPLACE FUNCTION pgq.unlock_overlap(uuid uuid, keys text[]) RETURNS int
-LANGUAGE sql VOLATILE AS $$
-    SELECT pgq.unlock_overlap_many(
-        array_fill(unlock_overlap.uuid, ARRAY[cardinality(coalesce(unlock_overlap.keys, '{}'))]),
-        coalesce(unlock_overlap.keys, '{}'));
-$$;
-
-COMMENT ON FUNCTION pgq.unlock_overlap(uuid, text[]) IS
-    'Worker protocol: releases the without_overlapping advisory locks a job held, on the session that reserved it (S26).';
-
--- pgq.expire_overlap: releases the overlap locks this session has held longer than their
--- expire_after (S27: expire_after caps how long one holder keeps the lock, even while its
--- handler still runs). Call it on the worker's session now and then; returns the keys.
-CREATE OR REPLACE FUNCTION pgq.expire_overlap() RETURNS SETOF text
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    v_lock pgq.overlap_locks;
-BEGIN
-    FOR v_lock IN
-        SELECT * FROM pgq.overlap_locks o
-        WHERE o.pid = pg_backend_pid()
-          AND o.since + make_interval(secs => o.expire_after) <= now()
-    LOOP
-        PERFORM pgq.unlock_overlap(v_lock.job_uuid, ARRAY[v_lock.key]);
-        RETURN NEXT v_lock.key;
-    END LOOP;
-END;
-$$;
-
-COMMENT ON FUNCTION pgq.expire_overlap() IS
-    'Worker protocol: releases this session''s overlap locks held past their expire_after; returns their keys.';
+COMMENT ON FUNCTION pgq._admit(pgq.jobs, timestamptz) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';

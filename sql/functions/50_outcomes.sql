@@ -73,7 +73,12 @@ LANGUAGE sql STABLE AS $$
                     || 'turned away ' || turned.detail
                 ELSE '' END
         || CASE WHEN p_job.lease_expiries > 0
-                THEN format('; %s× lease expired (worker died or froze mid-job)', p_job.lease_expiries)
+                THEN format('; %s× lease expired (worker died or froze mid-job%s)', p_job.lease_expiries,
+                            CASE WHEN p_job.handler IS NULL
+                                 THEN '; a Go handler''s outcome is then unknown, so the attempt counts' ELSE '' END)
+                ELSE '' END
+        || CASE WHEN p_job.interruptions > 0
+                THEN format('; %s× interrupted by infrastructure and given back', p_job.interruptions)
                 ELSE '' END
     FROM turned;
 $$;
@@ -135,3 +140,33 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._turn_away(pgq.jobs, text, text, int, boolean, timestamptz) IS 'Records a turn-away and sends the job back to wait, or deletes it with dont_release (S27).';
+
+-- pgq._give_back: an attempt that infrastructure interrupted goes back to wait, available
+-- at once and recorded as interrupted with p_reason (S35). Its attempt is given back,
+-- except that with p_limited only pgq._max_give_backs() attempts of one job are: past
+-- that the interruption counts, so a handler that brings down its own connection cannot
+-- run forever. Returns the attempt recorded. State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamptz, p_limited boolean)
+RETURNS pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_refund boolean := NOT p_limited OR p_job.interruptions < pgq._max_give_backs();
+    v_attempt pgq.attempts;
+BEGIN
+    v_attempt := pgq._record(p_job, 'interrupted', p_now,
+        p_reason || CASE WHEN v_refund THEN '; attempt given back'
+                         ELSE format('; counted: %s attempts were given back already', p_job.interruptions) END,
+        0);
+    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    UPDATE pgq.jobs j
+    SET attempts = j.attempts - CASE WHEN v_refund THEN 1 ELSE 0 END,
+        interruptions = j.interruptions + CASE WHEN v_refund AND p_limited THEN 1 ELSE 0 END,
+        available_at = p_now, wait_reason = 'interrupted',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
+    WHERE j.uuid = p_job.uuid;
+    RETURN v_attempt;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._give_back(pgq.jobs, text, timestamptz, boolean) IS 'Sends an interrupted attempt back to wait, recorded as interrupted and given back (up to pgq._max_give_backs() times when limited, S35).';

@@ -50,7 +50,8 @@ CREATE OR REPLACE FUNCTION pgq.reserve(
     queues        text[],
     max           int,
     default_tries int DEFAULT 1,
-    as_of         timestamptz DEFAULT NULL
+    as_of         timestamptz DEFAULT NULL,
+    call          uuid DEFAULT NULL
 ) RETURNS SETOF pgq.reservation
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
@@ -69,10 +70,12 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
-    -- Lease tokens: one random base per call, the job's id in its last six bytes (twelve
-    -- hex digits). Unique per reservation without a gen_random_uuid() (and its getpid()
-    -- system call) per job; built as text, which costs less than five bytea calls.
-    v_token text := left(gen_random_uuid()::text, 24);
+    -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
+    -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
+    -- system call) per job; built as text, which costs less than five bytea calls. The
+    -- base is the first twelve bytes of call when the worker gives one (random), so
+    -- that pgq.unreserve can find the jobs of a call whose answer was lost.
+    v_token text := left(coalesce(reserve.call, gen_random_uuid())::text, 24);
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -82,9 +85,13 @@ BEGIN
     END IF;
 
     -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
-    -- the same row, and a job being completed right now is left alone.
+    -- the same row, and a job being completed right now is left alone. A job with a SQL
+    -- handler still here did not commit (its completion is in the handler's transaction),
+    -- so its attempt is given back, up to pgq._max_give_backs() times (S35); a Go
+    -- handler's outcome is unknown, and its attempt counts. Overlap leases are left to
+    -- run out (S34): a cut-off worker cancels its handler only when it cannot renew them.
     WITH expired AS (
-        SELECT j.*
+        SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
         FROM pgq.jobs j
         WHERE j.reserved_until < v_now
           AND j.queue = ANY (reserve.queues)
@@ -94,7 +101,8 @@ BEGIN
     ), back AS (
         UPDATE pgq.jobs j
         SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
-            started_at = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired'
+            started_at = NULL, overlap_keys = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired',
+            attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
         FROM expired e
         WHERE j.uuid = e.uuid
     )
@@ -103,6 +111,7 @@ BEGIN
     SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
            e.reserved_until, 'lease_expired',
            format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+           || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
     FROM expired e;
 
     FOREACH v_queue IN ARRAY reserve.queues LOOP
@@ -229,8 +238,41 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz) IS
+COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz, uuid) IS
     'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
+
+-- pgq.unreserve: gives back, not counted, every job still reserved by the reserve call
+-- identified by call (pgq.reserve's call argument, a random uuid the worker chose), and
+-- returns how many. A worker calls it when a reserve failed in a way that may have
+-- committed (the connection or the server went away before the answer arrived): it
+-- never learnt those jobs, so their handlers never ran (S35). Each is recorded as
+-- interrupted. State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.unreserve(call uuid, as_of timestamptz DEFAULT NULL) RETURNS int
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now   timestamptz := coalesce(unreserve.as_of, now());
+    v_base  text := left(unreserve.call::text, 24);
+    v_job   pgq.jobs;
+    v_count int := 0;
+BEGIN
+    IF unreserve.call IS NULL THEN
+        RAISE EXCEPTION 'pgq: unreserve needs the call uuid given to pgq.reserve' USING ERRCODE = '22023';
+    END IF;
+    FOR v_job IN
+        SELECT * FROM pgq.jobs j
+        WHERE j.reserved_until IS NOT NULL
+          AND j.lease_token BETWEEN (v_base || '000000000000')::uuid AND (v_base || 'ffffffffffff')::uuid
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        PERFORM pgq._give_back(v_job, 'the answer of its reserve call was lost: the worker never ran it', v_now, false);
+        v_count := v_count + 1;
+    END LOOP;
+    RETURN v_count;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.unreserve(uuid, timestamptz) IS
+    'Worker protocol: gives back, not counted, the jobs still reserved by a reserve call whose answer the worker lost (S35); returns how many.';
 
 -- pgq.wake: the session stops napping: it releases the nap locks pgq.nap took (listed in
 -- the session setting pgq.napping). Dispatches no longer notify for it.

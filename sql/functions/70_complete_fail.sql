@@ -3,8 +3,8 @@
 -- pgq.complete: the attempts of these jobs succeeded. Each job is deleted only when its
 -- lease token still holds it; the attempt is recorded as succeeded. Calls whose token lost
 -- its lease are rejected and recorded on that token's attempt (S15). A unique lock (S21,
--- S22) and a debounce token go only if this job still owns them; a success clears the
--- circuit of a throttles_exceptions breaker (S29).
+-- S22), a debounce token and an overlap lease (S34) go only if this job still owns them;
+-- a success clears the circuit of a throttles_exceptions breaker (S29).
 -- Returns the uuids completed. State change: reserved -> finished.
 CREATE OR REPLACE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
@@ -20,6 +20,8 @@ DECLARE
     v_debounce text[];  -- debounce tokens to delete: keys, and the token of each
     v_tokens   uuid[];
     v_circuits text[];
+    v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
+    v_overlaps text[];
 BEGIN
     IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
         RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
@@ -32,7 +34,7 @@ BEGIN
         WHERE j.uuid = t.uuid
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
-                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
                   CASE WHEN j.middleware IS NOT NULL
                        THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
                   END AS circuit
@@ -48,8 +50,10 @@ BEGIN
            array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
            array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
-           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL)
-    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits
+           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
+           array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
+           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps
     FROM done d;
 
     IF v_unique IS NOT NULL THEN
@@ -66,6 +70,9 @@ BEGIN
     IF v_circuits IS NOT NULL THEN
         -- S29: a success clears the circuit's count
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+    END IF;
+    IF v_overlapped IS NOT NULL THEN
+        PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN
@@ -121,8 +128,11 @@ BEGIN
     IF v_job.id IS NULL THEN
         RETURN;
     END IF;
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
 
-    v_text := coalesce(nullif(fail.exception, ''), 'unknown error');
+    -- S38: one job's exception is kept to 64 KiB, so it cannot swell the batch it is
+    -- reported in.
+    v_text := left(coalesce(nullif(fail.exception, ''), 'unknown error'), 65536);
     IF fail.timed_out THEN
         v_text := format('TimeoutExceeded: %s attempt %s ran past its timeout (%s)', v_job.job, v_job.attempts, v_text);
     ELSE
@@ -135,7 +145,7 @@ BEGIN
     -- the circuit and releases the job with the breaker's backoff instead of failing it.
     v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
     IF v_breaker IS NOT NULL AND NOT fail.timed_out
-       AND (v_breaker ->> 'when' IS NULL OR v_text ~ (v_breaker ->> 'when')) THEN
+       AND (v_breaker ->> 'when' IS NULL OR left(v_text, 4096) ~ (v_breaker ->> 'when')) THEN  -- bounded input (S38)
         v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
         v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
         INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
@@ -154,7 +164,8 @@ BEGIN
         UPDATE pgq.jobs j
         SET last_exception = v_text, last_exception_attempt = v_job.attempts,
             available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
-            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+            overlap_keys = NULL
         WHERE j.uuid = v_job.uuid;
         RETURN;
     END IF;
@@ -178,7 +189,8 @@ BEGIN
     SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
         last_exception_attempt = v_job.last_exception_attempt,
         available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
-        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
     WHERE j.uuid = v_job.uuid;
 END;
 $$;
@@ -243,10 +255,12 @@ BEGIN
         RETURN;
     END IF;
     RETURN NEXT pgq._record(v_job, 'released', v_now, release.reason, release.delay);
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
     UPDATE pgq.jobs j
     SET attempts = j.attempts - CASE WHEN release.refund THEN 1 ELSE 0 END,
         available_at = v_now + make_interval(secs => release.delay), wait_reason = 'released',
-        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
     WHERE j.uuid = v_job.uuid;
 END;
 $$;
@@ -254,36 +268,91 @@ $$;
 COMMENT ON FUNCTION pgq.release(uuid, uuid, int, boolean, text, timestamptz) IS
     'Worker protocol: puts a reserved job back to wait delay seconds, no exception counted (S11); refund gives the attempt back (shutdown, S32).';
 
--- pgq.heartbeat: extends the lease of every job whose token still holds it to now +
--- its queue's retry_after (S14). Returns the jobs still held; a job missing from the
--- result has lost its lease and its handler should stop.
+-- pgq.give_back: attempts that infrastructure interrupted (S35): the worker lost its
+-- connection or the server went away while the handler ran, or a SQL handler's
+-- transaction could not commit for a reason of pgq's own (a lock_timeout in
+-- pgq.complete, a serialization failure, an admin cancel). Each job held by its token
+-- goes back to wait, available now, recorded as interrupted with reason, and its
+-- attempt is given back, at most pgq._max_give_backs() times per job; past that the
+-- attempt counts. Returns the attempts recorded; a missing uuid lost its lease
+-- (rejected and recorded, S15). State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz := coalesce(give_back.as_of, now());
+    v_job pgq.jobs;
+    i     int;
+BEGIN
+    IF cardinality(give_back.uuids) IS DISTINCT FROM cardinality(give_back.tokens) THEN
+        RAISE EXCEPTION 'pgq: give_back needs one token per uuid, got % uuids and % tokens',
+            cardinality(give_back.uuids), cardinality(give_back.tokens) USING ERRCODE = '22023';
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(give_back.uuids), 0) LOOP
+        v_job := pgq._held('give_back', give_back.uuids[i], give_back.tokens[i], v_now);
+        CONTINUE WHEN v_job.id IS NULL;
+        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, true);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, timestamptz) IS
+    'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
+
+-- pgq.heartbeat: extends the lease of every job whose token still holds it to now + its
+-- queue's retry_after (S14), and renews the overlap leases of those jobs (S34). Returns
+-- the lease tokens that still hold their jobs; a token missing from the result has lost
+-- its lease, and its handler should stop.
 CREATE OR REPLACE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
-RETURNS SETOF pgq.jobs
+RETURNS SETOF uuid
 LANGUAGE sql VOLATILE AS $$
-    UPDATE pgq.jobs j
-    SET reserved_until = coalesce(heartbeat.as_of, now())
-                         + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue), pgq._default_retry_after()))
-    FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
-    WHERE j.uuid = t.uuid
-      AND j.lease_token = t.token
-    RETURNING j.*;
+    WITH held AS (
+        UPDATE pgq.jobs j
+        SET reserved_until = coalesce(heartbeat.as_of, now())
+                             + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
+                                                              pgq._default_retry_after()))
+        FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
+        WHERE j.uuid = t.uuid
+          AND j.lease_token = t.token
+        RETURNING j.uuid, j.lease_token, j.overlap_keys
+    ), renewed AS (
+        UPDATE pgq.overlap_locks o
+        SET expires_at = pgq._overlap_until(o.since, coalesce(heartbeat.as_of, now()), o.expire_after)
+        FROM held h
+        WHERE h.overlap_keys IS NOT NULL
+          AND o.key = ANY (h.overlap_keys) AND o.job_uuid = h.uuid AND o.lease_token = h.lease_token
+    )
+    SELECT h.lease_token FROM held h;
 $$;
 
 COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
-    'Worker protocol: extends the leases still held by these tokens; returns those jobs (S14).';
+    'Worker protocol: extends the leases still held by these tokens and their overlap leases; returns the tokens still holding (S14, S34).';
 
 -- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
 -- the job, in the caller's transaction: the function's effects and the completion commit
 -- together. Call it after setting statement_timeout to the job's timeout.
--- Raises 42883 when the handler function does not exist, PQ001 when the token no longer
--- holds the job (the caller must roll back, so the effects are discarded), and whatever
--- the handler raises. No dynamic SQL but the call: the name is resolved to a
--- regprocedure first, so it cannot inject anything.
+-- The transaction holds the advisory lock of each of the job's overlap keys, so a second
+-- handler of a key cannot start while this one runs, even after its lease ended (S34);
+-- not of a key whose middleware sets expire_after, which says another job may take the
+-- key after that long even while this one runs (S27).
+-- Errors tell the worker whose fault an attempt's end was (S35):
+--   PQ100  the handler raised: the attempt's exception (message, and its SQLSTATE in
+--          the detail);
+--   42883  the handler function does not exist: the attempt's exception too;
+--   57014  statement timeout: the handler ran past the job's timeout;
+--   PQ001  the token no longer holds the job (roll back: the effects are discarded);
+--   PQ002  an overlap key is still locked by a handler whose lease ended: not this
+--          attempt's fault;
+--   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
+--          connection, an admin cancel) is infrastructure: not the handler's fault.
+-- No dynamic SQL but the call: the name is resolved to a regprocedure first, so it
+-- cannot inject anything.
 CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_job  pgq.jobs;
     v_proc regprocedure;
+    v_key  text;
 BEGIN
     SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
     IF NOT FOUND THEN
@@ -295,7 +364,20 @@ BEGIN
         RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
             USING ERRCODE = '42883';
     END IF;
-    EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    FOR v_key IN
+        SELECT o.key FROM pgq.overlap_locks o
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+    LOOP
+        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
+                USING ERRCODE = 'PQ002';
+        END IF;
+    END LOOP;
+    BEGIN
+        EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+    EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
+        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
+    END;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -303,4 +385,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
-    'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction.';
+    'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35).';

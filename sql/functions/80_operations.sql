@@ -108,11 +108,13 @@ BEGIN
         RAISE EXCEPTION 'pgq: prune older_than must be a non-negative interval, got %', prune.older_than
             USING ERRCODE = '22023';
     END IF;
+    -- A live job's turn-aways go too (S39): a job turned away for weeks would otherwise
+    -- grow its history without bound; pgq.jobs.turn_aways keeps their count.
     WITH gone AS (
         DELETE FROM pgq.attempts a
         WHERE a.finished_at < now() - prune.older_than
-          AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid)
           AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.uuid = a.job_uuid)
+          AND (a.outcome = 'turned_away' OR NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid))
         RETURNING 1
     )
     SELECT count(*) INTO v_count FROM gone;
@@ -120,13 +122,17 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed; returns the count.';
+COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than older_than of jobs no longer live or failed, and old turn-aways of live jobs; returns the count.';
 
--- pgq.prune_all: retention. Deletes attempt history of finished jobs older than
--- history_older_than and failed jobs older than failed_older_than (NULL: keep), plus
--- expired unique locks and stale overlap-lock rows. Only one caller at a time does the
--- work (a transaction advisory lock); the others return NULL at once, so workers can
--- all call it without piling up. Returns the rows deleted.
+-- pgq.prune_all: retention (S39). Deletes attempt history of finished jobs (and the
+-- turn-aways of live ones) older than history_older_than, failed jobs older than
+-- failed_older_than (NULL: keep), and the coordination rows that no longer say anything:
+-- expired unique locks and overlap leases, rate-limit windows that have ended, circuits
+-- whose decay has passed, and debounce tokens whose job is gone (an hour after their last
+-- dispatch). Each of these deletes re-reads the row it deletes, so a row a concurrent
+-- dispatch or reserve just renewed stays. Only one caller at a time does the work (a
+-- transaction advisory lock); the others return NULL at once, so workers can all call it
+-- without piling up. Returns the rows deleted.
 CREATE OR REPLACE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL) RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -143,14 +149,26 @@ BEGIN
     DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    DELETE FROM pgq.overlap_locks o WHERE NOT pgq._lock_held(o.pid, o.lock_id);
+    DELETE FROM pgq.overlap_locks o WHERE o.expires_at < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
+    WHERE w.limit_name = l.name AND w.window_start + l.per < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.circuits c WHERE c.window_start + make_interval(secs => c.decay) < now();
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.debounce_tokens d
+    WHERE d.updated_at < now() - interval '1 hour'
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_count + v_n;
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.prune_all(interval, interval) IS
-    'Retention: prunes finished history, old failed jobs (when failed_older_than is given), expired unique locks and stale overlap rows; one caller at a time (others get NULL).';
+    'Retention (S39): prunes finished history, old failed jobs (when failed_older_than is given) and coordination rows that no longer say anything; one caller at a time (others get NULL).';
 
 -- pgq._retry_window: seconds a job can spend between its first attempt and its last:
 -- the backoffs of its tries - 1 retries (last entry repeating) plus tries × timeout.

@@ -35,19 +35,19 @@ COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until 
 
 CREATE OR REPLACE VIEW pgq.locks AS
 SELECT 'unique'::text AS kind, u.key, u.job_uuid, u.owner AS token, u.created_at AS since, u.expires_at,
-       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists, NULL::text AS worker, NULL::int AS pid
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = u.job_uuid) AS job_exists, NULL::text AS worker
 FROM pgq.unique_locks u
 UNION ALL
 SELECT 'debounce', d.key, d.job_uuid, d.token, d.updated_at, NULL,
-       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid), NULL, NULL
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid), NULL
 FROM pgq.debounce_tokens d
 UNION ALL
-SELECT 'overlap', o.key, o.job_uuid, NULL, o.since, o.since + make_interval(secs => o.expire_after),
-       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = o.job_uuid), o.worker, o.pid
+SELECT 'overlap', o.key, o.job_uuid, o.lease_token, o.since, o.expires_at,
+       EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = o.job_uuid), o.worker
 FROM pgq.overlap_locks o
-WHERE pgq._lock_held(o.pid, o.lock_id);
+WHERE o.expires_at > now();
 
-COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and without_overlapping advisory locks still held (checked against pg_locks: worker, backend pid, since when).';
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).';
 
 CREATE OR REPLACE VIEW pgq.limits AS
 SELECT 'rate_limit'::text AS kind, r.name, coalesce(w.key, r.name) AS key, r.max, r.per,

@@ -7,8 +7,17 @@ FROM pgq.reserve(
     queues => @queues::text[],
     max => @max::int,
     default_tries => @default_tries::int,
-    as_of => sqlc.narg('as_of')::timestamptz
+    as_of => sqlc.narg('as_of')::timestamptz,
+    call => @call::uuid
 );
+
+-- name: JobUnreserve :one
+-- The answer of reserve call @call was lost: give back, not counted, what it reserved.
+SELECT pgq.unreserve(call => @call::uuid)::int AS given_back;
+
+-- name: JobGiveBackMany :many
+-- Attempts that infrastructure interrupted: back to wait, not counted (up to 3 per job).
+SELECT * FROM pgq.give_back(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text);
 
 -- name: JobCompleteMany :many
 -- The cast makes the uuids values rather than pointers: pgq.complete returns no NULL.
@@ -34,24 +43,29 @@ SELECT * FROM pgq.release(
 );
 
 -- name: JobHeartbeatMany :many
-SELECT * FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
+-- The lease tokens still holding their jobs; their overlap leases are renewed too.
+SELECT h.token::uuid AS held FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens => @tokens::uuid[]) AS h(token);
 
 -- name: JobRunSQL :exec
 SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
 
 -- name: SessionSetHandlerLimits :exec
--- For a SQL handler's transaction: its timeout, and a check that ends the handler within
--- a second when the worker's connection is gone (a killed worker's handler must not run
--- on beside its retry).
+-- For a SQL handler's transaction: its timeout (lock waits too: no lock_timeout of its
+-- own), a check that ends the handler within a second when the worker's connection is
+-- gone (a killed worker's handler must not run on beside its retry), and an idle limit
+-- that ends the transaction of a frozen worker, so it cannot hold the job's row (S37).
 SELECT set_config('statement_timeout', @milliseconds::text, true),
-       set_config('client_connection_check_interval', '1000', true);
+       set_config('lock_timeout', '0', true),
+       set_config('client_connection_check_interval', '1000', true),
+       set_config('idle_in_transaction_session_timeout', @idle_milliseconds::text, true);
 
--- name: OverlapUnlockMany :one
--- (uuids[i], keys[i]) pairs: one per lock of the finished jobs.
-SELECT pgq.unlock_overlap_many(uuids => @uuids::uuid[], keys => @keys::text[])::int AS released;
-
--- name: OverlapExpire :many
-SELECT key::text FROM pgq.expire_overlap() AS key;
+-- name: SessionSetProtocolLimits :exec
+-- For every connection the worker uses: its own bounds on the protocol calls, whatever
+-- the role's or database's settings say (a role-level statement_timeout of 1 ms stalled
+-- workers before, S35, S37).
+SELECT set_config('statement_timeout', @statement_milliseconds::text, false),
+       set_config('lock_timeout', @lock_milliseconds::text, false),
+       set_config('idle_in_transaction_session_timeout', @idle_milliseconds::text, false);
 
 -- name: ListenJobs :exec
 LISTEN pgq_jobs;
