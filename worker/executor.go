@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/pgq"
@@ -22,8 +23,7 @@ import (
 // shutdown) a watchdog gives it the timeout grace to return.
 type executor struct {
 	// Set by New (handlers by Handle, before Run); read-only once Run has started.
-	pool     *pgxpool.Pool
-	q        *dbsqlc.Queries
+	conns    *conns
 	cfg      *config
 	handlers map[string]handler
 	active   *activeSet
@@ -42,14 +42,17 @@ type executor struct {
 }
 
 // start runs one reserved job's handler in a handler goroutine, under d's timeout. It
-// runs on the fetcher's goroutine.
-func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow) {
+// runs on the fetcher's goroutine; sent is when the reserve was sent, before the lease
+// began.
+func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow, sent time.Time) {
 	d.refs.Add(1)
 	a := &active{row: row, token: row.LeaseToken, deadline: d, started: time.Now(),
 		lease: row.ReservedUntil.Sub(row.ReservedAt)}
 	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
 	a.ctx.at = d.at
 	a.heartbeatAt = a.started.Add(a.lease / 3)
+	a.heldUntil = sent.Add(a.lease)
+	a.overlapRenewed = sent
 	if d.timer != nil {
 		d.mu.Lock()
 		d.jobs = append(d.jobs, a)
@@ -83,6 +86,7 @@ func (e *executor) handle(a *active) {
 // runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (e *executor) runJob(ctx context.Context, a *active) {
 	err := e.invoke(ctx, a.row, a.token)
+	a.returned = time.Now()
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
@@ -119,8 +123,25 @@ func (e *executor) invoke(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 // errCompletedInTx marks a SQL job whose handler and completion committed together.
 var errCompletedInTx = errors.New("completed in handler transaction")
 
+// sqlHandlerError is the exception a SQL handler raised: the attempt's own.
+type sqlHandlerError struct{ message, sqlState string }
+
+func (e *sqlHandlerError) Error() string { return e.message }
+
+// interruptedError ends an attempt that infrastructure cut short, not the handler (S35):
+// its job is given back.
+type interruptedError struct{ err error }
+
+func (e *interruptedError) Error() string { return "interrupted: " + e.err.Error() }
+func (e *interruptedError) Unwrap() error { return e.err }
+
 // runSQL runs a SQL handler and completes its job in the same transaction, under a
-// statement_timeout of the job's timeout.
+// statement_timeout of the job's timeout and an idle limit that ends the transaction
+// of a frozen worker (S37). It tells whose fault an attempt's end was (S35):
+// pgq.run_sql_job marks the handler's own exception PQ100; a statement timeout is the
+// job's timeout; anything else that ended the transaction (a lost connection, a
+// restart, a lock_timeout in pgq.complete, an overlap key still locked) comes back as
+// an *interruptedError, and the attempt is given back.
 func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) error {
 	select {
 	case e.sqlSlots <- struct{}{}:
@@ -128,32 +149,63 @@ func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		q := e.q.WithTx(tx)
-		if err := q.SessionSetHandlerLimits(ctx, fmt.Sprint(e.timeoutOf(row).Milliseconds())); err != nil {
+	conn, err := e.conns.acquire(ctx)
+	if err != nil {
+		return sqlOutcome(ctx, err)
+	}
+	defer conn.Release()
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		q := dbsqlc.New(tx)
+		err := q.SessionSetHandlerLimits(ctx, dbsqlc.SessionSetHandlerLimitsParams{
+			Milliseconds: milliseconds(e.timeoutOf(row)), IdleMilliseconds: milliseconds(idleInTransaction),
+		})
+		if err != nil {
 			return err
 		}
 		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: token})
 	})
 	if err != nil {
-		return pgq.MapError(err)
+		return sqlOutcome(ctx, err)
 	}
 	return errCompletedInTx
+}
+
+// sqlOutcome sorts the error that ended a SQL handler's transaction (see runSQL).
+func sqlOutcome(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case context.Cause(ctx) != nil && ctx.Err() != nil:
+		return err // the worker cancelled it (timeout, lost lease, stop): the reporter knows why
+	case !errors.As(err, &pgErr):
+		return &interruptedError{err: err} // the connection or the server went away
+	case pgErr.Code == "PQ100":
+		return &sqlHandlerError{message: pgErr.Message, sqlState: strings.TrimPrefix(pgErr.Detail, "SQLSTATE ")}
+	case pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"),
+		pgErr.Code == "42883", pgErr.Code == "PQ001":
+		return pgq.MapError(err) // the job's timeout, a missing handler, a lost lease
+	default:
+		return &interruptedError{err: pgq.MapError(err)}
+	}
 }
 
 // cancel cancels a running handler's context with cause and starts its watchdog. A
 // handler still running a grace period later ignores its cancellation, and its job must
 // not be retried while it may still run, so it is left reserved, no longer heartbeated,
 // and the worker stops. The watchdog starts here, where the worker cancels (timeout,
-// lost lease or overlap lock, shutdown), rather than once per job: a context.AfterFunc
-// per job was a tenth of the worker's CPU in the drain benchmark. Safe from any
-// goroutine.
+// lost lease or overlap lease, shutdown), rather than once per job: a context.AfterFunc
+// per job was a tenth of the worker's CPU in the drain benchmark. A handler whose
+// overlap lease could not be renewed gets at most overlapGrace: its key may be free for
+// another worker's handler when the lease runs out (S34). Safe from any goroutine.
 func (e *executor) cancel(a *active, cause error) {
 	a.cancel(cause)
 	if a.state.Load() != running || !a.watched.CompareAndSwap(false, true) {
 		return
 	}
-	time.AfterFunc(e.cfg.timeoutGrace, func() {
+	grace := e.cfg.timeoutGrace
+	if errors.Is(cause, errOverlapLost) {
+		grace = min(grace, overlapGrace)
+	}
+	time.AfterFunc(grace, func() {
 		if a.state.CompareAndSwap(running, abandoned) {
 			e.active.forget(a)
 			select {

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/pgq"
 )
@@ -36,6 +39,7 @@ type fetcher struct {
 	cooled    *time.Timer // fires at coolUntil when a reserve waits for it
 	napTimer  *time.Timer // fires when the session is to nap
 	napRetry  time.Duration
+	lost      []uuid.UUID // reserve calls whose answer was lost, to give back (pgq.unreserve)
 }
 
 func newFetcher(cfg *config, log *slog.Logger, s *session, e *executor, r *reporter, a *activeSet, freed chan struct{}) *fetcher {
@@ -107,26 +111,23 @@ func (f *fetcher) fetchIfDue(ctx context.Context) error {
 }
 
 // runOnce reserves up to free jobs, starts the runnable ones, and sets when the next
-// reserve or nap is due. A failed reserve is logged and the session reconnected if it
-// was lost; runOnce returns an error only when the worker must stop: the database has
-// no pgq schema (errors.Is(err, pgq.ErrNotMigrated)), or ctx ended while reconnecting.
+// reserve or nap is due. A failed reserve is logged, the session reconnected if it was
+// lost, and the reserve tried again; when the failure may have come after the reserve
+// committed (the answer was lost), the jobs it took are given back (pgq.unreserve, S35).
+// runOnce returns an error only when the worker must stop: the database has no pgq
+// schema (errors.Is(err, pgq.ErrNotMigrated)), or ctx ended while reconnecting.
 func (f *fetcher) runOnce(ctx context.Context, free int) error {
+	f.giveBackLost(ctx)
 	// A stop request must not interrupt a reserve: pgx closes a connection whose query
 	// is cancelled, and the jobs it just reserved would be left behind.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	rows, err := f.session.reserve(rctx, free)
+	call, sent := uuid.New(), time.Now()
+	rows, err := f.session.reserve(rctx, free, call)
 	cancel()
 	if err != nil {
-		if mapped := pgq.MapError(err); errors.Is(mapped, pgq.ErrNotMigrated) {
-			f.log.Error("worker stopping: the database has no pgq schema", "err", err)
-			return fmt.Errorf("pgq/worker: reserve: %w (%w)", pgq.ErrNotMigrated, mapped)
-		}
-		f.log.Error("reserve failed; retrying", "err", err)
-		if err := f.session.reconnect(ctx); err != nil {
-			return err
-		}
+		return f.reserveFailed(ctx, call, err)
 	}
-	runnable := f.start(ctx, rows)
+	runnable := f.start(ctx, rows, sent)
 	f.reserved += runnable
 	f.fetch = runnable == free
 	if !f.fetch {
@@ -150,10 +151,45 @@ func (f *fetcher) runOnce(ctx context.Context, free int) error {
 	return nil
 }
 
+// reserveFailed handles a failed reserve: the worker stops when the schema is missing;
+// otherwise the session is reconnected if it was lost and the reserve is due again. A
+// failure that did not come from PostgreSQL's answer (a lost connection, a timeout) may
+// have come after the reserve committed, so its call is remembered for pgq.unreserve.
+func (f *fetcher) reserveFailed(ctx context.Context, call uuid.UUID, err error) error {
+	mapped := pgq.MapError(err)
+	if errors.Is(mapped, pgq.ErrNotMigrated) {
+		f.log.Error("worker stopping: the database has no pgq schema", "err", err)
+		return fmt.Errorf("pgq/worker: reserve: %w (%w)", pgq.ErrNotMigrated, mapped)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) && !errors.Is(err, errNoSession) {
+		f.lost = append(f.lost, call)
+	}
+	f.log.Error("reserve failed; retrying", "err", err)
+	f.fetch = true // a failed reserve says nothing about the queue being empty
+	return f.session.reconnect(ctx)
+}
+
+// giveBackLost gives back the jobs of the reserve calls whose answer was lost; a call
+// that fails stays for the next reserve.
+func (f *fetcher) giveBackLost(ctx context.Context) {
+	for len(f.lost) > 0 {
+		n, err := f.session.unreserve(ctx, f.lost[0])
+		if err != nil {
+			f.log.Warn("give back of a lost reserve failed; retrying later", "err", err)
+			return
+		}
+		if n > 0 {
+			f.log.Info("gave back the jobs of a reserve whose answer was lost", "jobs", n)
+		}
+		f.lost = f.lost[1:]
+	}
+}
+
 // start starts the handlers of the reserved jobs that may run, and writes the line of
 // each job that reserve did not hand over. The jobs of one reserve that share a timeout
-// share its deadline. It returns how many it started.
-func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow) int {
+// share its deadline. It returns how many it started. sent is when the reserve was sent.
+func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow, sent time.Time) int {
 	runnable := 0
 	deadlines := map[time.Duration]*deadline{}
 	for _, row := range rows {
@@ -167,7 +203,7 @@ func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow) int {
 			d = f.executor.newDeadline(ctx, timeout)
 			deadlines[timeout] = d
 		}
-		f.executor.start(d, row)
+		f.executor.start(d, row, sent)
 		runnable++
 	}
 	for _, d := range deadlines {

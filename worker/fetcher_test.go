@@ -56,3 +56,13 @@ func TestFetcherRunOnce(t *testing.T) {
 	require.Zero(t, w.active.count())
 	require.Equal(t, 5, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
 }
+
+// S34: the worker's idea of an overlap lease's length is pgq._overlap_ttl(), and its
+// renewal, cancellation and grace fit inside it.
+func TestOverlapTTLMatchesSQL(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	require.Equal(t, overlapTTL, pgqtest.Scalar[time.Duration](t, db, `SELECT pgq._overlap_ttl()`))
+	require.Less(t, overlapRenewWithin+time.Second+overlapGrace, overlapTTL,
+		"a handler whose lease went unrenewed is cancelled and given up on before the lease can run out")
+}

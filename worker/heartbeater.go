@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -12,16 +11,32 @@ import (
 	"github.com/pgq-dev/pgq/pgq"
 )
 
+// The bounds of overlap leases (S34). A without_overlapping key's lease lasts overlapTTL
+// past its last renewal (pgq._overlap_ttl(); TestOverlapTTLMatchesSQL keeps them equal).
+// The heartbeater renews the leases of running jobs every second; a handler whose leases
+// it could not renew for overlapRenewWithin is cancelled, and one that has not returned
+// overlapGrace later makes the worker stop. Renewal, cancellation and the grace together
+// stay under the TTL, so no other worker's handler can start on the key while this one
+// may still run.
+const (
+	overlapTTL         = 10 * time.Second
+	overlapRenewWithin = 3 * time.Second
+	overlapGrace       = 5 * time.Second
+	// heartbeatTimeout bounds one heartbeat call: a call that hangs must not hold up the
+	// check of the overlap leases.
+	heartbeatTimeout = 2 * time.Second
+)
+
 // heartbeater keeps the worker's claims alive, once a second: it extends the leases of
-// running jobs (S14) and cancels the handlers whose lease was lost, and while a job holds
-// overlap locks it checks the session that holds them.
+// running jobs once a third of their lease has passed (S14), renews every second the
+// overlap leases of jobs that hold keys (S34), and cancels the handlers whose lease was
+// lost or whose overlap leases it could not renew in time.
 type heartbeater struct {
 	// Set by New; read-only.
-	q        *dbsqlc.Queries
+	conns    *conns
 	log      *slog.Logger
 	metrics  *metrics
 	active   *activeSet
-	session  *session
 	executor *executor
 }
 
@@ -29,74 +44,79 @@ func (h *heartbeater) run(ctx context.Context) {
 	everySecond(ctx, func() { h.runOnce(ctx) })
 }
 
-// runOnce is one beat: the session check, then the heartbeat of the leases due.
+// runOnce is one beat: one pgq.heartbeat for every attempt due, then the overlap check.
 func (h *heartbeater) runOnce(ctx context.Context) {
-	h.watchOverlap(ctx)
-	h.beat(ctx)
-}
-
-// beat extends the leases of running jobs once a third of their lease has passed, in one
-// call for all due jobs, and cancels handlers whose lease was lost.
-func (h *heartbeater) beat(ctx context.Context) {
 	now := time.Now()
+	h.cancelUnrenewed(now)
 	var due []*active
 	h.active.each(func(a *active) {
-		if !now.Before(a.heartbeatAt) {
+		if !now.Before(a.heartbeatAt) || len(a.row.OverlapKeys) > 0 {
 			due = append(due, a)
 		}
 	})
 	if len(due) == 0 {
 		return
 	}
-	uuids := make([]uuid.UUID, len(due))
-	tokens := make([]uuid.UUID, len(due))
-	for i, a := range due {
-		uuids[i], tokens[i] = a.row.Uuid, a.token
-	}
-	held, err := h.q.JobHeartbeatMany(ctx, dbsqlc.JobHeartbeatManyParams{Uuids: uuids, Tokens: tokens})
+	held, err := h.beat(ctx, due)
 	if err != nil {
 		h.log.Error("heartbeat failed", "err", err, "jobs", len(due))
+		h.cancelUnrenewed(time.Now())
 		return
 	}
-	kept := make(map[uuid.UUID]bool, len(held))
-	for _, r := range held {
-		kept[*r.LeaseToken] = true
-	}
-	h.metrics.lease("extended", len(kept))
-	h.metrics.lease("lost", len(due)-len(kept))
+	h.metrics.lease("extended", len(held))
+	h.metrics.lease("lost", len(due)-len(held))
 	for _, a := range due {
-		if !kept[a.token] {
+		if !held[a.token] {
 			h.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
 			h.executor.cancel(a, pgq.ErrLeaseLost)
 			continue
 		}
 		h.active.mu.Lock()
-		a.heartbeatAt = now.Add(a.lease / 3) // from now: the lease was just renewed for a whole retry_after
+		// From the time the call was sent: the lease was renewed for a whole retry_after.
+		a.heartbeatAt = now.Add(a.lease / 3)
+		a.heldUntil = now.Add(a.lease)
+		a.overlapRenewed = now
 		h.active.mu.Unlock()
 	}
 }
 
-// watchOverlap runs every beat while a running job holds overlap locks: it releases locks
-// held past their expire_after (pgq.expire_overlap) and, through that call, notices a
-// lost session connection, whose handlers it then cancels.
-func (h *heartbeater) watchOverlap(ctx context.Context) {
-	holding := false
-	h.active.each(func(a *active) {
-		holding = holding || len(a.row.OverlapKeys) > 0
+// beat sends one pgq.heartbeat for the attempts and returns the tokens still holding.
+func (h *heartbeater) beat(ctx context.Context, due []*active) (map[uuid.UUID]bool, error) {
+	uuids := make([]uuid.UUID, len(due))
+	tokens := make([]uuid.UUID, len(due))
+	for i, a := range due {
+		uuids[i], tokens[i] = a.row.Uuid, a.token
+	}
+	cctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	var held []uuid.UUID
+	err := h.conns.with(cctx, func(q *dbsqlc.Queries) error {
+		var err error
+		held, err = q.JobHeartbeatMany(cctx, dbsqlc.JobHeartbeatManyParams{Uuids: uuids, Tokens: tokens})
+		return err
 	})
-	if !holding {
-		return
-	}
-	keys, err := h.session.expireOverlap(ctx)
-	if errors.Is(err, errNoSession) {
-		return
-	}
 	if err != nil {
-		h.log.Error("session check failed", "err", err)
-		_ = h.session.reconnect(ctx)
-		return
+		return nil, err
 	}
-	for _, k := range keys {
-		h.log.Warn("overlap lock held past expire_after; released while its handler still runs", "key", k)
+	kept := make(map[uuid.UUID]bool, len(held))
+	for _, t := range held {
+		kept[t] = true
+	}
+	return kept, nil
+}
+
+// cancelUnrenewed cancels the running handlers whose overlap leases have gone unrenewed
+// for overlapRenewWithin (S34): the attempt is given back (S35).
+func (h *heartbeater) cancelUnrenewed(now time.Time) {
+	var stale []*active
+	h.active.each(func(a *active) {
+		if len(a.row.OverlapKeys) > 0 && a.state.Load() == running && now.Sub(a.overlapRenewed) > overlapRenewWithin {
+			stale = append(stale, a)
+		}
+	})
+	for _, a := range stale {
+		h.log.Warn("overlap lease not renewed in time; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid,
+			"keys", a.row.OverlapKeys)
+		h.executor.cancel(a, errOverlapLost)
 	}
 }

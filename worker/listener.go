@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 )
 
@@ -15,7 +13,7 @@ import (
 // dispatched to one of its queues while it naps (S31).
 type listener struct {
 	// Set by New; read-only.
-	pool   *pgxpool.Pool
+	conns  *conns
 	queues []string
 	log    *slog.Logger
 	wake   chan struct{} // signalled here; received by the fetcher
@@ -41,7 +39,7 @@ func (l *listener) run(ctx context.Context) {
 
 // runOnce listens on one connection until it fails or ctx is done.
 func (l *listener) runOnce(ctx context.Context) error {
-	pc, err := l.pool.Acquire(ctx)
+	pc, err := l.conns.acquire(ctx)
 	if err != nil {
 		return err
 	}

@@ -9,33 +9,32 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
-	"github.com/pgq-dev/pgq/internal/pgcodec"
 	"github.com/pgq-dev/pgq/pgq"
 )
 
 // reporter sends each attempt's outcome to PostgreSQL, which decides what follows.
 // Completions and failures go in batches, one pgq.complete or pgq.fail_many per batch,
-// each sent by its own batcher goroutine; releases and the rare lease-lost check go at
-// once, from the handler's goroutine. Once its outcome is reported an attempt is
-// finished: its overlap locks are given back and it leaves the active set. Until then
-// it stays there, and so heartbeated.
+// each sent by its own batcher goroutine; releases, give-backs and the rare lease-lost
+// check go at once, from the handler's goroutine. A report that cannot reach
+// PostgreSQL is retried while the job's lease may still hold (S36): the attempt stays in
+// the active set meanwhile, and so heartbeated. Once its outcome is reported (or given
+// up) an attempt is finished and leaves the active set; its overlap leases went with
+// the report, in the same transaction.
 type reporter struct {
 	// Set by New (handlers by Handle, before Run); read-only once Run has started.
-	pool     *pgxpool.Pool
-	q        *dbsqlc.Queries
+	conns    *conns
 	cfg      *config
 	log      *slog.Logger
 	metrics  *metrics
 	handlers map[string]handler // for the failed hooks
-	session  *session           // which holds the overlap locks
 	active   *activeSet
 	freed    chan struct{} // signalled when attempts are finished
 
-	completions chan *active // sent by handler goroutines; received by the completion batcher
-	failures    chan failure // sent by handler goroutines; received by the failure batcher
+	completions chan *active   // sent by handler goroutines; received by the completion batcher
+	failures    chan failure   // sent by handler goroutines; received by the failure batcher
+	hooks       sync.WaitGroup // failed hooks running, each on its own goroutine
 }
 
 // failure is an attempt whose handler raised (or timed out), waiting for pgq.fail_many.
@@ -46,22 +45,22 @@ type failure struct {
 }
 
 // start runs the two batchers until the returned func is called; that func returns once
-// they have reported everything sent to them.
+// they have reported everything sent to them and the failed hooks have returned.
 func (r *reporter) start() (stop func()) {
 	stopping := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { batch(r.completions, stopping, r.complete, r.giveUpCompletions) })
-	wg.Go(func() { batch(r.failures, stopping, r.fail, r.giveUpFailures) })
+	wg.Go(func() { batch(r.completions, stopping, r.completeBatch) })
+	wg.Go(func() { batch(r.failures, stopping, r.failBatch) })
 	return func() {
 		close(stopping)
 		wg.Wait()
+		r.hooks.Wait()
 	}
 }
 
 // batch calls flush with what arrives on ch, taking everything already waiting (up to
-// 1000) each time, until stop is closed and ch is empty. flush reports what it can and
-// returns the items it could not report, with the error; giveUp ends those.
-func batch[T any](ch <-chan T, stop <-chan struct{}, flush func([]T) ([]T, error), giveUp func([]T, error)) {
+// 1000) each time, until stop is closed and ch is empty.
+func batch[T any](ch <-chan T, stop <-chan struct{}, flush func([]T)) {
 	for {
 		var first T
 		select {
@@ -83,11 +82,87 @@ func batch[T any](ch <-chan T, stop <-chan struct{}, flush func([]T) ([]T, error
 				break more
 			}
 		}
-		if unreported, err := flush(items); len(unreported) > 0 {
-			giveUp(unreported, err)
-		}
+		flush(items)
 	}
 }
+
+// How a report that failed is tried again (S36): after reportBackoff, doubling up to
+// reportBackoffMax, for as long as the attempt's lease may hold.
+const (
+	reportBackoff    = 100 * time.Millisecond
+	reportBackoffMax = 5 * time.Second
+	// reportTimeout bounds one report call.
+	reportTimeout = 30 * time.Second
+)
+
+// deliver sends items with send until each is reported or given up, and returns those
+// given up with the last error (S36). send reports its items in one transaction and
+// returns nil once it has dealt with them. A failure that can pass (the connection or
+// the server went away, a timeout, a lock or serialization conflict) is retried with
+// backoff for the items whose lease may still hold (holds); the others are given up,
+// since their jobs come back through their leases anyway. A failure of the report's own
+// data is isolated: the batch is split in two and each half delivered, so one job's
+// report cannot hold up the others, and a lone item that still fails is given up.
+// retrying is told of each failure that is retried.
+func deliver[T any](items []T, send func([]T) error, holds func(T) bool, retrying func(error)) (gaveUp []T, err error) {
+	wait := reportBackoff
+	for len(items) > 0 {
+		if err = send(items); err == nil {
+			return gaveUp, nil
+		}
+		if !transient(err) {
+			if len(items) == 1 {
+				return append(gaveUp, items...), err
+			}
+			retrying(err)
+			half := len(items) / 2
+			left, lerr := deliver(items[:half], send, holds, retrying)
+			right, rerr := deliver(items[half:], send, holds, retrying)
+			return append(append(gaveUp, left...), right...), errors.Join(lerr, rerr)
+		}
+		kept := items[:0:0]
+		for _, it := range items {
+			if holds(it) {
+				kept = append(kept, it)
+			} else {
+				gaveUp = append(gaveUp, it)
+			}
+		}
+		items = kept
+		if len(items) > 0 {
+			retrying(err)
+			time.Sleep(wait)
+			wait = min(2*wait, reportBackoffMax)
+		}
+	}
+	return gaveUp, err
+}
+
+// transient tells whether a failed call may succeed when tried again: it never reached
+// PostgreSQL or lost its connection, or PostgreSQL refused it for the moment (connection
+// exceptions, serialization failures and deadlocks, resources, shutdown and cancels,
+// lock timeouts, system errors).
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	switch pgErr.Code[:2] {
+	case "08", "40", "53", "57", "58":
+		return true
+	}
+	return pgErr.Code == "55P03"
+}
+
+// retrying writes the line of a report tried again.
+func (r *reporter) retrying(err error) {
+	r.log.Warn("report failed; retrying", "err", err)
+}
+
+// holds tells whether an attempt's lease may still hold, by this process's clock.
+func (r *reporter) holds(a *active) bool { return r.active.holds(a, time.Now()) }
+
+func (r *reporter) holdsFailure(f failure) bool { return r.holds(f.a) }
 
 // report sends the outcome of one attempt, on the handler's goroutine: a success or an
 // exception to its batcher, anything else at once.
@@ -98,24 +173,28 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 	}
 	cause := context.Cause(ctx)
 	// Outcome calls must go through even when the worker is stopping.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	rctx := context.WithoutCancel(ctx)
+	var interrupted *interruptedError
 	switch {
 	case errors.Is(err, errCompletedInTx):
 		r.logOutcome(a, "succeeded", nil)
-	case errors.Is(err, pgq.ErrLeaseLost) && !r.holds(rctx, a):
+	case errors.Is(err, pgq.ErrLeaseLost) && !r.stillHeld(rctx, a):
 		// The SQL handler's effects were rolled back with its rejected completion. A
 		// token that lost its job never gets it back, so this complete is rejected too,
 		// and recorded on the attempt (S15). (A handler that raised PQ001 itself while
 		// its lease holds fails below like any exception.)
-		_, _ = r.q.JobCompleteMany(rctx, dbsqlc.JobCompleteManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
+		_ = r.conns.with(rctx, func(q *dbsqlc.Queries) error {
+			_, err := q.JobCompleteMany(rctx, dbsqlc.JobCompleteManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
+			return err
+		})
 		r.logOutcome(a, "lease_lost", err)
-	case errors.Is(cause, errShutdown), errors.Is(cause, errOverlapLost):
+	case errors.Is(cause, errShutdown):
 		reason := "worker stopped before the handler finished; released without delay, attempt not counted"
-		if errors.Is(cause, errOverlapLost) {
-			reason = "the worker's session holding the overlap lock was lost; released without delay, attempt not counted"
-		}
 		r.release(rctx, a, 0, &reason)
+	case errors.Is(cause, errOverlapLost):
+		r.giveBack(rctx, a, errOverlapLost.Error())
+	case errors.As(err, &interrupted):
+		r.giveBack(rctx, a, interrupted.Error())
 	default:
 		if rel, ok := asRelease(err); ok {
 			r.release(rctx, a, rel.Delay, nil)
@@ -134,16 +213,52 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 // the worker, not the job, cut the attempt short: the attempt is not counted, and the
 // reason is recorded.
 func (r *reporter) release(ctx context.Context, a *active, delay time.Duration, refundReason *string) {
-	attempts, err := r.q.JobRelease(ctx, dbsqlc.JobReleaseParams{
-		Uuid: a.row.Uuid, Token: a.token, Delay: int32(delay / time.Second), Refund: refundReason != nil, Reason: refundReason,
+	p := dbsqlc.JobReleaseParams{Uuid: a.row.Uuid, Token: a.token, Delay: int32(delay / time.Second),
+		Refund: refundReason != nil, Reason: refundReason}
+	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
+		return q.JobRelease(cctx, p)
 	})
-	r.logResult(a, attempts, err)
 }
 
-// holds tells whether the attempt's token still holds its job (a heartbeat that also
+// giveBack gives the attempt back, not counted, because infrastructure interrupted it
+// (pgq.give_back, S35).
+func (r *reporter) giveBack(ctx context.Context, a *active, reason string) {
+	p := dbsqlc.JobGiveBackManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason}
+	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
+		return q.JobGiveBackMany(cctx, p)
+	})
+}
+
+// sendOne delivers one attempt's release or give-back and writes its line.
+func (r *reporter) sendOne(ctx context.Context, a *active, call func(*dbsqlc.Queries, context.Context) ([]*dbsqlc.PgqAttempt, error)) {
+	gaveUp, err := deliver([]*active{a}, func([]*active) error {
+		cctx, cancel := context.WithTimeout(ctx, reportTimeout)
+		defer cancel()
+		var attempts []*dbsqlc.PgqAttempt
+		err := r.conns.with(cctx, func(q *dbsqlc.Queries) error {
+			var err error
+			attempts, err = call(q, cctx)
+			return err
+		})
+		if err == nil {
+			r.logResult(a, attempts, nil)
+		}
+		return err
+	}, r.holds, r.retrying)
+	if len(gaveUp) > 0 {
+		r.logResult(a, nil, err)
+	}
+}
+
+// stillHeld tells whether the attempt's token still holds its job (a heartbeat that also
 // answers the question).
-func (r *reporter) holds(ctx context.Context, a *active) bool {
-	held, err := r.q.JobHeartbeatMany(ctx, dbsqlc.JobHeartbeatManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
+func (r *reporter) stillHeld(ctx context.Context, a *active) bool {
+	var held []uuid.UUID
+	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
+		var err error
+		held, err = q.JobHeartbeatMany(ctx, dbsqlc.JobHeartbeatManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}})
+		return err
+	})
 	return err != nil || len(held) == 1 // on error, assume held: fail is the safe call
 }
 
@@ -152,26 +267,34 @@ func isQueryCanceled(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
+// completeBatch delivers a batch of completions; those given up are finished as
+// complete_failed: their jobs stay reserved until their leases end, then run again.
+func (r *reporter) completeBatch(batch []*active) {
+	gaveUp, err := deliver(batch, r.complete, r.holds, r.retrying)
+	for _, a := range gaveUp {
+		r.logOutcome(a, "complete_failed", err)
+	}
+	r.finish(gaveUp...)
+}
+
 // complete completes succeeded attempts in one pgq.complete and finishes them: succeeded,
-// or lease_lost for those whose token no longer held the job (S15). When the call
-// fails it returns the whole batch, still held, with the error.
-func (r *reporter) complete(batch []*active) ([]*active, error) {
+// or lease_lost for those whose token no longer held the job (S15).
+func (r *reporter) complete(batch []*active) error {
 	uuids := make([]uuid.UUID, len(batch))
 	tokens := make([]uuid.UUID, len(batch))
 	for i, a := range batch {
 		uuids[i], tokens[i] = a.row.Uuid, a.token
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
 	var done []uuid.UUID
-	err := r.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
-		pgcodec.Register(c.Conn().TypeMap())
+	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
 		var err error
-		done, err = dbsqlc.New(c).JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
+		done, err = q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
 		return err
 	})
-	cancel()
 	if err != nil {
-		return batch, err
+		return err
 	}
 	var completed map[uuid.UUID]bool // nil when all were completed, the usual case
 	if len(done) < len(batch) {
@@ -188,22 +311,24 @@ func (r *reporter) complete(batch []*active) ([]*active, error) {
 		}
 	}
 	r.finish(batch...)
-	return nil, nil
+	return nil
 }
 
-// giveUpCompletions ends attempts whose completion could not be reported: their jobs
-// stay reserved until their leases end, then run again.
-func (r *reporter) giveUpCompletions(batch []*active, err error) {
-	for _, a := range batch {
-		r.logOutcome(a, "complete_failed", err)
+// failBatch delivers a batch of failures; those given up are finished as report_failed:
+// their jobs stay reserved until their leases end, then run again.
+func (r *reporter) failBatch(batch []failure) {
+	gaveUp, err := deliver(batch, r.fail, r.holdsFailure, r.retrying)
+	finished := make([]*active, len(gaveUp))
+	for i, f := range gaveUp {
+		finished[i] = f.a
+		r.logResult(f.a, nil, err)
 	}
-	r.finish(batch...)
+	r.finish(finished...)
 }
 
 // fail reports failed attempts in one pgq.fail_many, which decides for each whether it
-// is retried or failed for good; the failed hook runs for those failed for good. When
-// the call fails it returns the whole batch, still held, with the error.
-func (r *reporter) fail(batch []failure) ([]failure, error) {
+// is retried or failed for good; the failed hook runs for those failed for good.
+func (r *reporter) fail(batch []failure) error {
 	p := dbsqlc.JobFailManyParams{
 		Uuids: make([]uuid.UUID, len(batch)), Tokens: make([]uuid.UUID, len(batch)),
 		Exceptions: make([]string, len(batch)), TimedOut: make([]bool, len(batch)),
@@ -212,11 +337,16 @@ func (r *reporter) fail(batch []failure) ([]failure, error) {
 	for i, f := range batch {
 		p.Uuids[i], p.Tokens[i], p.Exceptions[i], p.TimedOut[i] = f.a.row.Uuid, f.a.token, f.exception, f.timedOut
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
-	attempts, err := r.q.JobFailMany(ctx, p)
+	var attempts []*dbsqlc.PgqAttempt
+	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
+		var err error
+		attempts, err = q.JobFailMany(ctx, p)
+		return err
+	})
 	if err != nil {
-		return batch, err
+		return err
 	}
 	byToken := make(map[uuid.UUID]*dbsqlc.PgqAttempt, len(attempts))
 	for _, at := range attempts {
@@ -234,63 +364,43 @@ func (r *reporter) fail(batch []failure) ([]failure, error) {
 		}
 		r.logResult(f.a, []*dbsqlc.PgqAttempt{at}, nil)
 		if at.Final {
-			r.runFailedHook(ctx, f.a, at)
+			r.runFailedHook(f.a, at)
 		}
 	}
 	r.finish(finished...)
-	return nil, nil
+	return nil
 }
 
-// giveUpFailures ends attempts whose failure could not be reported: their jobs stay
-// reserved until their leases end, then run again.
-func (r *reporter) giveUpFailures(batch []failure, err error) {
-	finished := make([]*active, len(batch))
-	for i, f := range batch {
-		finished[i] = f.a
-		r.logResult(f.a, nil, err)
-	}
-	r.finish(finished...)
-}
-
-func (r *reporter) runFailedHook(ctx context.Context, a *active, attempt *dbsqlc.PgqAttempt) {
+// runFailedHook runs the job's failed hook, if it has one, on a goroutine of its own
+// with a context of its own: a slow hook must not hold up the reports of other jobs.
+func (r *reporter) runFailedHook(a *active, attempt *dbsqlc.PgqAttempt) {
 	h, ok := r.handlers[a.row.Job]
 	if !ok || h.failed == nil {
 		return
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.log.Error("failed hook panicked", "job", a.row.Job, "uuid", a.row.Uuid, "panic", p)
-		}
-	}()
-	h.failed(ctx, a.row, errors.New(deref(attempt.Exception)))
+	r.hooks.Go(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.log.Error("failed hook panicked", "job", a.row.Job, "uuid", a.row.Uuid, "panic", p)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		defer cancel()
+		h.failed(ctx, a.row, errors.New(deref(attempt.Exception)))
+	})
 }
 
-// finish ends attempts whose outcome has been reported: their overlap locks go (in one
-// call for the batch), then their contexts, deadlines and places in the active set.
+// finish ends attempts whose outcome has been reported or given up: their contexts,
+// deadlines and places in the active set.
 func (r *reporter) finish(batch ...*active) {
-	r.unlockOverlap(batch)
 	for _, a := range batch {
 		a.cancel(nil)
 		a.deadline.release()
 		r.active.forget(a)
 	}
-	signal(r.freed)
-}
-
-// unlockOverlap gives back the overlap locks of finished jobs, in one call, on the
-// session that took them.
-func (r *reporter) unlockOverlap(batch []*active) {
-	var p dbsqlc.OverlapUnlockManyParams
-	for _, a := range batch {
-		for _, k := range a.row.OverlapKeys {
-			p.Uuids = append(p.Uuids, a.row.Uuid)
-			p.Keys = append(p.Keys, k)
-		}
+	if len(batch) > 0 {
+		signal(r.freed)
 	}
-	if len(p.Keys) == 0 {
-		return
-	}
-	r.session.unlockOverlap(p)
 }
 
 // logResult writes the line of an attempt reported by pgq.release or pgq.fail_many,
@@ -332,6 +442,9 @@ func (r *reporter) logOutcome(a *active, outcome string, err error, attrs ...any
 // logOutcomeMsg writes the one line per job outcome.
 func (r *reporter) logOutcomeMsg(a *active, msg, outcome string, err error, attrs ...any) {
 	took := time.Since(a.started)
+	if !a.returned.IsZero() {
+		took = a.returned.Sub(a.started) // the handler's own time, not the report's wait
+	}
 	r.metrics.outcome(a.row.Job, a.row.Queue, outcome, took)
 	level := slog.LevelInfo
 	if err != nil && outcome != "released" {

@@ -8,24 +8,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
-	"github.com/pgq-dev/pgq/internal/pgcodec"
 )
 
-// session is the connection reserve runs on. The overlap advisory locks reserve takes
-// belong to it, so they are released on it too, and so do the nap locks of pgq.nap. Its
-// methods are safe from any goroutine: the fetcher reserves and naps on it, the reporter
-// gives back overlap locks, the heartbeater checks it, and whichever of them finds it
-// lost reconnects it.
+// session is the connection the fetcher reserves and naps on: the nap locks of pgq.nap
+// belong to it. Nothing else does: overlap locks are leases (S34), so a session that
+// drops takes no claim of a running job with it. Its methods are safe from any
+// goroutine, but only the fetcher (and Run, to open and close it) uses it.
 type session struct {
 	// Set by New; read-only.
-	pool     *pgxpool.Pool
-	cfg      *config
-	log      *slog.Logger
-	active   *activeSet // to cancel the handlers whose locks a lost session took with it
-	executor *executor
+	conns *conns
+	cfg   *config
+	log   *slog.Logger
 
 	mu   sync.Mutex    // serialises the use of conn
 	conn *pgxpool.Conn // guarded by mu; nil before open, after close, or once reconnecting gave up
@@ -47,11 +44,10 @@ const (
 
 // open acquires the session connection; Run calls it before anything else.
 func (s *session) open(ctx context.Context) error {
-	c, err := s.pool.Acquire(ctx)
+	c, err := s.conns.acquire(ctx)
 	if err != nil {
 		return err
 	}
-	pgcodec.Register(c.Conn().TypeMap())
 	s.mu.Lock()
 	s.conn = c
 	s.mu.Unlock()
@@ -71,14 +67,17 @@ func (s *session) close(ctx context.Context) {
 	s.mu.Unlock()
 }
 
-func (s *session) reserve(ctx context.Context, max int) ([]*dbsqlc.JobReserveRow, error) {
+// reserve reserves up to max jobs (pgq.reserve) under the id call, which the lease
+// tokens of the jobs begin with: should the answer be lost, pgq.unreserve(call) gives
+// them back (S35).
+func (s *session) reserve(ctx context.Context, max int, call uuid.UUID) ([]*dbsqlc.JobReserveRow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil {
 		return nil, errNoSession
 	}
 	return dbsqlc.New(s.conn).JobReserve(ctx, dbsqlc.JobReserveParams{
-		Worker: s.cfg.name, Queues: s.cfg.queues, Max: int32(max), DefaultTries: int32(s.cfg.tries),
+		Worker: s.cfg.name, Queues: s.cfg.queues, Max: int32(max), DefaultTries: int32(s.cfg.tries), Call: call,
 	})
 }
 
@@ -122,9 +121,7 @@ func (s *session) wake(ctx context.Context) {
 }
 
 // reconnect pauses after a failed session call and, when the session connection is
-// gone, cancels the handlers whose overlap locks went with it (PostgreSQL freed them, so
-// another worker may already run the same key) and opens a new session. It returns
-// ctx's error when ctx ends first.
+// gone, opens a new one. It returns ctx's error when ctx ends first.
 func (s *session) reconnect(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
@@ -136,19 +133,13 @@ func (s *session) reconnect(ctx context.Context) error {
 	if s.conn != nil && !s.conn.Conn().IsClosed() {
 		return nil
 	}
-	s.active.each(func(a *active) {
-		if len(a.row.OverlapKeys) > 0 {
-			s.executor.cancel(a, errOverlapLost)
-		}
-	})
 	if s.conn != nil {
 		s.conn.Release()
 	}
 	s.napping.Store(false) // the nap locks went with the old session
 	for {
-		c, err := s.pool.Acquire(ctx)
+		c, err := s.conns.acquire(ctx)
 		if err == nil {
-			pgcodec.Register(c.Conn().TypeMap())
 			s.conn = c
 			return nil
 		}
@@ -162,30 +153,16 @@ func (s *session) reconnect(ctx context.Context) error {
 	}
 }
 
-// unlockOverlap gives back overlap locks (pgq.unlock_overlap_many) on the session that
-// took them. Once the session is gone there is nothing to give back: the locks went
-// with it.
-func (s *session) unlockOverlap(p dbsqlc.OverlapUnlockManyParams) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// unreserve gives back the jobs still reserved by a reserve call whose answer was lost
+// (pgq.unreserve, S35), on any connection: it need not be the session's.
+func (s *session) unreserve(ctx context.Context, call uuid.UUID) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
-	if _, err := dbsqlc.New(s.conn).OverlapUnlockMany(ctx, p); err != nil {
-		s.log.Warn("overlap unlock failed", "keys", p.Keys, "err", err)
-	}
-}
-
-// expireOverlap releases the session's overlap locks held past their expire_after
-// (pgq.expire_overlap) and returns their keys. An error means the session may be lost;
-// errNoSession that there is no session to check.
-func (s *session) expireOverlap(ctx context.Context) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return nil, errNoSession
-	}
-	return dbsqlc.New(s.conn).OverlapExpire(ctx)
+	var n int32
+	err := s.conns.with(cctx, func(q *dbsqlc.Queries) error {
+		var err error
+		n, err = q.JobUnreserve(cctx, call)
+		return err
+	})
+	return int(n), err
 }

@@ -8,10 +8,13 @@
 //
 //   - fetcher.go: reserves jobs on the session, naps it when there are none;
 //   - executor.go: runs the handlers under their deadlines, cancels them;
-//   - reporter.go: reports outcomes, completions and failures in batches;
-//   - heartbeater.go: keeps the leases and the session's overlap locks alive;
+//   - reporter.go: reports outcomes, completions and failures in batches, retrying
+//     what could not reach PostgreSQL while the leases hold (S36);
+//   - heartbeater.go: keeps the leases and overlap leases alive (S14, S34);
 //   - listener.go: wakes the fetcher when a job is dispatched to its queues;
 //   - maintenance.go: the configuration check, retention and vacuum.
+//
+// conns.go prepares the connections they use (the worker's own timeouts, S37).
 package worker
 
 import (
@@ -39,7 +42,7 @@ var ErrHandlerStuck = errors.New("pgq/worker: a handler did not return after can
 var (
 	errShutdown    = errors.New("worker stopping")
 	errTimeout     = errors.New("job timeout")
-	errOverlapLost = errors.New("the session holding this job's overlap lock was lost")
+	errOverlapLost = errors.New("the worker could not renew the lease of this job's overlap key in time")
 )
 
 // Worker reserves and runs jobs. Create it with New, register handlers with Handle, then
@@ -55,6 +58,7 @@ type Worker struct {
 
 	// The services, wired by New; read-only. Each says which goroutine owns which of its
 	// fields.
+	conns       *conns
 	active      *activeSet
 	session     *session
 	fetcher     *fetcher
@@ -109,27 +113,27 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 
 // wire builds the services and connects them: each gets only what it uses.
 func (w *Worker) wire() {
+	w.conns = &conns{pool: w.pool}
 	w.active = &activeSet{m: map[uuid.UUID]*active{}}
 	w.executor = &executor{
-		pool: w.pool, q: w.q, cfg: &w.cfg, handlers: w.handlers, active: w.active,
+		conns: w.conns, cfg: &w.cfg, handlers: w.handlers, active: w.active,
 		sqlSlots: make(chan struct{}, max(1, int(w.pool.Config().MaxConns)-3)),
 		handoff:  make(chan *active),
 		stopped:  make(chan struct{}),
 		freed:    w.freed,
 		stuck:    w.stuck,
 	}
-	w.session = &session{pool: w.pool, cfg: &w.cfg, log: w.log, active: w.active, executor: w.executor}
+	w.session = &session{conns: w.conns, cfg: &w.cfg, log: w.log}
 	w.reporter = &reporter{
-		pool: w.pool, q: w.q, cfg: &w.cfg, log: w.log, metrics: w.metrics, handlers: w.handlers,
-		session: w.session, active: w.active, freed: w.freed,
+		conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, handlers: w.handlers,
+		active: w.active, freed: w.freed,
 		completions: make(chan *active, 1024),
 		failures:    make(chan failure, 1024),
 	}
 	w.executor.reporter = w.reporter
 	w.fetcher = newFetcher(&w.cfg, w.log, w.session, w.executor, w.reporter, w.active, w.freed)
-	w.heartbeater = &heartbeater{q: w.q, log: w.log, metrics: w.metrics, active: w.active,
-		session: w.session, executor: w.executor}
-	w.listener = &listener{pool: w.pool, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
+	w.heartbeater = &heartbeater{conns: w.conns, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
+	w.listener = &listener{conns: w.conns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
 	w.maintenance = &maintenance{q: w.q, cfg: &w.cfg, log: w.log}
 }
 
@@ -230,6 +234,8 @@ func (w *Worker) shutdown() error {
 	for w.active.count() > 0 {
 		select {
 		case <-w.freed:
+		case <-w.stuck: // a handler cancelled before the stop (a timeout) ignores it
+			return ErrHandlerStuck
 		case <-grace.C:
 			w.executor.cancelAll(errShutdown)
 			return w.waitCancelled()
@@ -268,9 +274,14 @@ type active struct {
 	started  time.Time
 	lease    time.Duration // the queue's retry_after, as granted at reservation
 
-	heartbeatAt time.Time    // guarded by activeSet.mu: the heartbeater moves it on
-	state       atomic.Int32 // running, then returned (handler goroutine) or abandoned (watchdog): whichever comes first decides
-	watched     atomic.Bool  // the watchdog is started: set by whichever goroutine cancels first
+	// Guarded by activeSet.mu; the heartbeater moves them on.
+	heartbeatAt    time.Time // when the lease is next due for a heartbeat
+	heldUntil      time.Time // the latest the lease can hold, by this process's clock: its last renewal + lease
+	overlapRenewed time.Time // when its overlap leases were last renewed (the reservation at first)
+
+	returned time.Time    // when the handler returned: set by the handler goroutine before it reports
+	state    atomic.Int32 // running, then returned (handler goroutine) or abandoned (watchdog): whichever comes first decides
+	watched  atomic.Bool  // the watchdog is started: set by whichever goroutine cancels first
 }
 
 // States of an active attempt's handler.
@@ -306,6 +317,14 @@ func (s *activeSet) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.m)
+}
+
+// holds tells whether a's lease may still hold, by this process's clock: its reports are
+// worth retrying until then (S36).
+func (s *activeSet) holds(a *active, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Before(a.heldUntil)
 }
 
 // each calls fn for every attempt held, with the set's lock held: fn must not block.

@@ -523,63 +523,76 @@ func TestS30PriorityQueues(t *testing.T) {
 	require.Equal(t, []string{"high", "high", "low", "low"}, order_)
 }
 
-// S26: when the session connection holding a job's overlap lock drops while the worker
-// lives, PostgreSQL has freed the lock, so the worker cancels that handler and releases
-// the job (attempt refunded); a handler without overlap locks runs on.
-func TestS26OverlapSessionLostCancelsHandler(t *testing.T) {
+// S26, S34: a without_overlapping job's key is a lease that its worker's heartbeat
+// renews. When the worker's reserving session drops, the handler runs on and the key
+// stays held (before, the key went with the session while the handler ran). When the
+// worker cannot renew the lease for 3 s, it cancels the handler and gives the attempt
+// back (S35): not counted, so tries 1 is not used up.
+func TestS26S34OverlapLeaseOutlivesTheSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond))
-	started := make(chan string, 4)
-	cancelled := make(chan string, 4)
+	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond), worker.WithName("W"))
+	started := make(chan int, 8)
+	cancelled := make(chan int, 8)
+	release := make(chan struct{})
 	worker.Handle(w, "locked", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
-		started <- j.Name
-		<-ctx.Done()
-		cancelled <- j.Name
-		return ctx.Err()
-	}})
-	worker.Handle(w, "free", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
-		started <- j.Name
+		started <- j.Args.OrderID
 		select {
 		case <-ctx.Done():
-			cancelled <- j.Name
+			cancelled <- j.Args.OrderID
 			return ctx.Err()
-		case <-time.After(4 * time.Second):
+		case <-release:
 			return nil
 		}
 	}})
 	ctx := context.Background()
-	locked, err := b.client.Dispatch(ctx, "locked", order{1}, pgq.Tries(1),
-		pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger"}))
+	first, err := b.client.Dispatch(ctx, "locked", order{1}, pgq.Tries(1), pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger"}))
 	require.NoError(t, err)
-	free, err := b.client.Dispatch(ctx, "free", order{2})
+	_, err = b.client.Dispatch(ctx, "locked", order{2}, pgq.Tries(5), pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger", ReleaseAfter: time.Second}))
 	require.NoError(t, err)
 	stop := start(t, w)
-	<-started
-	<-started
+	require.Equal(t, 1, <-started)
 
-	pid := pgqtest.Scalar[int](t, b.db, `SELECT pid FROM pgq.locks WHERE kind = 'overlap' AND key = 'locked:ledger'`)
-	b.db.Exec(t, `SELECT pg_terminate_backend($1)`, pid)
-	select {
-	case name := <-cancelled:
-		require.Equal(t, "locked", name, "only the handler whose lock went is cancelled")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler whose overlap lock was lost was not cancelled")
-	}
-	select {
-	case name := <-started:
-		require.Equal(t, "locked", name, "released without delay, the job runs again (on the new session)")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the released job did not run again")
-	}
-	require.Eventually(t, func() bool { return len(b.outcomes(t, free)) == 1 }, 10*time.Second, 50*time.Millisecond)
-	require.Equal(t, []string{"succeeded"}, b.outcomes(t, free), "the handler without overlap locks ran on")
+	t.Run("S34/session_lost", func(t *testing.T) {
+		// Every backend of the worker: its session (reserve, nap), its listener, the
+		// connections of its heartbeats and reports.
+		b.db.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		select {
+		case id := <-cancelled:
+			t.Fatalf("handler %d was cancelled when the session dropped", id)
+		case id := <-started:
+			t.Fatalf("job %d started while job 1 holds the key", id)
+		case <-time.After(4 * time.Second):
+		}
+		require.Equal(t, "W", pgqtest.Scalar[string](t, b.db, `SELECT worker FROM pgq.locks WHERE kind = 'overlap' AND key = 'locked:ledger'`),
+			"the lease is still held, and renewed")
+	})
+	t.Run("S34/lease_not_renewed", func(t *testing.T) {
+		// Hold the job's row: heartbeats wait on it and time out, so the lease is not renewed.
+		tx, err := b.db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, `SELECT FROM pgq.jobs WHERE uuid = $1 FOR UPDATE`, first)
+		require.NoError(t, err)
+		select {
+		case id := <-cancelled:
+			require.Equal(t, 1, id)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler whose overlap lease could not be renewed was not cancelled")
+		}
+		require.NoError(t, tx.Rollback(ctx))
+		require.Eventually(t, func() bool { return len(b.outcomes(t, first)) == 1 }, 10*time.Second, 50*time.Millisecond)
+		require.Equal(t, []string{"interrupted"}, b.outcomes(t, first))
+		require.Contains(t, pgqtest.Scalar[string](t, b.db, `SELECT exception FROM pgq.attempts WHERE job_uuid = $1`, first),
+			"could not renew the lease of this job's overlap key in time; attempt given back")
+	})
+	close(release)
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`) == 0
+	}, 15*time.Second, 50*time.Millisecond, "both jobs ran, one at a time")
+	require.Equal(t, []string{"interrupted", "succeeded"}, b.outcomes(t, first), "given back, not counted: tries 1 was not used up")
 	require.NoError(t, stop())
-
-	note := pgqtest.Scalar[string](t, b.db, `SELECT exception FROM pgq.attempts WHERE job_uuid = $1 ORDER BY id LIMIT 1`, locked)
-	require.Contains(t, note, "session holding the overlap lock was lost")
-	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT attempts FROM pgq.jobs WHERE uuid = $1`, locked),
-		"refunded: the worker's connection failed, not the job (tries 1 is not used up)")
 }
 
 // After a reserve that came back short, a notification waits out the fetch cooldown, so
