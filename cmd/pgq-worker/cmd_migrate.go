@@ -18,7 +18,7 @@ the database lacks. Concurrent migrators are safe: an advisory lock serialises t
 	}
 	db := newDatabase(a, cmd.Flags())
 	cmd.RunE = a.runE(func(cmd *cobra.Command, _ []string) error {
-		pool, err := db.connect(cmd.Context(), 0)
+		pool, err := db.connect(cmd.Context(), 0, nil)
 		if err != nil {
 			return err
 		}

@@ -121,7 +121,9 @@ without using up their attempt, and exits 0.
 		}
 
 		ctx := cmd.Context()
-		pool, err := db.connect(ctx, int32(min(*concurrency, 32)+3))
+		// The worker's own timeouts, sent as each connection starts: they then override
+		// the role's and the database's settings from the first statement on (S37).
+		pool, err := db.connect(ctx, int32(min(*concurrency, 32)+3), worker.RuntimeParams())
 		if err != nil {
 			return err
 		}

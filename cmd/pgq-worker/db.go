@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -29,9 +30,10 @@ func newDatabase(a *app, fs *pflag.FlagSet) *database {
 	return d
 }
 
-// connect opens a pool; maxConns > 0 caps its size. It records the URL's password so
-// that no error message shows it.
-func (d *database) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
+// connect opens a pool; maxConns > 0 caps its size, and params are session settings
+// sent when each connection starts. It records the URL's password so that no error
+// message shows it.
+func (d *database) connect(ctx context.Context, maxConns int32, params map[string]string) (*pgxpool.Pool, error) {
 	raw := d.url
 	if raw == "" {
 		raw = os.Getenv("DATABASE_URL")
@@ -50,6 +52,7 @@ func (d *database) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, 
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		pgcodec.Register(conn.TypeMap()) // uuids as bytes: the worker's heartbeats and failures too
 		return nil
@@ -68,7 +71,7 @@ func (d *database) connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, 
 // client connects and checks that the database is migrated: the start of every command
 // but migrate and work. Close the client's pool when done.
 func (d *database) client(ctx context.Context) (*pgq.Client, error) {
-	pool, err := d.connect(ctx, 0)
+	pool, err := d.connect(ctx, 0, nil)
 	if err != nil {
 		return nil, err
 	}

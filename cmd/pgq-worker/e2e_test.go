@@ -326,12 +326,14 @@ SELECT pgq.define_job('hold', handler => 'app.hold', tries => 3);
 		time.Since(killed).Round(time.Millisecond), sqlHandlers(db))
 	require.Equal(t, []attempt{{1, "A", "lease_expired"}}, attemptsOf(t, db, id))
 	require.Equal(t, 1, scalar[int](t, db, `SELECT lease_expiries FROM pgq.jobs WHERE uuid = $1::uuid`, id))
+	require.Equal(t, 1, scalar[int](t, db, `SELECT interruptions FROM pgq.jobs WHERE uuid = $1::uuid`, id),
+		"S35: A's SQL handler never committed, so its attempt was given back")
 
 	db.Exec(t, `UPDATE app.flag SET slow = false`)
 	waitUntil(t, 10*time.Second, "the job finished", func() bool { return !jobLive(t, db, id) })
 	b.waitLog(t, 5*time.Second, "outcome=succeeded")
 
-	require.Equal(t, []attempt{{1, "A", "lease_expired"}, {2, "B", "succeeded"}}, attemptsOf(t, db, id))
+	require.Equal(t, []attempt{{1, "A", "lease_expired"}, {1, "B", "succeeded"}}, attemptsOf(t, db, id))
 	require.Equal(t, "A", scalar[string](t, db,
 		`SELECT worker FROM pgq.attempts WHERE job_uuid = $1::uuid AND outcome = 'lease_expired'`, id))
 	// Only B's run committed: A's effects rolled back with its transaction.
@@ -436,13 +438,15 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);
 	a.signal(t, syscall.SIGCONT)
 	a.waitLog(t, 10*time.Second, "outcome=lease_lost")
 
-	require.Equal(t, []attempt{{1, "A", "lease_expired"}, {2, "B", "succeeded"}}, attemptsOf(t, db, id))
+	// S35: A's SQL handler had not committed when its lease ran out, so its attempt was
+	// given back: B's run is attempt 1 again.
+	require.Equal(t, []attempt{{1, "A", "lease_expired"}, {1, "B", "succeeded"}}, attemptsOf(t, db, id))
 	rejected := scalar[[]string](t, db,
-		`SELECT coalesce(rejected_calls, '{}') FROM pgq.attempts WHERE job_uuid = $1::uuid AND attempt = 1`, id)
+		`SELECT coalesce(rejected_calls, '{}') FROM pgq.attempts WHERE job_uuid = $1::uuid AND worker = 'A'`, id)
 	require.NotEmpty(t, rejected, "A's stale completion is recorded on its attempt")
 	require.True(t, strings.Contains(strings.Join(rejected, "\n"), "complete"), "rejected_calls mention complete: %q", rejected)
 	require.Empty(t, scalar[[]string](t, db,
-		`SELECT coalesce(rejected_calls, '{}') FROM pgq.attempts WHERE job_uuid = $1::uuid AND attempt = 2`, id))
+		`SELECT coalesce(rejected_calls, '{}') FROM pgq.attempts WHERE job_uuid = $1::uuid AND worker = 'B'`, id))
 	require.Equal(t, []string{"B"}, scalar[[]string](t, db, `SELECT coalesce(array_agg(worker), '{}') FROM app.effects`),
 		"only B's effects committed")
 	require.Equal(t, 1, scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
