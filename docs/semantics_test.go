@@ -46,3 +46,32 @@ func TestEveryRuleIsNamedByATest(t *testing.T) {
 		}
 	}
 }
+
+// A test whose doc comment names rules carries each id in its name too (TestS26S34…),
+// so that `go test -run S26 ./...` runs every test of S26, not only those whose name
+// happens to say so.
+func TestTestsCarryTheirRulesInTheirNames(t *testing.T) {
+	decl := regexp.MustCompile(`((?://[^\n]*\n)*)func (Test\w+)\(t \*testing\.T\)`)
+	id := regexp.MustCompile(`\bS(\d+)\b`)
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "../docs/") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+			prefix := regexp.MustCompile(`^Test((?:S\d+)*)`).FindStringSubmatch(m[2])[1]
+			for _, r := range id.FindAllStringSubmatch(m[1], -1) {
+				if !regexp.MustCompile(`S` + r[1] + `(S|$)`).MatchString(prefix) {
+					t.Errorf("%s: %s names S%s in its comment but not in its name", path, m[2], r[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -135,7 +135,7 @@ func TestS34HandlerTransactionHoldsTheKey(t *testing.T) {
 
 // S26, S34: every outcome ends the job's overlap leases in its own transaction (fail,
 // release, give_back), and a lease another job took over after this one's ran out stays.
-func TestS34OutcomesEndOverlapLeases(t *testing.T) {
+func TestS26S34OutcomesEndOverlapLeases(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `SELECT pgq.define_job('k', tries => 5, backoff => '{0}', middleware => '[{"without_overlapping": {"by": ["n"]}}]')`)
@@ -344,7 +344,7 @@ func TestS8S12TurnAwaysInBackoffAndExhaustion(t *testing.T) {
 }
 
 // Middleware is validated at dispatch and define_job (S4): clear errors, nothing written.
-func TestMiddlewareValidation(t *testing.T) {
+func TestS4MiddlewareValidation(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	for _, tc := range []struct{ mw, msg string }{

@@ -58,7 +58,7 @@ func TestJobUUIDsAreTimeOrdered(t *testing.T) {
 
 // Lease tokens (S15 fencing) are built from one random base per reserve call and the
 // job's id: distinct within a call, and new on every reservation of the same job.
-func TestLeaseTokensAreFreshPerReservation(t *testing.T) {
+func TestS15LeaseTokensAreFreshPerReservation(t *testing.T) {
 	db := pgqtest.New(t)
 	for range 3 {
 		dispatch(t, db, `'a', '{}', tries => 3`)

@@ -443,7 +443,7 @@ func TestS8ReleasesShiftBackoffIndex(t *testing.T) {
 // S9: with a deadline, tries is ignored while now() <= retry_until; an exception after
 // the deadline fails the job with that exception; a pickup after it fails before the
 // handler (S12).
-func TestS9DeadlineReplacesCount(t *testing.T) {
+func TestS9S12DeadlineReplacesCount(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	now := clock()
@@ -802,7 +802,7 @@ func TestS30QueueOrder(t *testing.T) {
 
 // S30, S14 under concurrency: eight connections reserving at once never get the same
 // job twice, and together they get every job.
-func TestS30ConcurrentReserveSkipLocked(t *testing.T) {
+func TestS14S30ConcurrentReserveSkipLocked(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg('{}'::jsonb)) FROM generate_series(1, 2000)`)
@@ -864,7 +864,7 @@ func TestPruneKeepsLiveAndFailedHistory(t *testing.T) {
 
 // S7, S15, S17 batched: pgq.fail_many decides each attempt as pgq.fail would, in one
 // transaction; a token that does not hold its job gets no row and changes nothing.
-func TestFailManyBatchesTheDecision(t *testing.T) {
+func TestS7S15S17FailManyBatchesTheDecision(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	now := clock()

@@ -59,7 +59,7 @@ func TestFetcherRunOnce(t *testing.T) {
 
 // S34: the worker's idea of an overlap lease's length is pgq._overlap_ttl(), and its
 // renewal, cancellation and grace fit inside it.
-func TestOverlapTTLMatchesSQL(t *testing.T) {
+func TestS34OverlapTTLMatchesSQL(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	require.Equal(t, overlapTTL, pgqtest.Scalar[time.Duration](t, db, `SELECT pgq._overlap_ttl()`))

@@ -528,7 +528,7 @@ func TestS30PriorityQueues(t *testing.T) {
 // stays held (before, the key went with the session while the handler ran). When the
 // worker cannot renew the lease for 3 s, it cancels the handler and gives the attempt
 // back (S35): not counted, so tries 1 is not used up.
-func TestS26S34OverlapLeaseOutlivesTheSession(t *testing.T) {
+func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond), worker.WithName("W"))

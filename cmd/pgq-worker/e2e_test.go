@@ -290,7 +290,7 @@ $$;
 
 // S14: a worker killed with SIGKILL mid-job loses the job when its lease (retry_after)
 // ends; another worker picks it up, and the history shows lease_expired then succeeded.
-func TestE2ELeaseExpiresAfterKill9(t *testing.T) {
+func TestS14E2ELeaseExpiresAfterKill9(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `
@@ -347,7 +347,7 @@ SELECT pgq.define_job('hold', handler => 'app.hold', tries => 3);
 // S14 (beyond): a live worker heartbeats its job, so a job running five times longer
 // than retry_after is never handed to another worker (nor back to itself), while a
 // second worker polls the whole time.
-func TestE2EHeartbeatKeepsLongJob(t *testing.T) {
+func TestS14E2EHeartbeatKeepsLongJob(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -398,7 +398,7 @@ SELECT pgq.define_job('slow', handler => 'app.slow', tries => 3);
 // and finishes the job. When A wakes up, its completion is rejected and recorded on its
 // attempt, its handler's effects are rolled back, and it logs lease_lost. The job
 // succeeds exactly once.
-func TestE2EFencingFrozenWorker(t *testing.T) {
+func TestS15E2EFencingFrozenWorker(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `
@@ -460,7 +460,7 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);
 
 // S32: SIGTERM or SIGINT lets a handler that finishes within --shutdown-grace complete,
 // releases the one that does not (no delay, attempt refunded) and exits 0.
-func TestE2EGracefulStop(t *testing.T) {
+func TestS32E2EGracefulStop(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
@@ -503,7 +503,7 @@ func TestE2EGracefulStop(t *testing.T) {
 // released a job whose handler did not finish within the grace, that handler must not
 // still be running in PostgreSQL. Otherwise the released job can be picked up and run
 // again while its first run continues (holding its row locks) until statement_timeout.
-func TestE2EGracefulStopStopsSQLHandler(t *testing.T) {
+func TestS13S32E2EGracefulStopStopsSQLHandler(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`SELECT pgq.define_job('slow', handler => 'app.slow', tries => 3);`)
@@ -528,7 +528,7 @@ func TestE2EGracefulStopStopsSQLHandler(t *testing.T) {
 // S13: a SQL handler that runs past its timeout is cut off there; the attempt is
 // timed_out and the job retried while tries remain, then failed with TimeoutExceeded.
 // With fail_on_timeout the first timeout fails the job.
-func TestE2ETimeout(t *testing.T) {
+func TestS13E2ETimeout(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -564,7 +564,7 @@ SELECT pgq.define_job('nap_fot', handler => 'app.slow', timeout => 1, tries => 3
 // S33: an unknown job name, a SQL handler that raises, a handler whose function was
 // dropped and a payload the handler cannot decode each fail their attempt with a clear
 // exception, and the same worker process goes on to complete a good job.
-func TestE2EBadJobsDoNotKillWorker(t *testing.T) {
+func TestS33E2EBadJobsDoNotKillWorker(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -611,7 +611,7 @@ DROP FUNCTION app.gone(jsonb);
 // handler whose error happens to carry pgq's own lease-lost code PQ001 (for instance
 // because it calls a pgq function that raises it) must not be taken for a lost lease,
 // let alone completed as a success with its effects rolled back.
-func TestE2ESQLHandlerRaisingPQ001Fails(t *testing.T) {
+func TestS15S33E2ESQLHandlerRaisingPQ001Fails(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -636,7 +636,7 @@ SELECT pgq.define_job('odd', handler => 'app.odd');
 // S20: failed jobs through the CLI
 
 // S20: pgq-worker failed list / show / retry UUID / retry all / forget / flush.
-func TestE2EFailedCLI(t *testing.T) {
+func TestS20E2EFailedCLI(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `
@@ -754,7 +754,7 @@ func regexpLines(s, re string) []string {
 
 // S30: with --queue high,low --concurrency 1 every job of high runs before any of low,
 // even when the low jobs were dispatched first.
-func TestE2EQueuePriority(t *testing.T) {
+func TestS30E2EQueuePriority(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -788,7 +788,7 @@ SELECT pgq.define_job('rec', handler => 'app.slow');
 
 // S19: the attempt history says when an attempt finished. For a SQL handler the
 // attempt's finished_at must not be earlier than the moment its handler returned.
-func TestE2ESQLAttemptFinishedAt(t *testing.T) {
+func TestS19E2ESQLAttemptFinishedAt(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`SELECT pgq.define_job('slow', handler => 'app.slow');`)
@@ -823,7 +823,7 @@ func listenerPID(db *pgqtest.DB) int {
 // within 2 s: NOTIFY woke it. After its LISTEN connection is killed it reconnects, and a
 // job dispatched meanwhile still runs (the reconnect wakes the loop); with --sleep 1 a
 // job that no NOTIFY announces (a delayed one) is found by polling.
-func TestE2EWakeUp(t *testing.T) {
+func TestS31E2EWakeUp(t *testing.T) {
 	t.Parallel()
 	t.Run("notify and reconnect", func(t *testing.T) {
 		t.Parallel()

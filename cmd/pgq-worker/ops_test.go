@@ -19,7 +19,7 @@ import (
 // S16 through the binary: `check` exits 1 and names each problem with its fix, `--json`
 // gives the same for machines, and a clean setup exits 0. `work` logs the problems at
 // start.
-func TestE2ECheck(t *testing.T) {
+func TestS16E2ECheck(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	out, _, code := cli(t, db, "check", "--timeout", "60")

@@ -109,7 +109,7 @@ func scSecondsUntilAvailable(t *testing.T, db *pgqtest.DB, id string) float64 {
 // live then) and both jobs exist. The first copy's retry succeeds and, its
 // release being owner-checked, leaves the second copy's lock alone: a third dispatch is
 // dropped. (Laravel before 13.24 force-released here and let the third one in.)
-func TestScenarioUniqueForShorterThanBackoff(t *testing.T) {
+func TestS21S22ScenarioUniqueForShorterThanBackoff(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -195,7 +195,7 @@ $$;
 // right before its first attempt), so a 1200 push dispatched meanwhile goes through and
 // runs at once; then the 1000 retry runs and overwrites the newer price. Nothing fails.
 // pgq behaves like Laravel here (documented: use debounce for jobs that carry data).
-func TestScenarioUntilProcessingPriceTrap(t *testing.T) {
+func TestS23ScenarioUntilProcessingPriceTrap(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, scPushPriceSchema+`
@@ -233,7 +233,7 @@ SELECT pgq.define_job('push_price', handler => 'app.push_price', unique_for => '
 // right before its handler, is owner-checked: the 1200 copy keeps the key and a third
 // dispatch is dropped until the 1200 copy starts. (Laravel before 13.24 force-released
 // here and let a third copy in.)
-func TestScenarioUntilProcessingRetryLeavesNewerLock(t *testing.T) {
+func TestS22S23ScenarioUntilProcessingRetryLeavesNewerLock(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, scPushPriceSchema+`
@@ -267,7 +267,7 @@ SELECT pgq.define_job('push_price', handler => 'app.push_price', unique_for => '
 // times out once; the 1200 push dispatched during its backoff becomes the key's current
 // dispatch, so when the 1000 retry comes up it is deleted without running and recorded
 // as debounced. Only the newest runs: the final price is 1200.
-func TestScenarioDebouncedPriceDropsStaleRetry(t *testing.T) {
+func TestS24ScenarioDebouncedPriceDropsStaleRetry(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, scPushPriceSchema+`
@@ -303,7 +303,7 @@ SELECT pgq.define_job('push_price', handler => 'app.push_price', debounce_for =>
 // started); job J for the same product is queued, turned away by without_overlapping,
 // and keeps its unique lock meanwhile, so a duplicate dispatched then is dropped. J runs
 // once H is done, after which its lock is gone.
-func TestScenarioTurnAwayKeepsUntilProcessingLock(t *testing.T) {
+func TestS23S26ScenarioTurnAwayKeepsUntilProcessingLock(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -354,7 +354,7 @@ SELECT pgq.define_job('sync_inventory', handler => 'app.slow', tries => 10,
 // SQLSTATE 22023 and writes nothing: no job, no unique lock, no debounce token, and the
 // lock and token already held for the same keys are left as they were. A worker then
 // runs only the two good jobs.
-func TestScenarioDebounceAndUniqueRejected(t *testing.T) {
+func TestS25ScenarioDebounceAndUniqueRejected(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -416,7 +416,7 @@ func scOverlapClass(tries int, settings string) string {
 // without_overlapping, and the worker's log says so instead of printing a success), and
 // runs after the first has finished: by the handlers' own clocks the runs do not
 // overlap, and each job succeeded exactly once.
-func TestScenarioWithoutOverlappingTwoWorkers(t *testing.T) {
+func TestS26ScenarioWithoutOverlappingTwoWorkers(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+scOverlapClass(10, `, "release_after": 1`))
@@ -460,7 +460,7 @@ func TestScenarioWithoutOverlappingTwoWorkers(t *testing.T) {
 // renews the lease, so it runs out 10 s after A's last heartbeat, and a new sync for
 // product 88, dispatched after the kill and run by worker B, succeeds within 15 s
 // (Laravel's database lock stays a day). A's own job comes back through its 3 s lease.
-func TestScenarioWithoutOverlappingKill9(t *testing.T) {
+func TestS14S26S34ScenarioWithoutOverlappingKill9(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -526,7 +526,7 @@ SELECT pgq.define_job('sync_inventory', handler => 'app.sync', tries => 10,
 // handler ends, the worker gives back X's overlap keys; that must not free the lock Y now
 // holds on the same session. A sync Z dispatched after X ended, while Y still runs, must
 // be turned away.
-func TestScenarioExpireAfterDoesNotFreeTheNextHoldersLock(t *testing.T) {
+func TestS26S27ScenarioExpireAfterDoesNotFreeTheNextHoldersLock(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+scOverlapClass(5, `, "release_after": 1, "expire_after": 30`))
@@ -574,7 +574,7 @@ func TestScenarioExpireAfterDoesNotFreeTheNextHoldersLock(t *testing.T) {
 // its handler runs: the failed job says the handler never ran and why, instead of a bare
 // MaxAttemptsExceeded. With dont_release the job is deleted at the door, recorded as
 // turned_away, and is not a failure.
-func TestScenarioWithoutOverlappingStuckLock(t *testing.T) {
+func TestS5S12S27ScenarioWithoutOverlappingStuckLock(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+scOverlapClass(3, ""))
@@ -627,7 +627,7 @@ func TestScenarioWithoutOverlappingStuckLock(t *testing.T) {
 // first run pushes the first webhook; in the second run the other one is over budget
 // and is sent back, one attempt spent, to wait until the window resets plus 3 s (about
 // 63 s), without running and without being reported as a success.
-func TestScenarioRateLimitedOnePerMinute(t *testing.T) {
+func TestS28ScenarioRateLimitedOnePerMinute(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -679,7 +679,7 @@ SELECT pgq.define_job('push_webhook', handler => 'app.rec', tries => 3,
 // closes plus 3 s. Two handler calls for three attempts. Then the vendor comes back, the
 // decay passes (simulated by moving the circuit's window back) and a success clears the
 // circuit.
-func TestScenarioThrottlesExceptionsCircuit(t *testing.T) {
+func TestS29ScenarioThrottlesExceptionsCircuit(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -753,7 +753,7 @@ SELECT pgq.define_job('call_vendor', handler => 'app.call_vendor', tries => 10,
 // exception. tries 3: the first attempt reaches the vendor and throws 'vendor 500'; then
 // the overlap key is held by someone else and the next two attempts are turned away; the
 // fourth pickup fails the job before its handler, and the failed job says both.
-func TestScenarioExhaustedCarriesLastExceptionAndTurnAways(t *testing.T) {
+func TestS12S18ScenarioExhaustedCarriesLastExceptionAndTurnAways(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -787,7 +787,7 @@ SELECT pgq.define_job('sync_inventory', handler => 'app.boom', tries => 3, backo
 // away twice by a held overlap lock, then reaches its handler, which throws: that third
 // attempt waits backoff[3] = 300 s, not 10 s. (Each turn-away waits its release_after,
 // 30 s, cut short here with pgq.run_now.)
-func TestScenarioTurnAwaysShiftBackoff(t *testing.T) {
+func TestS7S8ScenarioTurnAwaysShiftBackoff(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`
@@ -835,7 +835,7 @@ SELECT pgq.define_job('sync_inventory', handler => 'app.boom', tries => 5, backo
 // clear exception, while the worker keeps serving the other jobs: a rec job without
 // middleware, and a sync_inventory job for product 88 dispatched just before it (whose
 // overlap lock must not be left behind by a reservation that failed).
-func TestScenarioBrokenMiddlewareDoesNotStopTheQueue(t *testing.T) {
+func TestS4S26S33ScenarioBrokenMiddlewareDoesNotStopTheQueue(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, call string }{
 		{"payload lacks the by field", `pgq.dispatch('sync_inventory', '{"sku": 1, "n": "bad"}')`},
