@@ -39,16 +39,12 @@ SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
 SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
 SQL
 
-# A worker session runs the first sync of product 88 (holding its overlap lock) and
-# turns the second away, then stays connected while the views are queried.
-psql "$DB" -q -o /dev/null <<'SQL' &
+# A worker runs the first sync of product 88 (holding its overlap lease) and turns the
+# second away.
+psql "$DB" -q -o /dev/null <<'SQL'
 SELECT uuid FROM pgq.reserve('worker-a:4242', '{default}', 1);
 SELECT uuid FROM pgq.reserve('worker-a:4242', '{default}', 1);
-SELECT pg_sleep(60);
 SQL
-holder=$!
-trap 'kill $holder 2>/dev/null || true' EXIT
-until [ "$(psql "$DB" -qAtc "SELECT count(*) FROM pgq.attempts WHERE outcome = 'turned_away'")" = 1 ]; do sleep 0.1; done
 
 section() { # title, explanation, sql
   printf '## %s\n\n%s\n\n```sql\n%s\n```\n\n```\n' "$1" "$2" "$3"
@@ -81,8 +77,8 @@ section "What is running where, and until when is its lease?" \
   "A live worker heartbeats its jobs, so \`lease_until\` keeps moving; a job whose lease ends goes to the next worker." \
   "SELECT job, attempts, worker, started_at::time(0), lease_until::time(0), lease_expired FROM pgq.running;"
 section "Which locks are held, and by which job?" \
-  "Unique locks and debounce tokens are rows; overlap locks are advisory locks, listed only while \`pg_locks\` says their session holds them." \
-  "SELECT kind, key, (SELECT job FROM pgq.jobs j WHERE j.uuid = l.job_uuid) AS job, worker, pid IS NOT NULL AS session_lock, since::time(0), expires_at::time(0), job_exists FROM pgq.locks l ORDER BY kind, key;"
+  "Unique locks, debounce tokens and overlap leases are rows. An overlap lease is listed until it runs out: its worker's heartbeat renews it every second, and the job's outcome ends it." \
+  "SELECT kind, key, (SELECT job FROM pgq.jobs j WHERE j.uuid = l.job_uuid) AS job, worker, since::time(0), expires_at::time(0), job_exists FROM pgq.locks l ORDER BY kind, key;"
 section "What turned this job away?" \
   "A turn-away is an attempt: the middleware and its note are recorded." \
   "SELECT job, attempt, worker, middleware, exception AS note, delay FROM pgq.attempts WHERE outcome = 'turned_away';"
