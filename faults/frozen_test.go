@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);`)
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 	woke := time.Now()
 	// Once woken, A reports whatever it had; the job must be gone within a few seconds.
-	waitFor(15*time.Second, func() bool {
+	waitFor(10*time.Second, func() bool {
 		gone, err := pgcluster.Try[bool](db, `SELECT NOT EXISTS (SELECT FROM pgq.jobs WHERE uuid = $1::uuid)`, id)
 		return err == nil && gone && a.count("outcome=") > 0
 	})
@@ -56,7 +57,7 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);`)
 	effects := pgcluster.Scalar[[]string](t, db, `SELECT coalesce(array_agg(coalesce(worker, '?') ORDER BY id), '{}') FROM app.effects`)
 	completedAt := pgcluster.Scalar[*time.Time](t, db, `SELECT max(finished_at) FROM pgq.attempts WHERE job_uuid = $1::uuid AND outcome = 'succeeded'`, id)
 	// recovery: from the SIGSTOP to the job's completion, by whoever.
-	f := figures{jobs: 1, faults: 1, done: len(effects), duplicated: max(0, len(effects)-1), recovery: -1,
+	f := figures{jobs: 1, faults: 1, done: len(effects), duplicated: max(0, len(effects)-1), recovery: -1, recovered: true,
 		failed: pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.failed_jobs`)}
 	if completedAt != nil {
 		f.recovery = completedAt.Sub(stopped)
@@ -75,12 +76,9 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);`)
 // lastOutcome returns the outcome= field of the last job line of a worker log.
 func lastOutcome(log string) string {
 	out := ""
-	for _, l := range splitLines(log) {
-		if i := indexOf(l, "outcome="); i >= 0 {
-			out = l[i:]
-			if j := indexOf(out, " "); j >= 0 {
-				out = out[:j]
-			}
+	for _, l := range strings.Split(log, "\n") {
+		if _, after, ok := strings.Cut(l, "outcome="); ok {
+			out, _, _ = strings.Cut("outcome="+after, " ")
 		}
 	}
 	return out

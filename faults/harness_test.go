@@ -386,6 +386,7 @@ type figures struct {
 	burned     int           // attempts charged to infrastructure: failed, timed_out, lease_expired, exhausted (no handler here raises)
 	left       int           // jobs still in pgq.jobs at the end
 	recovery   time.Duration // longest wait, after a fault ended, for the next job to succeed (-1: none did)
+	recovered  bool          // recovery was measured
 	drain      time.Duration // from the workers' start to the end of the drain (or the give-up)
 	exits      int           // worker processes that exited
 	extra      []string      // scenario-specific key=value
@@ -408,6 +409,7 @@ func measure(t *testing.T, db *pgcluster.DB, jobs int, faultsEnded []time.Time) 
 	// its insert records an effect the moment the server is back, worker or no worker.
 	ends := pgcluster.Scalar[[]time.Time](t, db, `SELECT coalesce(array_agg(finished_at ORDER BY finished_at), '{}')
 		FROM pgq.attempts WHERE outcome = 'succeeded'`)
+	f.recovered = len(faultsEnded) > 0
 	for _, at := range faultsEnded {
 		i := sort.Search(len(ends), func(i int) bool { return ends[i].After(at) })
 		if i == len(ends) {
@@ -421,11 +423,16 @@ func measure(t *testing.T, db *pgcluster.DB, jobs int, faultsEnded []time.Time) 
 
 func (f figures) log(t *testing.T) {
 	t.Helper()
-	rec := "none"
-	if f.recovery >= 0 && f.faults > 0 {
-		rec = f.recovery.Round(time.Millisecond).String()
-	} else if f.recovery < 0 {
+	rec, drain := "n/a", "n/a"
+	switch {
+	case !f.recovered:
+	case f.recovery < 0:
 		rec = "never"
+	default:
+		rec = f.recovery.Round(time.Millisecond).String()
+	}
+	if f.drain > 0 {
+		drain = f.drain.Round(time.Millisecond).String()
 	}
 	size := "default"
 	if full {
@@ -433,16 +440,12 @@ func (f figures) log(t *testing.T) {
 	}
 	t.Logf("FIGURES %s (%s size): jobs=%d faults=%d done=%d lost=%d duplicated=%d failed=%d burned_attempts=%d left=%d recovery_max=%s drain=%s worker_exits=%d %s",
 		t.Name(), size, f.jobs, f.faults, f.done, f.lost, f.duplicated, f.failed, f.burned, f.left, rec,
-		f.drain.Round(time.Millisecond), f.exits, strings.Join(f.extra, " "))
+		drain, f.exits, strings.Join(f.extra, " "))
 }
-
-func splitLines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }
-
-func indexOf(s, sub string) int { return strings.Index(s, sub) }
 
 // head returns the first n lines of s.
 func head(s string, n int) string {
-	lines := splitLines(s)
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = append(lines[:n], fmt.Sprintf("… (%d lines more)", len(lines)-n))
 	}
