@@ -22,24 +22,38 @@ const overlapMiddleware = `'[{"without_overlapping": {"by": ["k"], "release_afte
 // in time, and every job runs exactly once.
 //
 // AllConnections terminates every backend of the workers' database (sessions, handlers,
-// listeners, heartbeats); SessionsOnly terminates only the backends holding advisory
-// locks, the reserving sessions, so the handlers of a worker that just lost its locks
-// run on.
+// listeners, heartbeats); SessionsOnly terminates only the sessions holding overlap
+// locks, so the handlers of a worker that just lost its locks run on.
 func TestS34NoOverlapWhenWorkerConnectionsAreTerminated(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ name, where string }{
-		{"AllConnections", "datname = $1 AND application_name <> $2"},
-		{"SessionsOnly", "datname = $1 AND application_name <> $2 AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')"},
+	for _, tc := range []terminations{
+		{name: "AllConnections", where: "datname = $1 AND application_name <> $2",
+			jobs: size(120, 420), minMs: 100, maxMs: 300},
+		// One-key advisory locks (objsubid 1) are overlap locks; a napping session's locks
+		// have two keys. Handlers of 600-1000 ms leave the other worker time to reserve
+		// the freed key before they end, whatever its nap or poll is doing.
+		{name: "SessionsOnly", where: "datname = $1 AND application_name <> $2 AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted)",
+			jobs: size(45, 150), minMs: 600, maxMs: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			noOverlapUnderTerminations(t, tc.where)
+			noOverlapUnderTerminations(t, tc)
 		})
 	}
 }
 
-func noOverlapUnderTerminations(t *testing.T, where string) {
-	jobs := size(120, 420) // at most 15 a second get through, one per key at a time
+// terminations is a run of noOverlapUnderTerminations: which backends to terminate
+// (a condition on pg_stat_activity, $1 the database, $2 pgcluster.AppName), how many jobs,
+// how long their handlers sleep.
+type terminations struct {
+	name         string
+	where        string
+	jobs         int // enough that the drain outlasts the terminations: at most 3 run at once
+	minMs, maxMs int
+}
+
+func noOverlapUnderTerminations(t *testing.T, tc terminations) {
+	jobs, where := tc.jobs, tc.where
 	period := span(6*time.Second, 20*time.Second)
 	keys := []string{"a", "b", "c"}
 
@@ -78,7 +92,7 @@ SELECT pgq.define_job('ov', handler => 'app.effect', middleware => `+fmt.Sprintf
 			for _, k := range keys {
 				for ; waiting[k] < 2 && next <= jobs; waiting[k]++ {
 					_, err := db.Pool.Exec(t.Context(), `SELECT pgq.dispatch('ov', jsonb_build_object('n', $1::int, 'k', $2::text, 'ms', $3::int, 'who', true))`,
-						next, k, 100+next*37%201)
+						next, k, tc.minMs+next*37%(tc.maxMs-tc.minMs+1))
 					if err != nil {
 						break
 					}
