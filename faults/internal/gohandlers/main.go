@@ -1,0 +1,130 @@
+// Command gohandlers is a worker with Go handlers, built by the faults tests: where
+// pgq-worker runs SQL handlers, whose effects commit with their completion, a Go
+// handler's effect happens outside PostgreSQL and its completion is a separate call, so
+// a lost completion shows as a second run.
+//
+// Its one handler, effect, sleeps the payload's ms, then records the run in app.effects
+// (n, k, worker, started) on a pool of its own, retrying that insert until it succeeds
+// (the run happened, whatever PostgreSQL is going through), and returns nil. It never
+// raises: every attempt it does not succeed is infrastructure's doing.
+//
+//	gohandlers --database-url URL [--name W] [--concurrency 4] [--tries 1] [--sleep 1] [--timeout 60]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgq-dev/pgq/internal/pgcodec"
+	"github.com/pgq-dev/pgq/worker"
+)
+
+type effectArgs struct {
+	N  int    `json:"n"`
+	K  string `json:"k"`
+	Ms int    `json:"ms"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gohandlers:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	url := flag.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL")
+	name := flag.String("name", fmt.Sprintf("go:%d", os.Getpid()), "worker name")
+	concurrency := flag.Int("concurrency", 4, "handlers running at once")
+	tries := flag.Int("tries", 1, "attempts for jobs that set none (0 = unlimited)")
+	sleep := flag.Float64("sleep", 1, "seconds between polls")
+	timeout := flag.Int("timeout", 60, "seconds a handler may run")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	// As pgq-worker connects: min(concurrency, 32) + 3 connections, pgq's codecs.
+	cfg, err := pgxpool.ParseConfig(*url)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = int32(min(*concurrency, 32) + 3)
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		pgcodec.Register(conn.TypeMap())
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+
+	ecfg, err := pgxpool.ParseConfig(*url)
+	if err != nil {
+		return err
+	}
+	ecfg.MaxConns = int32(*concurrency)
+	effects, err := pgxpool.NewWithConfig(ctx, ecfg)
+	if err != nil {
+		return err
+	}
+	defer effects.Close()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	w, err := worker.New(pool,
+		worker.WithName(*name),
+		worker.WithConcurrency(*concurrency),
+		worker.WithTries(*tries),
+		worker.WithSleep(time.Duration(*sleep*float64(time.Second))),
+		worker.WithTimeout(time.Duration(*timeout)*time.Second),
+		worker.WithLogger(log),
+	)
+	if err != nil {
+		return err
+	}
+	worker.Handle(w, "effect", worker.Handler[effectArgs]{
+		Run: func(ctx context.Context, job *worker.Job[effectArgs]) error {
+			started := time.Now()
+			time.Sleep(time.Duration(job.Args.Ms) * time.Millisecond)
+			return record(effects, log, *name, job.Args, started)
+		},
+	})
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// record inserts the run into app.effects, retrying until it succeeds (for up to two
+// minutes, past which the test has failed anyway).
+func record(effects *pgxpool.Pool, log *slog.Logger, name string, a effectArgs, started time.Time) error {
+	give := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := effects.Exec(ctx, `INSERT INTO app.effects (n, k, worker, started) VALUES ($1, nullif($2, ''), $3, $4)`,
+			a.N, a.K, name, started)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(give) {
+			return errors.Join(errors.New("could not record the effect"), err)
+		}
+		log.Warn("recording the effect failed; retrying", "n", a.N, "err", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
