@@ -223,3 +223,48 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// Cancel cancels a job (pgq.cancel): a waiting job ends at once (CancelDone); a running
+// one is cancelled by its worker within a second, or at its next pickup if the worker
+// is gone (CancelRequested). A cancelled job is not retried and not failed; its attempt
+// is recorded as cancelled, and the action in pgq.actions. ErrNotFound when no live job
+// has that uuid.
+func (c *Client) Cancel(ctx context.Context, id uuid.UUID) (CancelResult, error) {
+	r, err := c.q.JobCancel(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("cancel %s: %w", id, MapError(err))
+	}
+	if r == "" {
+		return "", fmt.Errorf("cancel %s: %w (no waiting or running job)", id, ErrNotFound)
+	}
+	return CancelResult(r), nil
+}
+
+// CancelResult says what Cancel did.
+type CancelResult string
+
+// What Cancel did.
+const (
+	CancelDone      CancelResult = "cancelled"  // the job was waiting: it is gone
+	CancelRequested CancelResult = "cancelling" // the job runs: its worker cancels the handler
+)
+
+// PauseQueue stops workers from reserving the queue's jobs; running ones finish. It
+// reports whether the queue was running. Recorded in pgq.actions.
+func (c *Client) PauseQueue(ctx context.Context, queue string) (bool, error) {
+	was, err := c.q.QueuePause(ctx, queue)
+	if err != nil {
+		return false, fmt.Errorf("pause queue %s: %w", queue, MapError(err))
+	}
+	return was, nil
+}
+
+// ResumeQueue lets workers reserve the queue's jobs again and wakes them. It reports
+// whether the queue was paused. Recorded in pgq.actions.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
+	was, err := c.q.QueueResume(ctx, queue)
+	if err != nil {
+		return false, fmt.Errorf("resume queue %s: %w", queue, MapError(err))
+	}
+	return was, nil
+}

@@ -16,8 +16,9 @@ const (
 	OutcomeDebounced    Outcome = "debounced"     // a newer dispatch of its key superseded it (S24)
 	OutcomeExhausted    Outcome = "exhausted"     // picked up with no attempts or deadline left (S12)
 	OutcomeInterrupted  Outcome = "interrupted"   // infrastructure interrupted it; given back, not counted (S35)
+	OutcomeCancelled    Outcome = "cancelled"     // an operator cancelled it (pgq.cancel): not retried, not failed
 )
 
 // Outcomes lists every Outcome, in the order of the schema's CHECK constraint.
 var Outcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeReleased, OutcomeTurnedAway,
-	OutcomeTimedOut, OutcomeLeaseExpired, OutcomeDebounced, OutcomeExhausted, OutcomeInterrupted}
+	OutcomeTimedOut, OutcomeLeaseExpired, OutcomeDebounced, OutcomeExhausted, OutcomeInterrupted, OutcomeCancelled}

@@ -103,7 +103,7 @@ func TestOutcomesMatchTheSchema(t *testing.T) {
 	require.Equal(t, inSchema, pgq.Outcomes)
 
 	pickups := pgqtest.Scalar[[]string](t, db, `SELECT enum_range(NULL::pgq.pickup)::text[]`)
-	generated := []dbsqlc.PgqPickup{dbsqlc.PgqPickupTurnedAway, dbsqlc.PgqPickupExhausted, dbsqlc.PgqPickupDebounced, dbsqlc.PgqPickupFailed}
+	generated := []dbsqlc.PgqPickup{dbsqlc.PgqPickupTurnedAway, dbsqlc.PgqPickupExhausted, dbsqlc.PgqPickupDebounced, dbsqlc.PgqPickupFailed, dbsqlc.PgqPickupCancelled}
 	require.Len(t, generated, len(pickups))
 	for i, p := range pickups {
 		require.Equal(t, p, string(generated[i]))

@@ -56,7 +56,8 @@ CREATE TYPE pgq.pickup AS ENUM (
     'turned_away',
     'exhausted',
     'debounced',
-    'failed'
+    'failed',
+    'cancelled'
 );
 
 
@@ -143,6 +144,8 @@ CREATE TABLE pgq.jobs (
     overlap_keys text[],
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -216,6 +219,13 @@ COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks th
 --
 
 COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
+
+
+--
+-- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
 
 
 --
@@ -330,6 +340,91 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
+
+
+--
+-- Name: attempts; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.attempts (
+    id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    attempt integer NOT NULL,
+    worker text,
+    lease_token uuid,
+    reserved_at timestamp with time zone,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    middleware text,
+    exception text,
+    delay integer,
+    final boolean DEFAULT false NOT NULL,
+    rejected_calls text[],
+    CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text, 'interrupted'::text, 'cancelled'::text])))
+);
+
+
+--
+-- Name: TABLE attempts; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
+
+
+--
+-- Name: COLUMN attempts.started_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
+
+
+--
+-- Name: COLUMN attempts.delay; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
+
+
+--
+-- Name: COLUMN attempts.final; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
+
+
+--
+-- Name: COLUMN attempts.rejected_calls; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+
+
+--
+-- Name: _cancel(pgq.jobs, timestamp with time zone, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean) RETURNS pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    RETURN pgq._record(p_job, 'cancelled', p_now,
+                       'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean) IS 'Ends a job as cancelled: deleted with its locks, the attempt recorded as cancelled; not a failure.';
 
 
 --
@@ -649,66 +744,6 @@ COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with 
 
 
 --
--- Name: attempts; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.attempts (
-    id bigint NOT NULL,
-    job_uuid uuid NOT NULL,
-    job text NOT NULL,
-    queue text NOT NULL,
-    attempt integer NOT NULL,
-    worker text,
-    lease_token uuid,
-    reserved_at timestamp with time zone,
-    started_at timestamp with time zone,
-    finished_at timestamp with time zone NOT NULL,
-    outcome text NOT NULL,
-    middleware text,
-    exception text,
-    delay integer,
-    final boolean DEFAULT false NOT NULL,
-    rejected_calls text[],
-    CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text, 'interrupted'::text])))
-);
-
-
---
--- Name: TABLE attempts; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.attempts IS 'Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.';
-
-
---
--- Name: COLUMN attempts.started_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.started_at IS 'When the handler started; NULL when it never ran.';
-
-
---
--- Name: COLUMN attempts.delay; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.delay IS 'Seconds the job was sent back to wait after this attempt (backoff or release); NULL when it did not go back.';
-
-
---
--- Name: COLUMN attempts.final; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job for good (it went to pgq.failed_jobs).';
-
-
---
--- Name: COLUMN attempts.rejected_calls; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
-
-
---
 -- Name: _give_back(pgq.jobs, text, timestamp with time zone, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -955,29 +990,6 @@ COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_
 
 
 --
--- Name: _needs_pickup_check(text, jsonb, text, timestamp with time zone, integer, integer, integer, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone) RETURNS boolean
-    LANGUAGE sql IMMUTABLE
-    AS $$
-    SELECT p_debounce_key IS NOT NULL
-        OR p_middleware IS NOT NULL
-        OR p_unique_until IS NOT DISTINCT FROM 'processing'
-        OR (p_retry_until IS NOT NULL AND p_now > p_retry_until)
-        OR (p_retry_until IS NULL AND coalesce(p_tries, p_default_tries) > 0
-            AND p_attempts > coalesce(p_tries, p_default_tries));
-$$;
-
-
---
--- Name: FUNCTION _needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._needs_pickup_check(p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamp with time zone, p_tries integer, p_attempts integer, p_default_tries integer, p_now timestamp with time zone) IS 'Whether a reserved job needs reserve''s per-row pickup checks; the others take the fast path.';
-
-
---
 -- Name: _notify(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1081,6 +1093,25 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean) IS 'Appends one attempt row for a job as it is now (S19).';
+
+
+--
+-- Name: _record_action(text, uuid, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL::text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
+    VALUES (session_user, p_action, p_job, p_queue, p_detail);
+$$;
+
+
+--
+-- Name: FUNCTION _record_action(p_action text, p_job uuid, p_queue text, p_detail text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';
 
 
 --
@@ -1375,6 +1406,91 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then random bits (job uuids, time-ordered).';
+
+
+--
+-- Name: cancel(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.cancel(uuid uuid) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF v_job.reserved_at IS NULL THEN
+        PERFORM pgq._cancel(v_job, now(), false);
+        PERFORM pgq._record_action('cancel', v_job.uuid, v_job.queue, 'waiting job cancelled');
+        RETURN 'cancelled';
+    END IF;
+    UPDATE pgq.jobs j SET cancel_requested_at = now(), cancel_requested_by = session_user
+    WHERE j.uuid = v_job.uuid AND j.cancel_requested_at IS NULL;
+    PERFORM pgq._record_action('cancel', v_job.uuid, v_job.queue, 'running job: its handler is cancelled');
+    RETURN 'cancelling';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION cancel(uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.cancel(uuid uuid) IS 'Cancels a job: a waiting one at once (''cancelled''), a running one through its worker (''cancelling''); NULL when there is no such live job. Not retried, not a failure.';
+
+
+--
+-- Name: cancel_requests(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT j.lease_token FROM pgq.jobs j
+    WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
+$$;
+
+
+--
+-- Name: FUNCTION cancel_requests(worker text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.cancel_requests(worker text) IS 'Worker protocol: the lease tokens of this worker''s jobs that an operator asked to cancel.';
+
+
+--
+-- Name: cancelled(uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_now timestamptz := coalesce(cancelled.as_of, now());
+    v_job pgq.jobs;
+    i     int;
+BEGIN
+    IF cardinality(cancelled.uuids) IS DISTINCT FROM cardinality(cancelled.tokens) THEN
+        RAISE EXCEPTION 'pgq: cancelled needs one token per uuid, got % uuids and % tokens',
+            cardinality(cancelled.uuids), cardinality(cancelled.tokens) USING ERRCODE = '22023';
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(cancelled.uuids), 0) LOOP
+        v_job := pgq._held('cancelled', cancelled.uuids[i], cancelled.tokens[i], v_now);
+        CONTINUE WHEN v_job.id IS NULL;
+        RETURN NEXT pgq._cancel(v_job, v_now, true);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone) IS 'Worker protocol: jobs whose handlers were cancelled on an operator''s request end as cancelled; returns the attempts recorded.';
 
 
 --
@@ -2064,8 +2180,16 @@ CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL::interval, que
           AND (flush_failed.queue IS NULL OR f.queue = flush_failed.queue)
           AND (flush_failed.job IS NULL OR f.job = flush_failed.job)
         RETURNING 1
+    ), counted AS (
+        SELECT count(*) AS n FROM gone
+    ), recorded AS (
+        INSERT INTO pgq.actions (actor, action, queue, detail)
+        SELECT session_user, 'flush', flush_failed.queue,
+               format('%s failed jobs deleted (job %s, older than %s)', c.n, coalesce(flush_failed.job, 'any'),
+                      coalesce(flush_failed.older_than::text, 'any age'))
+        FROM counted c
     )
-    SELECT count(*) FROM gone;
+    SELECT n FROM counted;
 $$;
 
 
@@ -2083,7 +2207,9 @@ COMMENT ON FUNCTION pgq.flush_failed(older_than interval, queue text, job text) 
 CREATE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
     LANGUAGE sql
     AS $$
-    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING 1)
+    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING f.uuid, f.queue),
+         recorded AS (INSERT INTO pgq.actions (actor, action, job_uuid, queue)
+                      SELECT session_user, 'forget', g.uuid, g.queue FROM gone g)
     SELECT EXISTS (SELECT FROM gone);
 $$;
 
@@ -2216,6 +2342,33 @@ COMMENT ON FUNCTION pgq.nap(queues text[], wait interval) IS 'Worker protocol: t
 
 
 --
+-- Name: pause_queue(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    PERFORM pgq._check_name('queue', pause_queue.queue);
+    SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = pause_queue.queue FOR UPDATE;
+    INSERT INTO pgq.queues AS q (name, paused) VALUES (pause_queue.queue, true)
+    ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now();
+    PERFORM pgq._record_action('pause', NULL, pause_queue.queue);
+    RETURN NOT coalesce(v_was, false);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION pause_queue(queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.pause_queue(queue text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. Recorded in pgq.actions.';
+
+
+--
 -- Name: prune(interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2266,8 +2419,10 @@ BEGIN
         RETURN NULL;
     END IF;
     v_count := pgq.prune(prune_all.history_older_than);
-    IF prune_all.failed_older_than IS NOT NULL THEN
-        v_count := v_count + pgq.flush_failed(prune_all.failed_older_than);
+    IF prune_all.failed_older_than IS NOT NULL THEN  -- retention, not an operator's flush: not in pgq.actions
+        DELETE FROM pgq.failed_jobs f WHERE f.failed_at < now() - prune_all.failed_older_than;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_count := v_count + v_n;
     END IF;
     DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -2426,10 +2581,12 @@ BEGIN
             v_picked := cardinality(v_ids);
             EXIT WHEN v_picked = 0;
 
-            -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
-            -- middleware, no until-processing lock, not exhausted) are reserved and go
-            -- out in one statement. ctid = ANY ($1) is a TID scan: no index lookup, and
-            -- the cached generic plan stays good (force_generic_plan above).
+            -- Fast path, set-based: jobs no pickup check applies to (no cancel request,
+            -- no debounce, no middleware, no until-processing lock, not exhausted) are
+            -- reserved and go out in one statement. ctid = ANY ($1) is a TID scan: no
+            -- index lookup, and the cached generic plan stays good (force_generic_plan
+            -- above). The test is written out here, not called: a function per row
+            -- would cost more than the rest of the statement.
             RETURN QUERY
             UPDATE pgq.jobs j
             SET attempts = j.attempts + 1,
@@ -2439,8 +2596,13 @@ BEGIN
                 lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                 started_at = v_now
             WHERE j.ctid = ANY (v_ids)
-              AND NOT pgq._needs_pickup_check(j.debounce_key, j.middleware, j.unique_until, j.retry_until,
-                                              j.tries, j.attempts + 1, reserve.default_tries, v_now)
+              AND j.cancel_requested_at IS NULL
+              AND j.debounce_key IS NULL
+              AND j.middleware IS NULL
+              AND j.unique_until IS DISTINCT FROM 'processing'
+              AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                       ELSE coalesce(j.tries, reserve.default_tries) = 0
+                            OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
             RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
                       NULL::pgq.pickup, NULL::text, NULL::text;
@@ -2461,6 +2623,12 @@ BEGIN
                   AND j.reserved_at IS NULL
                 RETURNING j.*
             LOOP
+                -- An operator cancelled the job while its worker was gone (pgq.cancel).
+                IF v_job.cancel_requested_at IS NOT NULL THEN
+                    PERFORM pgq._cancel(v_job, v_now, false);
+                    RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
+                    CONTINUE;
+                END IF;
                 -- Pickup check S24: a debounced job whose token is no longer its key's
                 -- current one is deleted without running (first attempt and retries).
                 IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
@@ -2469,8 +2637,9 @@ BEGIN
                     PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
                                         p_started => false);
                     DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    -- No key in the event: keys come from payloads, and any role may LISTEN.
                     PERFORM pg_notify('pgq_events', json_build_object(
-                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);
                     RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
                     CONTINUE;
                 END IF;
@@ -2534,6 +2703,33 @@ COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default
 
 
 --
+-- Name: resume_queue(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.resume_queue(queue text) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    PERFORM pgq._check_name('queue', resume_queue.queue);
+    SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = resume_queue.queue FOR UPDATE;
+    UPDATE pgq.queues q SET paused = false, updated_at = now() WHERE q.name = resume_queue.queue;
+    PERFORM pgq._record_action('resume', NULL, resume_queue.queue);
+    PERFORM pg_notify('pgq_jobs', resume_queue.queue);
+    RETURN coalesce(v_was, false);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION resume_queue(queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.resume_queue(queue text) IS 'Lets workers reserve the queue''s jobs again and wakes them; returns whether it was paused. Recorded in pgq.actions.';
+
+
+--
 -- Name: retry_failed(uuid, text, text, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2566,6 +2762,9 @@ BEGIN
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue
+    ), recorded AS (
+        INSERT INTO pgq.actions (actor, action, job_uuid, queue)
+        SELECT session_user, 'retry', b.uuid, b.queue FROM back b
     )
     SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
     INTO v_uuids, v_queues
@@ -2600,6 +2799,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
     PERFORM pg_notify('pgq_jobs', v_queue);
     RETURN true;
 END;
@@ -2723,6 +2923,43 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.wake() IS 'Worker protocol: the session stops napping (see pgq.nap); dispatches stop notifying for it.';
+
+
+--
+-- Name: actions; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.actions (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    actor text NOT NULL,
+    action text NOT NULL,
+    job_uuid uuid,
+    queue text,
+    detail text,
+    CONSTRAINT actions_action_check CHECK ((action = ANY (ARRAY['retry'::text, 'forget'::text, 'flush'::text, 'run_now'::text, 'cancel'::text, 'pause'::text, 'resume'::text])))
+);
+
+
+--
+-- Name: TABLE actions; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.actions IS 'Operators'' actions on jobs and queues (retry, forget, flush, run now, cancel, pause, resume), with the role that took each.';
+
+
+--
+-- Name: actions_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.actions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.actions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -3185,6 +3422,14 @@ COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attem
 
 
 --
+-- Name: actions actions_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.actions
+    ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: attempts attempts_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -3281,10 +3526,24 @@ ALTER TABLE ONLY pgq.unique_locks
 
 
 --
+-- Name: actions_job_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX actions_job_uuid_idx ON pgq.actions USING btree (job_uuid) WHERE (job_uuid IS NOT NULL);
+
+
+--
 -- Name: failed_jobs_failed_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
 CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at);
+
+
+--
+-- Name: jobs_cancel_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_cancel_idx ON pgq.jobs USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
 
 
 --

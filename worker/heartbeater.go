@@ -30,10 +30,12 @@ const (
 // heartbeater keeps the worker's claims alive, once a second: it extends the leases of
 // running jobs once a third of their lease has passed (S14), renews every second the
 // overlap leases of jobs that hold keys (S34), and cancels the handlers whose lease was
-// lost or whose overlap leases it could not renew in time.
+// lost, whose overlap leases it could not renew in time, or whose job an operator
+// cancelled (pgq.cancel, S40).
 type heartbeater struct {
 	// Set by New; read-only.
 	conns    *conns
+	cfg      *config
 	log      *slog.Logger
 	metrics  *metrics
 	active   *activeSet
@@ -44,9 +46,11 @@ func (h *heartbeater) run(ctx context.Context) {
 	everySecond(ctx, func() { h.runOnce(ctx) })
 }
 
-// runOnce is one beat: one pgq.heartbeat for every attempt due, then the overlap check.
+// runOnce is one beat: the operators' cancellations, then one pgq.heartbeat for every
+// attempt due, then the overlap check.
 func (h *heartbeater) runOnce(ctx context.Context) {
 	now := time.Now()
+	h.cancelRequested(ctx)
 	h.cancelUnrenewed(now)
 	var due []*active
 	h.active.each(func(a *active) {
@@ -118,5 +122,38 @@ func (h *heartbeater) cancelUnrenewed(now time.Time) {
 		h.log.Warn("overlap lease not renewed in time; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid,
 			"keys", a.row.OverlapKeys)
 		h.executor.cancel(a, errOverlapLost)
+	}
+}
+
+// cancelRequested cancels the handlers of the jobs an operator cancelled (pgq.cancel,
+// S40): their reports end the jobs as cancelled. The query reads only marked rows.
+func (h *heartbeater) cancelRequested(ctx context.Context) {
+	if h.active.count() == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	var tokens []uuid.UUID
+	err := h.conns.with(cctx, func(q *dbsqlc.Queries) error {
+		var err error
+		tokens, err = q.JobCancelRequests(cctx, h.cfg.name)
+		return err
+	})
+	if err != nil || len(tokens) == 0 {
+		return
+	}
+	wanted := make(map[uuid.UUID]bool, len(tokens))
+	for _, t := range tokens {
+		wanted[t] = true
+	}
+	var cancelled []*active
+	h.active.each(func(a *active) {
+		if wanted[a.token] && a.state.Load() == running {
+			cancelled = append(cancelled, a)
+		}
+	})
+	for _, a := range cancelled {
+		h.log.Info("job cancelled by an operator; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
+		h.executor.cancel(a, errCancelled)
 	}
 }

@@ -193,6 +193,8 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 		r.release(rctx, a, 0, &reason)
 	case errors.Is(cause, errOverlapLost):
 		r.giveBack(rctx, a, errOverlapLost.Error())
+	case errors.Is(cause, errCancelled):
+		r.cancelled(rctx, a)
 	case errors.As(err, &interrupted):
 		r.giveBack(rctx, a, interrupted.Error())
 	default:
@@ -226,6 +228,14 @@ func (r *reporter) giveBack(ctx context.Context, a *active, reason string) {
 	p := dbsqlc.JobGiveBackManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason}
 	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
 		return q.JobGiveBackMany(cctx, p)
+	})
+}
+
+// cancelled ends the attempt's job as cancelled, on an operator's request (pgq.cancelled).
+func (r *reporter) cancelled(ctx context.Context, a *active) {
+	p := dbsqlc.JobCancelledManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}}
+	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
+		return q.JobCancelledMany(cctx, p)
 	})
 }
 

@@ -43,6 +43,7 @@ var (
 	errShutdown    = errors.New("worker stopping")
 	errTimeout     = errors.New("job timeout")
 	errOverlapLost = errors.New("the worker could not renew the lease of this job's overlap key in time")
+	errCancelled   = errors.New("cancelled by an operator (pgq.cancel)")
 )
 
 // Worker reserves and runs jobs. Create it with New, register handlers with Handle, then
@@ -132,7 +133,7 @@ func (w *Worker) wire() {
 	}
 	w.executor.reporter = w.reporter
 	w.fetcher = newFetcher(&w.cfg, w.log, w.session, w.executor, w.reporter, w.active, w.freed)
-	w.heartbeater = &heartbeater{conns: w.conns, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
+	w.heartbeater = &heartbeater{conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
 	w.listener = &listener{conns: w.conns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
 	w.maintenance = &maintenance{q: w.q, cfg: &w.cfg, log: w.log}
 }

@@ -775,3 +775,54 @@ func TestS15GoCompletionFenced(t *testing.T) {
 	require.Contains(t, logs.String(), fmt.Sprintf("uuid=%s attempt=1 queue=default", lost))
 	require.Equal(t, 1, strings.Count(logs.String(), "outcome=lease_lost"))
 }
+
+// S40: an operator's cancel of a running job reaches its handler within a couple of
+// seconds, a Go handler through its context and a SQL handler through its statement;
+// each job ends as cancelled, once, and is neither retried nor failed.
+func TestS40CancelRunningHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.Exec(t, `CREATE FUNCTION public.slow(p jsonb) RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(60) $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('sql', handler => 'public.slow', tries => 3)`)
+	logs := &lockedBuffer{}
+	w := b.worker(t, worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	started := make(chan struct{}, 1)
+	worker.Handle(w, "go", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	ctx := context.Background()
+	goJob, err := b.client.Dispatch(ctx, "go", order{1}, pgq.Tries(3))
+	require.NoError(t, err)
+	sqlJob, err := b.client.Dispatch(ctx, "sql", nil)
+	require.NoError(t, err)
+	stop := start(t, w)
+	<-started
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pg_stat_activity WHERE query LIKE '%run_sql_job%' AND state = 'active' AND pid <> pg_backend_pid()`) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the SQL handler runs")
+
+	asked := time.Now()
+	for _, id := range []uuid.UUID{goJob, sqlJob} {
+		r, err := b.client.Cancel(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, pgq.CancelRequested, r)
+	}
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`) == 0
+	}, 10*time.Second, 20*time.Millisecond, "both jobs ended")
+	t.Logf("both handlers cancelled %s after the request", time.Since(asked).Round(time.Millisecond))
+	require.Less(t, time.Since(asked), 5*time.Second)
+	require.Equal(t, []string{"cancelled"}, b.outcomes(t, goJob))
+	require.Equal(t, []string{"cancelled"}, b.outcomes(t, sqlJob))
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.failed_jobs`))
+	require.NoError(t, stop())
+	_, err = b.client.Cancel(ctx, goJob)
+	require.ErrorIs(t, err, pgq.ErrNotFound)
+}

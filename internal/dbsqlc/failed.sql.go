@@ -224,6 +224,17 @@ func (q *Queries) FailedJobRetry(ctx context.Context, arg FailedJobRetryParams) 
 	return items, nil
 }
 
+const jobCancel = `-- name: JobCancel :one
+SELECT coalesce(pgq.cancel(uuid => $1::uuid), '')::text AS result
+`
+
+func (q *Queries) JobCancel(ctx context.Context, argUuid uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, jobCancel, argUuid)
+	var result string
+	err := row.Scan(&result)
+	return result, err
+}
+
 const jobRunNow = `-- name: JobRunNow :one
 SELECT pgq.run_now(uuid => $1::uuid)::boolean AS found
 `
@@ -233,4 +244,26 @@ func (q *Queries) JobRunNow(ctx context.Context, argUuid uuid.UUID) (bool, error
 	var found bool
 	err := row.Scan(&found)
 	return found, err
+}
+
+const queuePause = `-- name: QueuePause :one
+SELECT pgq.pause_queue(queue => $1::text)::boolean AS was_running
+`
+
+func (q *Queries) QueuePause(ctx context.Context, queue string) (bool, error) {
+	row := q.db.QueryRow(ctx, queuePause, queue)
+	var was_running bool
+	err := row.Scan(&was_running)
+	return was_running, err
+}
+
+const queueResume = `-- name: QueueResume :one
+SELECT pgq.resume_queue(queue => $1::text)::boolean AS was_paused
+`
+
+func (q *Queries) QueueResume(ctx context.Context, queue string) (bool, error) {
+	row := q.db.QueryRow(ctx, queueResume, queue)
+	var was_paused bool
+	err := row.Scan(&was_paused)
+	return was_paused, err
 }

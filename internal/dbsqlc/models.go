@@ -21,6 +21,7 @@ const (
 	PgqPickupExhausted  PgqPickup = "exhausted"
 	PgqPickupDebounced  PgqPickup = "debounced"
 	PgqPickupFailed     PgqPickup = "failed"
+	PgqPickupCancelled  PgqPickup = "cancelled"
 )
 
 func (e *PgqPickup) Scan(src interface{}) error {
@@ -56,6 +57,17 @@ func (ns NullPgqPickup) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.PgqPickup), nil
+}
+
+// Operators' actions on jobs and queues (retry, forget, flush, run now, cancel, pause, resume), with the role that took each.
+type PgqAction struct {
+	ID      int64
+	At      time.Time
+	Actor   string
+	Action  string
+	JobUuid *uuid.UUID
+	Queue   *string
+	Detail  *string
 }
 
 // Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.
@@ -196,6 +208,9 @@ type PgqJob struct {
 	CreatedAt   time.Time
 	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
 	Interruptions int32
+	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).

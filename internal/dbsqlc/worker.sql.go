@@ -13,6 +13,77 @@ import (
 	"github.com/google/uuid"
 )
 
+const jobCancelRequests = `-- name: JobCancelRequests :many
+SELECT c.token::uuid AS token FROM pgq.cancel_requests(worker => $1::text) AS c(token)
+`
+
+// The lease tokens of this worker's jobs an operator asked to cancel (pgq.cancel).
+func (q *Queries) JobCancelRequests(ctx context.Context, worker string) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, jobCancelRequests, worker)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var token uuid.UUID
+		if err := rows.Scan(&token); err != nil {
+			return nil, err
+		}
+		items = append(items, token)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const jobCancelledMany = `-- name: JobCancelledMany :many
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.cancelled(uuids => $1::uuid[], tokens => $2::uuid[])
+`
+
+type JobCancelledManyParams struct {
+	Uuids  []uuid.UUID
+	Tokens []uuid.UUID
+}
+
+func (q *Queries) JobCancelledMany(ctx context.Context, arg JobCancelledManyParams) ([]*PgqAttempt, error) {
+	rows, err := q.db.Query(ctx, jobCancelledMany, arg.Uuids, arg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqAttempt
+	for rows.Next() {
+		var i PgqAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.Attempt,
+			&i.Worker,
+			&i.LeaseToken,
+			&i.ReservedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.Outcome,
+			&i.Middleware,
+			&i.Exception,
+			&i.Delay,
+			&i.Final,
+			&i.RejectedCalls,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobCompleteMany = `-- name: JobCompleteMany :many
 SELECT c.uuid::uuid AS completed FROM pgq.complete(uuids => $1::uuid[], tokens => $2::uuid[]) AS c(uuid)
 `

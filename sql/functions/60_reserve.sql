@@ -1,23 +1,5 @@
 -- The worker's pickup: pgq.reserve (leases S14, pickup checks S12 S23 S24, middleware, queue order S30) and napping (S31).
 
--- pgq._needs_pickup_check: whether a just-reserved job must go through reserve's
--- per-row pickup checks (debounce, S12 exhausted, middleware, until-processing release);
--- the others take the set-based fast path.
-CREATE OR REPLACE FUNCTION pgq._needs_pickup_check(
-    p_debounce_key text, p_middleware jsonb, p_unique_until text, p_retry_until timestamptz,
-    p_tries int, p_attempts int, p_default_tries int, p_now timestamptz
-) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT p_debounce_key IS NOT NULL
-        OR p_middleware IS NOT NULL
-        OR p_unique_until IS NOT DISTINCT FROM 'processing'
-        OR (p_retry_until IS NOT NULL AND p_now > p_retry_until)
-        OR (p_retry_until IS NULL AND coalesce(p_tries, p_default_tries) > 0
-            AND p_attempts > coalesce(p_tries, p_default_tries));
-$$;
-
-COMMENT ON FUNCTION pgq._needs_pickup_check(text, jsonb, text, timestamptz, int, int, int, timestamptz) IS 'Whether a reserved job needs reserve''s per-row pickup checks; the others take the fast path.';
-
 -- pgq._reported: a job as pgq.reserve reports it: to run (p_pickup NULL), or what
 -- happened to it at pickup instead.
 CREATE OR REPLACE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL)
@@ -139,10 +121,12 @@ BEGIN
             v_picked := cardinality(v_ids);
             EXIT WHEN v_picked = 0;
 
-            -- Fast path, set-based: jobs no pickup check applies to (no debounce, no
-            -- middleware, no until-processing lock, not exhausted) are reserved and go
-            -- out in one statement. ctid = ANY ($1) is a TID scan: no index lookup, and
-            -- the cached generic plan stays good (force_generic_plan above).
+            -- Fast path, set-based: jobs no pickup check applies to (no cancel request,
+            -- no debounce, no middleware, no until-processing lock, not exhausted) are
+            -- reserved and go out in one statement. ctid = ANY ($1) is a TID scan: no
+            -- index lookup, and the cached generic plan stays good (force_generic_plan
+            -- above). The test is written out here, not called: a function per row
+            -- would cost more than the rest of the statement.
             RETURN QUERY
             UPDATE pgq.jobs j
             SET attempts = j.attempts + 1,
@@ -152,8 +136,13 @@ BEGIN
                 lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                 started_at = v_now
             WHERE j.ctid = ANY (v_ids)
-              AND NOT pgq._needs_pickup_check(j.debounce_key, j.middleware, j.unique_until, j.retry_until,
-                                              j.tries, j.attempts + 1, reserve.default_tries, v_now)
+              AND j.cancel_requested_at IS NULL
+              AND j.debounce_key IS NULL
+              AND j.middleware IS NULL
+              AND j.unique_until IS DISTINCT FROM 'processing'
+              AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                       ELSE coalesce(j.tries, reserve.default_tries) = 0
+                            OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
             RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
                       NULL::pgq.pickup, NULL::text, NULL::text;
@@ -174,6 +163,12 @@ BEGIN
                   AND j.reserved_at IS NULL
                 RETURNING j.*
             LOOP
+                -- An operator cancelled the job while its worker was gone (pgq.cancel).
+                IF v_job.cancel_requested_at IS NOT NULL THEN
+                    PERFORM pgq._cancel(v_job, v_now, false);
+                    RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
+                    CONTINUE;
+                END IF;
                 -- Pickup check S24: a debounced job whose token is no longer its key's
                 -- current one is deleted without running (first attempt and retries).
                 IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
@@ -182,8 +177,9 @@ BEGIN
                     PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
                                         p_started => false);
                     DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    -- No key in the event: keys come from payloads, and any role may LISTEN.
                     PERFORM pg_notify('pgq_events', json_build_object(
-                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'key', v_job.debounce_key)::text);
+                        'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);
                     RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
                     CONTINUE;
                 END IF;

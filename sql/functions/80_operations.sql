@@ -1,7 +1,7 @@
 -- Operating the queue: run now, failed jobs (S20), retention, the ordering linter (S16).
 
 -- pgq.run_now: a waiting job (delay or backoff) becomes available immediately (S20).
--- Returns false when no waiting job has that uuid.
+-- Returns false when no waiting job has that uuid. Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -13,6 +13,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
     PERFORM pg_notify('pgq_jobs', v_queue);
     RETURN true;
 END;
@@ -25,7 +26,8 @@ COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20
 -- time the job spent since dispatch, so the job gets its whole retry window again.
 -- uuid NULL retries every failed job matching the filters given (queue, job, failed more
 -- than older_than ago), oldest failure first. Returns the uuids requeued. A job that a
--- concurrent retry or flush takes first is skipped, so each is requeued once.
+-- concurrent retry or flush takes first is skipped, so each is requeued once. Each is
+-- recorded in pgq.actions.
 -- State change: failed -> waiting.
 CREATE OR REPLACE FUNCTION pgq.retry_failed(
     uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
@@ -57,6 +59,9 @@ BEGIN
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue
+    ), recorded AS (
+        INSERT INTO pgq.actions (actor, action, job_uuid, queue)
+        SELECT session_user, 'retry', b.uuid, b.queue FROM back b
     )
     SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
     INTO v_uuids, v_queues
@@ -71,9 +76,12 @@ COMMENT ON FUNCTION pgq.retry_failed(uuid, text, text, interval) IS
     'Requeues a failed job (or, uuid NULL, all matching queue, job and older_than) with attempts reset; history kept (S20).';
 
 -- pgq.forget_failed: deletes one failed job. Returns false when there was none.
+-- Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
 LANGUAGE sql VOLATILE AS $$
-    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING 1)
+    WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING f.uuid, f.queue),
+         recorded AS (INSERT INTO pgq.actions (actor, action, job_uuid, queue)
+                      SELECT session_user, 'forget', g.uuid, g.queue FROM gone g)
     SELECT EXISTS (SELECT FROM gone);
 $$;
 
@@ -81,7 +89,8 @@ COMMENT ON FUNCTION pgq.forget_failed(uuid) IS 'Deletes one failed job (S20); fa
 
 -- pgq.flush_failed: deletes the failed jobs matching every filter given (failed more than
 -- older_than ago, of queue, of job; no filter: all). Returns how many were deleted; a job
--- that a concurrent flush or retry takes first is not counted here.
+-- that a concurrent flush or retry takes first is not counted here. Recorded in
+-- pgq.actions (one row, with the filters and the count).
 CREATE OR REPLACE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL, queue text DEFAULT NULL, job text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql VOLATILE AS $$
@@ -91,8 +100,16 @@ LANGUAGE sql VOLATILE AS $$
           AND (flush_failed.queue IS NULL OR f.queue = flush_failed.queue)
           AND (flush_failed.job IS NULL OR f.job = flush_failed.job)
         RETURNING 1
+    ), counted AS (
+        SELECT count(*) AS n FROM gone
+    ), recorded AS (
+        INSERT INTO pgq.actions (actor, action, queue, detail)
+        SELECT session_user, 'flush', flush_failed.queue,
+               format('%s failed jobs deleted (job %s, older than %s)', c.n, coalesce(flush_failed.job, 'any'),
+                      coalesce(flush_failed.older_than::text, 'any age'))
+        FROM counted c
     )
-    SELECT count(*) FROM gone;
+    SELECT n FROM counted;
 $$;
 
 COMMENT ON FUNCTION pgq.flush_failed(interval, text, text) IS 'Deletes the failed jobs matching older_than, queue and job (none given: all, S20); returns the count.';
@@ -143,8 +160,10 @@ BEGIN
         RETURN NULL;
     END IF;
     v_count := pgq.prune(prune_all.history_older_than);
-    IF prune_all.failed_older_than IS NOT NULL THEN
-        v_count := v_count + pgq.flush_failed(prune_all.failed_older_than);
+    IF prune_all.failed_older_than IS NOT NULL THEN  -- retention, not an operator's flush: not in pgq.actions
+        DELETE FROM pgq.failed_jobs f WHERE f.failed_at < now() - prune_all.failed_older_than;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_count := v_count + v_n;
     END IF;
     DELETE FROM pgq.unique_locks u WHERE u.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;

@@ -27,3 +27,12 @@ SELECT pgq.run_now(uuid => @uuid::uuid)::boolean AS found;
 
 -- name: AttemptPrune :one
 SELECT pgq.prune(older_than => @older_than::interval)::bigint AS pruned;
+
+-- name: JobCancel :one
+SELECT coalesce(pgq.cancel(uuid => @uuid::uuid), '')::text AS result;
+
+-- name: QueuePause :one
+SELECT pgq.pause_queue(queue => @queue::text)::boolean AS was_running;
+
+-- name: QueueResume :one
+SELECT pgq.resume_queue(queue => @queue::text)::boolean AS was_paused;

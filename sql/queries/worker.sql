@@ -96,3 +96,10 @@ WHERE c.oid = 'pgq.jobs'::regclass;
 -- vacuums about once a second under load; starting background workers for each vacuum
 -- (a process each) cost more than the parallel index pass saved on a table this size.
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs;
+
+-- name: JobCancelRequests :many
+-- The lease tokens of this worker's jobs an operator asked to cancel (pgq.cancel).
+SELECT c.token::uuid AS token FROM pgq.cancel_requests(worker => @worker::text) AS c(token);
+
+-- name: JobCancelledMany :many
+SELECT * FROM pgq.cancelled(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);

@@ -1,0 +1,137 @@
+-- Operating jobs and queues from outside a worker: cancelling a job, pausing a queue, and
+-- the record of who did what (pgq.actions). The other operations (run now, retry, forget,
+-- flush) are in 80_operations.sql and record their actions here too.
+
+-- pgq._record_action: records an operator's action with the role that took it (the
+-- login role: a SECURITY DEFINER function's current_user would be pgq's owner).
+CREATE OR REPLACE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
+    VALUES (session_user, p_action, p_job, p_queue, p_detail);
+$$;
+
+COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';
+
+-- pgq._cancel: the job ends as cancelled: it leaves pgq.jobs, its locks and tokens go,
+-- and its attempt is recorded as cancelled (started when p_started: its handler ran).
+-- Not a failure: nothing is written to pgq.failed_jobs, and nothing retries it.
+-- State change: waiting | reserved -> cancelled.
+CREATE OR REPLACE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamptz, p_started boolean) RETURNS pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    RETURN pgq._record(p_job, 'cancelled', p_now,
+                       'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job as cancelled: deleted with its locks, the attempt recorded as cancelled; not a failure.';
+
+-- pgq.cancel: cancels a job. A waiting job ends at once: 'cancelled'. A running job is
+-- marked: its worker cancels the handler within a second (a Go handler's context, a SQL
+-- handler's statement) and reports it with pgq.cancelled, and should the worker be gone,
+-- the next pickup cancels it before it runs: 'cancelling'. NULL when no live job has that
+-- uuid. Recorded in pgq.actions. State change: waiting -> cancelled; reserved ->
+-- reserved (cancel requested).
+CREATE OR REPLACE FUNCTION pgq.cancel(uuid uuid) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF v_job.reserved_at IS NULL THEN
+        PERFORM pgq._cancel(v_job, now(), false);
+        PERFORM pgq._record_action('cancel', v_job.uuid, v_job.queue, 'waiting job cancelled');
+        RETURN 'cancelled';
+    END IF;
+    UPDATE pgq.jobs j SET cancel_requested_at = now(), cancel_requested_by = session_user
+    WHERE j.uuid = v_job.uuid AND j.cancel_requested_at IS NULL;
+    PERFORM pgq._record_action('cancel', v_job.uuid, v_job.queue, 'running job: its handler is cancelled');
+    RETURN 'cancelling';
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.cancel(uuid) IS
+    'Cancels a job: a waiting one at once (''cancelled''), a running one through its worker (''cancelling''); NULL when there is no such live job. Not retried, not a failure.';
+
+-- pgq.cancel_requests: the jobs a worker runs whose cancellation an operator asked for
+-- (pgq.cancel): their lease tokens. Workers poll it every second; it reads only marked
+-- rows (a partial index).
+CREATE OR REPLACE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
+LANGUAGE sql STABLE AS $$
+    SELECT j.lease_token FROM pgq.jobs j
+    WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
+$$;
+
+COMMENT ON FUNCTION pgq.cancel_requests(text) IS 'Worker protocol: the lease tokens of this worker''s jobs that an operator asked to cancel.';
+
+-- pgq.cancelled: the handlers of these jobs were cancelled on an operator's request
+-- (pgq.cancel): each job held by its token ends as cancelled. Returns the attempts
+-- recorded; a missing uuid lost its lease (rejected and recorded, S15).
+-- State change: reserved -> cancelled.
+CREATE OR REPLACE FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_now timestamptz := coalesce(cancelled.as_of, now());
+    v_job pgq.jobs;
+    i     int;
+BEGIN
+    IF cardinality(cancelled.uuids) IS DISTINCT FROM cardinality(cancelled.tokens) THEN
+        RAISE EXCEPTION 'pgq: cancelled needs one token per uuid, got % uuids and % tokens',
+            cardinality(cancelled.uuids), cardinality(cancelled.tokens) USING ERRCODE = '22023';
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(cancelled.uuids), 0) LOOP
+        v_job := pgq._held('cancelled', cancelled.uuids[i], cancelled.tokens[i], v_now);
+        CONTINUE WHEN v_job.id IS NULL;
+        RETURN NEXT pgq._cancel(v_job, v_now, true);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.cancelled(uuid[], uuid[], timestamptz) IS
+    'Worker protocol: jobs whose handlers were cancelled on an operator''s request end as cancelled; returns the attempts recorded.';
+
+-- pgq.pause_queue: workers stop reserving the queue's jobs (running ones finish); the
+-- queue is created, paused, if it had no row. Returns whether it was running before.
+-- Recorded in pgq.actions.
+CREATE OR REPLACE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    PERFORM pgq._check_name('queue', pause_queue.queue);
+    SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = pause_queue.queue FOR UPDATE;
+    INSERT INTO pgq.queues AS q (name, paused) VALUES (pause_queue.queue, true)
+    ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now();
+    PERFORM pgq._record_action('pause', NULL, pause_queue.queue);
+    RETURN NOT coalesce(v_was, false);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.pause_queue(text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. Recorded in pgq.actions.';
+
+-- pgq.resume_queue: workers reserve the queue's jobs again, and napping ones are woken.
+-- Returns whether it was paused. Recorded in pgq.actions.
+CREATE OR REPLACE FUNCTION pgq.resume_queue(queue text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    PERFORM pgq._check_name('queue', resume_queue.queue);
+    SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = resume_queue.queue FOR UPDATE;
+    UPDATE pgq.queues q SET paused = false, updated_at = now() WHERE q.name = resume_queue.queue;
+    PERFORM pgq._record_action('resume', NULL, resume_queue.queue);
+    PERFORM pg_notify('pgq_jobs', resume_queue.queue);
+    RETURN coalesce(v_was, false);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.resume_queue(text) IS 'Lets workers reserve the queue''s jobs again and wakes them; returns whether it was paused. Recorded in pgq.actions.';
