@@ -1,11 +1,12 @@
 // Package sql embeds pgq's SQL so the binary and the Go API carry it: the goose
-// migrations (DDL) and the definitions of every function and view.
+// migrations (DDL), the definitions of every function and view, and the privileges.
 package sql
 
 import "embed"
 
-// Files holds migrations/*.sql, applied by goose in version order, and functions/*.sql,
-// applied after them in file-name order on every migrate (pgq.Migrate).
+// Files holds migrations/*.sql, applied by goose in version order; functions/*.sql,
+// applied after them in file-name order on every migrate; and privileges.sql, the roles,
+// ownership and grants, a template of the role names (pgq.Migrate).
 //
-//go:embed migrations/*.sql functions/*.sql
+//go:embed migrations/*.sql functions/*.sql privileges.sql
 var Files embed.FS

@@ -57,14 +57,14 @@ func TestS35GiveBackAndUnreserve(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		j := reserveOne(t, db, now)
 		require.Equal(t, 1, j.Attempts)
-		rows := pgqtest.Scalar[[]string](t, db, `SELECT array_agg(exception) FROM pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'connection lost', $3)`,
+		rows := pgqtest.Scalar[[]string](t, db, `SELECT array_agg(exception) FROM pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'connection lost', as_of => $3)`,
 			j.UUID, j.Token, now)
 		if i <= 3 {
 			require.Equal(t, []string{"connection lost; attempt given back"}, rows)
 		} else {
 			require.Equal(t, []string{"connection lost; counted: 3 attempts were given back already"}, rows)
 		}
-		require.Zero(t, count(t, db, "pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'again', $3)", j.UUID, j.Token, now), "a stale token")
+		require.Zero(t, count(t, db, "pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'again', as_of => $3)", j.UUID, j.Token, now), "a stale token")
 	}
 	require.Equal(t, []string{"interrupted", "interrupted", "interrupted", "interrupted", "exhausted"},
 		func() []string { reserve(t, db, "w", now); return outcomes(t, db, id) }())

@@ -150,7 +150,7 @@ func TestS26S34OutcomesEndOverlapLeases(t *testing.T) {
 	db.Exec(t, `SELECT pgq.fail($1, $2, 'boom', as_of => $3)`, got[0].UUID, *got[0].Token, now)
 	db.Exec(t, `SELECT pgq.release($1, $2, 0, as_of => $3)`, got[1].UUID, *got[1].Token, now)
 	require.Equal(t, 1, leases())
-	db.Exec(t, `SELECT pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'connection lost', $3)`, got[2].UUID, *got[2].Token, now)
+	db.Exec(t, `SELECT pgq.give_back(ARRAY[$1::uuid], ARRAY[$2::uuid], 'connection lost', as_of => $3)`, got[2].UUID, *got[2].Token, now)
 	require.Zero(t, leases())
 
 	// the released job's key is taken by it again; a stale call of the old holder leaves it

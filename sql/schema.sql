@@ -115,7 +115,7 @@ CREATE TABLE pgq.jobs (
     queue text NOT NULL,
     payload jsonb NOT NULL,
     priority integer DEFAULT 0 NOT NULL,
-    handler text,
+    handler regprocedure,
     tries integer,
     backoff integer[],
     max_exceptions integer,
@@ -234,6 +234,7 @@ COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a runnin
 
 CREATE FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) RETURNS record
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_mw      jsonb;
@@ -313,6 +314,7 @@ COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, O
 
 CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
@@ -408,6 +410,7 @@ COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''
 
 CREATE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean) RETURNS pgq.attempts
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
@@ -428,11 +431,43 @@ COMMENT ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, 
 
 
 --
+-- Name: _check_dispatch_limits(integer, integer, jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_timeout = 0 THEN
+        RAISE EXCEPTION 'pgq: a dispatch cannot set timeout 0 (no timeout): declare it on the job class (pgq.define_job)'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority NOT BETWEEN -100 AND 100 THEN
+        RAISE EXCEPTION 'pgq: priority must be between -100 and 100, got %', p_priority USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM unnest(p_payloads) p WHERE pg_column_size(p) > 8388608) THEN
+        RAISE EXCEPTION 'pgq: a payload is at most 8 MiB, got one of % bytes',
+            (SELECT max(pg_column_size(p)) FROM unnest(p_payloads) p) USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
+
+
+--
 -- Name: _check_middleware(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._check_middleware(p_middleware jsonb) RETURNS void
     LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_mw   jsonb;
@@ -510,6 +545,7 @@ COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 n
 
 CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
@@ -536,6 +572,7 @@ COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p
 
 CREATE FUNCTION pgq._check_name(p_kind text, p_name text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_][A-Za-z0-9_.:/\\-]{0,99}$' THEN
@@ -560,6 +597,7 @@ COMMENT ON FUNCTION pgq._check_name(p_kind text, p_name text) IS 'Raises 22023 u
 
 CREATE FUNCTION pgq._check_regex(p_when jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     IF jsonb_typeof(p_when) <> 'string' OR length(p_when #>> '{}') > 512 THEN
@@ -591,6 +629,7 @@ COMMENT ON FUNCTION pgq._check_regex(p_when jsonb) IS 'Raises 22023 unless a thr
 
 CREATE FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer DEFAULT 0) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     IF p_tries < 0 THEN
@@ -635,6 +674,7 @@ COMMENT ON FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_
 
 CREATE FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     IF p_unique AND p_debounce THEN
@@ -671,6 +711,7 @@ COMMENT ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce bool
 
 CREATE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
 $$;
@@ -689,6 +730,7 @@ COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) I
 
 CREATE FUNCTION pgq._default_retry_after() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT 90 $$;
 
 
@@ -700,11 +742,99 @@ COMMENT ON FUNCTION pgq._default_retry_after() IS 'The lease in seconds of a que
 
 
 --
+-- Name: job_classes; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_classes (
+    name text NOT NULL,
+    queue text DEFAULT 'default'::text NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_for interval,
+    unique_for interval,
+    unique_until text,
+    unique_by text[],
+    debounce_for interval,
+    debounce_by text[],
+    debounce_max_wait interval,
+    middleware jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_classes_unique_until_check CHECK ((unique_until = ANY (ARRAY['processed'::text, 'processing'::text])))
+);
+
+
+--
+-- Name: TABLE job_classes; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_classes IS 'Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).';
+
+
+--
+-- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) RETURNS pgq.job_classes
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_class pgq.job_classes;
+BEGIN
+    PERFORM pgq._check_name('job', _define_job.name);
+    PERFORM pgq._check_name('queue', _define_job.queue);
+    PERFORM pgq._check_settings(_define_job.tries, _define_job.backoff, _define_job.max_exceptions, _define_job.timeout);
+    IF _define_job.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _define_job.retry_for USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_unique_debounce(
+        _define_job.unique_for IS NOT NULL OR _define_job.unique_until IS NOT NULL OR _define_job.unique_by IS NOT NULL,
+        _define_job.debounce_for IS NOT NULL OR _define_job.debounce_by IS NOT NULL OR _define_job.debounce_max_wait IS NOT NULL,
+        _define_job.unique_for, _define_job.unique_until, _define_job.debounce_for, _define_job.debounce_max_wait);
+    PERFORM pgq._check_middleware(_define_job.middleware);
+    INSERT INTO pgq.job_classes AS c
+        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
+    VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
+            _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
+            _define_job.retry_for, _define_job.unique_for,
+            CASE WHEN _define_job.unique_for IS NOT NULL OR _define_job.unique_by IS NOT NULL
+                 THEN coalesce(_define_job.unique_until, 'processed') END,
+            _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
+            _define_job.middleware)
+    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
+        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
+            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
+            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
+            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
+            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
+            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
+    RETURNING * INTO v_class;
+    RETURN v_class;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+
+
+--
 -- Name: _exhausted_message(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) RETURNS text
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     WITH turned AS (
         SELECT coalesce(sum(t.value::int), 0) AS total,
@@ -749,6 +879,7 @@ COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with 
 
 CREATE FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean) RETURNS pgq.attempts
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_refund boolean := NOT p_limited OR p_job.interruptions < pgq._max_give_backs();
@@ -784,6 +915,7 @@ COMMENT ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestam
 
 CREATE FUNCTION pgq._handler_proc(p_handler text) RETURNS regprocedure
     LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT to_regprocedure(p_handler || '(jsonb)');
 $$;
@@ -802,6 +934,7 @@ COMMENT ON FUNCTION pgq._handler_proc(p_handler text) IS 'Resolves a SQL handler
 
 CREATE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) RETURNS pgq.jobs
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_job pgq.jobs;
@@ -829,6 +962,7 @@ COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now time
 
 CREATE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
     LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_key text := pgq._key_or_null(p_job, p_explicit, p_by, p_payload);
@@ -861,6 +995,7 @@ COMMENT ON FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload
 
 CREATE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT CASE
         WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
@@ -884,6 +1019,7 @@ COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p
 
 CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
 
 
@@ -900,6 +1036,7 @@ COMMENT ON FUNCTION pgq._lock_id(p_name text) IS 'A one-key advisory lock id in 
 
 CREATE FUNCTION pgq._lock_space(p_space text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT CASE p_space
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
@@ -921,6 +1058,7 @@ COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-ke
 
 CREATE FUNCTION pgq._max_give_backs() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT 3 $$;
 
 
@@ -937,6 +1075,7 @@ COMMENT ON FUNCTION pgq._max_give_backs() IS 'How many interrupted attempts of o
 
 CREATE FUNCTION pgq._max_key_bytes() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT 1000 $$;
 
 
@@ -953,6 +1092,7 @@ COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may prod
 
 CREATE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
 $$;
@@ -971,6 +1111,7 @@ COMMENT ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) IS 'The set
 
 CREATE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT pgq._key_or_null(
         CASE p_name
@@ -995,6 +1136,7 @@ COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_
 
 CREATE FUNCTION pgq._notify(queue text) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_key int := hashtext(_notify.queue);
@@ -1025,6 +1167,7 @@ COMMENT ON FUNCTION pgq._notify(queue text) IS 'Wakes napping workers of a queue
 
 CREATE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT pgq._lock_id('overlap:' || p_key);
 $$;
@@ -1043,6 +1186,7 @@ COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of
 
 CREATE FUNCTION pgq._overlap_ttl() RETURNS interval
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT interval '10 seconds' $$;
 
 
@@ -1059,6 +1203,7 @@ COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts witho
 
 CREATE FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) RETURNS timestamp with time zone
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
 $$;
@@ -1077,6 +1222,7 @@ COMMENT ON FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now t
 
 CREATE FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text DEFAULT NULL::text, p_delay integer DEFAULT NULL::integer, p_final boolean DEFAULT false, p_started boolean DEFAULT true) RETURNS pgq.attempts
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
@@ -1101,6 +1247,7 @@ COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp 
 
 CREATE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL::text) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
     VALUES (session_user, p_action, p_job, p_queue, p_detail);
@@ -1120,6 +1267,7 @@ COMMENT ON FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, 
 
 CREATE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     UPDATE pgq.attempts a
     SET rejected_calls = array_append(a.rejected_calls, format('%s rejected at %s: lease lost', p_call, p_now))
@@ -1142,6 +1290,7 @@ COMMENT ON FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_
 
 CREATE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
 $$;
@@ -1160,6 +1309,7 @@ COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes 
 
 CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
 $$;
@@ -1178,6 +1328,7 @@ COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends
 
 CREATE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
 $$;
@@ -1196,9 +1347,10 @@ COMMENT ON FUNCTION pgq._release_unique(p_key text, p_token uuid) IS 'Deletes a 
 
 CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL::text) RETURNS pgq.reservation
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
-               p_job.handler, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
+               p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
                p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
 $$;
 
@@ -1216,6 +1368,7 @@ COMMENT ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note te
 
 CREATE FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) RETURNS bigint
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT CASE WHEN p_tries = 0 THEN NULL ELSE
         coalesce((SELECT sum(p_backoff[least(n, cardinality(p_backoff))]) FROM generate_series(1, p_tries - 1) n), 0)
@@ -1231,11 +1384,78 @@ COMMENT ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_ti
 
 
 --
+-- Name: _sees_payloads(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._sees_payloads() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT pg_has_role(current_user, r.name, 'MEMBER')
+                     FROM pgq.roles r WHERE r.kind = 'payload_reader' AND to_regrole(quote_ident(r.name)) IS NOT NULL), false);
+$$;
+
+
+--
+-- Name: FUNCTION _sees_payloads(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read job payloads (a member of the payload reader role, S45).';
+
+
+--
+-- Name: _sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_job pgq.jobs;
+    v_key text;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
+    END IF;
+    IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
+        RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
+            v_job.job, v_job.handler::oid
+            USING ERRCODE = '42883',
+                  HINT = 'Keep handlers with CREATE OR REPLACE; after a DROP, define the class again and retry the failed jobs (pgq.retry_failed takes the class''s handler).';
+    END IF;
+    FOR v_key IN
+        SELECT o.key FROM pgq.overlap_locks o
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+    LOOP
+        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
+                USING ERRCODE = 'PQ002';
+        END IF;
+    END LOOP;
+    handler := v_job.handler;
+    payload := v_job.payload;
+    worker := v_job.reserved_by;
+    attempt := v_job.attempts;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) IS 'The handler and payload of a SQL job held by a lease token, its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+
+
+--
 -- Name: _take_debounce(text, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamp with time zone
     LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
     VALUES (p_key, p_token, p_job, now())
@@ -1259,6 +1479,7 @@ COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 
 
 CREATE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
@@ -1293,6 +1514,7 @@ COMMENT ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestam
 
 CREATE FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) RETURNS boolean
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     INSERT INTO pgq.unique_locks AS u (key, owner, job_uuid, expires_at)
@@ -1319,6 +1541,7 @@ COMMENT ON FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for
 
 CREATE FUNCTION pgq._texts(p jsonb) RETURNS text[]
     LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT CASE WHEN p IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(p)) END;
 $$;
@@ -1337,6 +1560,7 @@ COMMENT ON FUNCTION pgq._texts(p jsonb) IS 'A jsonb array of strings as text[].'
 
 CREATE FUNCTION pgq._turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     INSERT INTO pgq.attempts
@@ -1373,6 +1597,7 @@ COMMENT ON FUNCTION pgq._turn_away(p_job pgq.jobs, p_middleware text, p_note tex
 
 CREATE FUNCTION pgq._turn_away_slack() RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$ SELECT 3 $$;
 
 
@@ -1384,28 +1609,30 @@ COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset tha
 
 
 --
--- Name: _uuid7(); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _uuid7s(integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._uuid7() RETURNS uuid
+CREATE FUNCTION pgq._uuid7s(p_count integer) RETURNS uuid[]
     LANGUAGE sql PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT encode(
+    SELECT coalesce(array_agg(encode(
         set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
             overlay(decode(md5(random()::text || random()::text), 'hex')
                     PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
                     FROM 1 FOR 6),
             52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
             70, 0), 71, 1),                  -- variant 10
-        'hex')::uuid;
+        'hex')::uuid), '{}')
+    FROM generate_series(1, p_count);
 $$;
 
 
 --
--- Name: FUNCTION _uuid7(); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _uuid7s(p_count integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then random bits (job uuids, time-ordered).';
+COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as asked: milliseconds first, then random bits (job uuids, time-ordered).';
 
 
 --
@@ -1413,7 +1640,8 @@ COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then 
 --
 
 CREATE FUNCTION pgq.cancel(uuid uuid) RETURNS text
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_job pgq.jobs;
@@ -1447,7 +1675,8 @@ COMMENT ON FUNCTION pgq.cancel(uuid uuid) IS 'Cancels a job: a waiting one at on
 --
 
 CREATE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT j.lease_token FROM pgq.jobs j
     WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
@@ -1466,7 +1695,8 @@ COMMENT ON FUNCTION pgq.cancel_requests(worker text) IS 'Worker protocol: the le
 --
 
 CREATE FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_now timestamptz := coalesce(cancelled.as_of, now());
@@ -1498,7 +1728,8 @@ COMMENT ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp w
 --
 
 CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries integer DEFAULT 1) RETURNS SETOF pgq.check_finding
-    LANGUAGE sql STABLE
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     WITH classes AS (
         SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
@@ -1594,7 +1825,8 @@ COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) IS
 --
 
 CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
@@ -1680,94 +1912,44 @@ COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp wi
 
 
 --
--- Name: job_classes; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.job_classes (
-    name text NOT NULL,
-    queue text DEFAULT 'default'::text NOT NULL,
-    handler text,
-    tries integer,
-    backoff integer[],
-    max_exceptions integer,
-    timeout integer,
-    fail_on_timeout boolean DEFAULT false NOT NULL,
-    retry_for interval,
-    unique_for interval,
-    unique_until text,
-    unique_by text[],
-    debounce_for interval,
-    debounce_by text[],
-    debounce_max_wait interval,
-    middleware jsonb,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT job_classes_unique_until_check CHECK ((unique_until = ANY (ARRAY['processed'::text, 'processing'::text])))
-);
-
-
---
--- Name: TABLE job_classes; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.job_classes IS 'Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).';
-
-
---
 -- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS pgq.job_classes
     LANGUAGE plpgsql
-    AS $$
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
 DECLARE
-    v_class pgq.job_classes;
+    v_proc regprocedure;
 BEGIN
-    PERFORM pgq._check_name('job', define_job.name);
-    PERFORM pgq._check_name('queue', define_job.queue);
-    PERFORM pgq._check_settings(define_job.tries, define_job.backoff, define_job.max_exceptions, define_job.timeout);
-    IF define_job.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', define_job.retry_for USING ERRCODE = '22023';
+    IF define_job.handler IS NOT NULL THEN
+        IF define_job.handler !~ '^[^.]+\.[^.]+$' THEN
+            RAISE EXCEPTION 'pgq: handler % must name its schema, e.g. public.%', quote_literal(define_job.handler), define_job.handler
+                USING ERRCODE = '22023';
+        END IF;
+        v_proc := pgq._handler_proc(define_job.handler);
+        IF v_proc IS NULL THEN
+            RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
+                USING ERRCODE = '42883',
+                      HINT = 'Create the function first: CREATE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
+        END IF;
+        IF NOT has_function_privilege(v_proc, 'EXECUTE') THEN
+            RAISE EXCEPTION 'pgq: % may not execute handler %', current_user, v_proc USING ERRCODE = '42501';
+        END IF;
     END IF;
-    PERFORM pgq._check_unique_debounce(
-        define_job.unique_for IS NOT NULL OR define_job.unique_until IS NOT NULL OR define_job.unique_by IS NOT NULL,
-        define_job.debounce_for IS NOT NULL OR define_job.debounce_by IS NOT NULL OR define_job.debounce_max_wait IS NOT NULL,
-        define_job.unique_for, define_job.unique_until, define_job.debounce_for, define_job.debounce_max_wait);
-    PERFORM pgq._check_middleware(define_job.middleware);
-    IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
-        RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
-            USING ERRCODE = '42883',
-                  HINT = 'Create the function first: CREATE OR REPLACE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
-    END IF;
-    INSERT INTO pgq.job_classes AS c
-        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
-         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
-    VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
-            define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
-            define_job.retry_for, define_job.unique_for,
-            CASE WHEN define_job.unique_for IS NOT NULL OR define_job.unique_by IS NOT NULL
-                 THEN coalesce(define_job.unique_until, 'processed') END,
-            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait,
-            define_job.middleware)
-    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
-        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
-            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
-            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
-            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
-            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
-            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
-            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
-    RETURNING * INTO v_class;
-    RETURN v_class;
+    RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
+                           define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
+                           define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
+                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware);
 END;
-$$;
+$_$;
 
 
 --
 -- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1).';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1, S44).';
 
 
 --
@@ -1797,7 +1979,8 @@ COMMENT ON TABLE pgq.rate_limits IS 'Named rate limits (pgq.define_limit): max h
 --
 
 CREATE FUNCTION pgq.define_limit(name text, max integer, per interval) RETURNS pgq.rate_limits
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_limit pgq.rate_limits;
@@ -1857,7 +2040,8 @@ COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without
 --
 
 CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false) RETURNS pgq.queues
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_queue pgq.queues;
@@ -1889,7 +2073,8 @@ COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bool
 --
 
 CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
                              dispatch.tries, dispatch.backoff, dispatch.retry_until,
@@ -1912,7 +2097,8 @@ COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay inte
 --
 
 CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_class     pgq.job_classes;
@@ -1925,6 +2111,8 @@ DECLARE
     v_unique_for interval;
     v_debounce_for interval;
     v_max_wait  interval;
+    v_uuids     uuid[];
+    i           int;
 BEGIN
     PERFORM pgq._check_name('job', dispatch_many.job);
     SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
@@ -1944,6 +2132,7 @@ BEGIN
     IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
     END IF;
+    PERFORM pgq._check_dispatch_limits(dispatch_many.timeout, dispatch_many.priority, dispatch_many.payloads);
     v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
              OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
     v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
@@ -1978,10 +2167,10 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, available_at, middleware)
-        SELECT pgq._uuid7(), v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
                v_job.middleware
-        FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+        FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
     ELSE
@@ -1991,8 +2180,10 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
         END IF;
-        FOREACH v_payload IN ARRAY dispatch_many.payloads LOOP
-            v_job.uuid := pgq._uuid7();
+        v_uuids := pgq._uuid7s(cardinality(dispatch_many.payloads));
+        FOR i IN 1 .. cardinality(dispatch_many.payloads) LOOP
+            v_payload := dispatch_many.payloads[i];
+            v_job.uuid := v_uuids[i];
             v_job.payload := v_payload;
             IF v_unique THEN
                 v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
@@ -2040,7 +2231,8 @@ COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, de
 --
 
 CREATE FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean DEFAULT false, default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_now     timestamptz := coalesce(fail.as_of, now());
@@ -2141,7 +2333,8 @@ COMMENT ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out bo
 --
 
 CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[]) RETURNS SETOF pgq.attempts
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
@@ -2172,7 +2365,8 @@ COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[]
 --
 
 CREATE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL::interval, queue text DEFAULT NULL::text, job text DEFAULT NULL::text) RETURNS bigint
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
@@ -2205,7 +2399,8 @@ COMMENT ON FUNCTION pgq.flush_failed(older_than interval, queue text, job text) 
 --
 
 CREATE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING f.uuid, f.queue),
          recorded AS (INSERT INTO pgq.actions (actor, action, job_uuid, queue)
@@ -2222,11 +2417,12 @@ COMMENT ON FUNCTION pgq.forget_failed(uuid uuid) IS 'Deletes one failed job (S20
 
 
 --
--- Name: give_back(uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: give_back(uuid[], uuid[], text, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
-    LANGUAGE plpgsql
+CREATE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean DEFAULT true, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_now timestamptz := coalesce(give_back.as_of, now());
@@ -2240,17 +2436,17 @@ BEGIN
     FOR i IN 1 .. coalesce(cardinality(give_back.uuids), 0) LOOP
         v_job := pgq._held('give_back', give_back.uuids[i], give_back.tokens[i], v_now);
         CONTINUE WHEN v_job.id IS NULL;
-        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, true);
+        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, give_back.started);
     END LOOP;
 END;
 $$;
 
 
 --
--- Name: FUNCTION give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
+COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) IS 'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
 
 
 --
@@ -2258,7 +2454,8 @@ COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_o
 --
 
 CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
-    LANGUAGE sql
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     WITH held AS (
         UPDATE pgq.jobs j
@@ -2292,7 +2489,8 @@ COMMENT ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp w
 --
 
 CREATE FUNCTION pgq.nap(queues text[], wait interval DEFAULT '00:00:00.01'::interval) RETURNS boolean
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     q         text;
@@ -2346,7 +2544,8 @@ COMMENT ON FUNCTION pgq.nap(queues text[], wait interval) IS 'Worker protocol: t
 --
 
 CREATE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_was boolean;
@@ -2373,7 +2572,8 @@ COMMENT ON FUNCTION pgq.pause_queue(queue text) IS 'Stops workers from reserving
 --
 
 CREATE FUNCTION pgq.prune(older_than interval) RETURNS bigint
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_count bigint;
@@ -2409,7 +2609,8 @@ COMMENT ON FUNCTION pgq.prune(older_than interval) IS 'Deletes attempt history o
 --
 
 CREATE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL::interval) RETURNS bigint
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_count bigint := 0;
@@ -2458,7 +2659,8 @@ COMMENT ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than
 --
 
 CREATE FUNCTION pgq.release(uuid uuid, token uuid, delay integer DEFAULT 0, refund boolean DEFAULT false, reason text DEFAULT NULL::text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_now timestamptz := coalesce(release.as_of, now());
@@ -2495,7 +2697,8 @@ COMMENT ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boo
 --
 
 CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, call uuid DEFAULT NULL::uuid) RETURNS SETOF pgq.reservation
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
 DECLARE
@@ -2603,7 +2806,7 @@ BEGIN
               AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
                        ELSE coalesce(j.tries, reserve.default_tries) = 0
                             OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
+            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
                       NULL::pgq.pickup, NULL::text, NULL::text;
             GET DIAGNOSTICS v_fast = ROW_COUNT;
@@ -2707,7 +2910,8 @@ COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default
 --
 
 CREATE FUNCTION pgq.resume_queue(queue text) RETURNS boolean
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_was boolean;
@@ -2734,7 +2938,8 @@ COMMENT ON FUNCTION pgq.resume_queue(queue text) IS 'Lets workers reserve the qu
 --
 
 CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text, job text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval) RETURNS SETOF uuid
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_uuids  uuid[];
@@ -2756,7 +2961,11 @@ BEGIN
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
              middleware, wait_reason)
-        SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
+               -- a handler dropped since the job failed: the class's current one
+               CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
+                    ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
+               g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
                g.unique_until, NULL, NULL, g.middleware, 'retried'
         FROM gone g
@@ -2788,7 +2997,8 @@ COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than
 --
 
 CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_queue text;
@@ -2819,38 +3029,22 @@ COMMENT ON FUNCTION pgq.run_now(uuid uuid) IS 'Makes a waiting job available now
 
 CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
     LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
-    v_job  pgq.jobs;
-    v_proc regprocedure;
-    v_key  text;
+    v_job record;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'pgq: job % is not held by lease token %', run_sql_job.uuid, run_sql_job.token
-            USING ERRCODE = 'PQ001';
-    END IF;
-    v_proc := pgq._handler_proc(v_job.handler);
-    IF v_proc IS NULL THEN
-        RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
-            USING ERRCODE = '42883';
-    END IF;
-    FOR v_key IN
-        SELECT o.key FROM pgq.overlap_locks o
-        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
-    LOOP
-        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
-            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
-                USING ERRCODE = 'PQ002';
-        END IF;
-    END LOOP;
+    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
+    PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
+            set_config('pgq.job_attempt', v_job.attempt::text, true),
+            set_config('pgq.worker', coalesce(v_job.worker, ''), true);
     BEGIN
-        EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+        EXECUTE format('SELECT %s($1)', v_job.handler::regproc) USING v_job.payload;
     EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
     END;
-    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
-        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
+    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
+        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
 END;
 $_$;
@@ -2860,7 +3054,7 @@ $_$;
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';
 
 
 --
@@ -2868,7 +3062,8 @@ COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: 
 --
 
 CREATE FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS integer
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_now   timestamptz := coalesce(unreserve.as_of, now());
@@ -2905,7 +3100,8 @@ COMMENT ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) IS 
 --
 
 CREATE FUNCTION pgq.wake() RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     q text;
@@ -3033,7 +3229,7 @@ CREATE TABLE pgq.failed_jobs (
     job text NOT NULL,
     attempts integer NOT NULL,
     priority integer DEFAULT 0 NOT NULL,
-    handler text,
+    handler regprocedure,
     tries integer,
     backoff integer[],
     max_exceptions integer,
@@ -3069,7 +3265,10 @@ CREATE VIEW pgq.failed AS
     f.attempts,
     f.failed_at,
     f.exception,
-    f.payload,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN f.payload
+            ELSE NULL::jsonb
+        END AS payload,
     ( SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker, 'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay) ORDER BY a.id) AS jsonb_agg
            FROM pgq.attempts a
           WHERE (a.job_uuid = f.uuid)) AS history
@@ -3330,7 +3529,10 @@ CREATE VIEW pgq.ready AS
     j.available_at,
     (now() - j.available_at) AS waiting_for,
     j.wait_reason,
-    j.payload
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
+            ELSE NULL::jsonb
+        END AS payload
    FROM pgq.jobs j
   WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()));
 
@@ -3358,7 +3560,10 @@ CREATE VIEW pgq.retrying AS
     (j.available_at - now()) AS due_in,
     j.last_exception_attempt,
     j.last_exception,
-    j.payload
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
+            ELSE NULL::jsonb
+        END AS payload
    FROM pgq.jobs j
   WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0));
 
@@ -3368,6 +3573,24 @@ CREATE VIEW pgq.retrying AS
 --
 
 COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).';
+
+
+--
+-- Name: roles; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.roles (
+    kind text NOT NULL,
+    name text NOT NULL,
+    CONSTRAINT roles_kind_check CHECK ((kind = ANY (ARRAY['owner'::text, 'producer'::text, 'worker'::text, 'reader'::text, 'payload_reader'::text, 'admin'::text])))
+);
+
+
+--
+-- Name: TABLE roles; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.roles IS 'The roles pgq grants to, by kind (pgq.Migrate writes them): owner, producer, worker, reader, payload_reader, admin.';
 
 
 --
@@ -3385,7 +3608,10 @@ CREATE VIEW pgq.running AS
     j.started_at,
     j.reserved_until AS lease_until,
     (j.reserved_until < now()) AS lease_expired,
-    j.payload
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
+            ELSE NULL::jsonb
+        END AS payload
    FROM pgq.jobs j
   WHERE (j.reserved_at IS NOT NULL);
 
@@ -3409,7 +3635,10 @@ CREATE VIEW pgq.scheduled AS
     j.available_at,
     (j.available_at - now()) AS due_in,
     j.created_at,
-    j.payload
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
+            ELSE NULL::jsonb
+        END AS payload
    FROM pgq.jobs j
   WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0));
 
@@ -3518,6 +3747,14 @@ ALTER TABLE ONLY pgq.rate_limits
 
 
 --
+-- Name: roles roles_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.roles
+    ADD CONSTRAINT roles_pkey PRIMARY KEY (kind);
+
+
+--
 -- Name: unique_locks unique_locks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -3566,6 +3803,665 @@ CREATE INDEX jobs_reserve_idx ON pgq.jobs USING btree (queue, priority DESC, ava
 
 ALTER TABLE ONLY pgq.rate_limit_windows
     ADD CONSTRAINT rate_limit_windows_limit_name_fkey FOREIGN KEY (limit_name) REFERENCES pgq.rate_limits(name) ON DELETE CASCADE;
+
+
+--
+-- Name: SCHEMA pgq; Type: ACL; Schema: -; Owner: -
+--
+
+GRANT USAGE ON SCHEMA pgq TO pgq_producer;
+GRANT USAGE ON SCHEMA pgq TO pgq_worker;
+GRANT USAGE ON SCHEMA pgq TO pgq_reader;
+GRANT USAGE ON SCHEMA pgq TO pgq_admin;
+
+
+--
+-- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: TABLE attempts; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.attempts TO pgq_reader;
+
+
+--
+-- Name: FUNCTION _cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_middleware(p_middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_middleware(p_middleware jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_name(p_kind text, p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_name(p_kind text, p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_regex(p_when jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_regex(p_when jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text, p_debounce_for interval, p_debounce_max_wait interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _circuit_key(p_job text, p_payload jsonb, p_cfg jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _default_retry_after(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._default_retry_after() FROM PUBLIC;
+
+
+--
+-- Name: TABLE job_classes; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
+
+
+--
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION _exhausted_message(p_job pgq.jobs, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _handler_proc(p_handler text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._handler_proc(p_handler text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _key(p_job text, p_explicit text, p_by text[], p_payload jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _lock_id(p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lock_id(p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _lock_space(p_space text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lock_space(p_space text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _max_give_backs(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._max_give_backs() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _max_key_bytes(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._max_key_bytes() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _middleware(p_middleware jsonb, p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _notify(queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._notify(queue text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_lock_id(p_key text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_lock_id(p_key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_ttl(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_ttl() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _record_action(p_action text, p_job uuid, p_queue text, p_detail text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _release_debounce(p_key text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _release_overlap(p_uuids uuid[], p_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _release_unique(p_key text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._release_unique(p_key text, p_token uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _retry_window(p_tries integer, p_backoff integer[], p_timeout integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sees_payloads(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._sees_payloads() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._sees_payloads() TO pgq_reader;
+
+
+--
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION _take_debounce(p_key text, p_token uuid, p_job uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _texts(p jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._texts(p jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._turn_away(p_job pgq.jobs, p_middleware text, p_note text, p_delay integer, p_drop boolean, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _turn_away_slack(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._turn_away_slack() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _uuid7s(p_count integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION cancel(uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.cancel(uuid uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.cancel(uuid uuid) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION cancel_requests(worker text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.cancel_requests(worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.cancel_requests(worker text) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) TO pgq_worker;
+GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) TO pgq_reader;
+
+
+--
+-- Name: FUNCTION complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) TO pgq_admin;
+
+
+--
+-- Name: TABLE rate_limits; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
+
+
+--
+-- Name: FUNCTION define_limit(name text, max integer, per interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.define_limit(name text, max integer, per interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_limit(name text, max integer, per interval) TO pgq_admin;
+
+
+--
+-- Name: TABLE queues; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.queues TO pgq_reader;
+
+
+--
+-- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION flush_failed(older_than interval, queue text, job text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.flush_failed(older_than interval, queue text, job text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.flush_failed(older_than interval, queue text, job text) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION forget_failed(uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.forget_failed(uuid uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.forget_failed(uuid uuid) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION nap(queues text[], wait interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.nap(queues text[], wait interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.nap(queues text[], wait interval) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION pause_queue(queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.pause_queue(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.pause_queue(queue text) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION prune(older_than interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.prune(older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.prune(older_than interval) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION prune_all(history_older_than interval, failed_older_than interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION release(uuid uuid, token uuid, delay integer, refund boolean, reason text, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boolean, reason text, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boolean, reason text, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION resume_queue(queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.resume_queue(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.resume_queue(queue text) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION retry_failed(uuid uuid, queue text, job text, older_than interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than interval) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION run_now(uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.run_now(uuid uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.run_now(uuid uuid) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION unreserve(call uuid, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION wake(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.wake() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.wake() TO pgq_worker;
+
+
+--
+-- Name: TABLE actions; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.actions TO pgq_reader;
+
+
+--
+-- Name: TABLE failed; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.failed TO pgq_reader;
+
+
+--
+-- Name: TABLE limits; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.limits TO pgq_reader;
+
+
+--
+-- Name: TABLE locks; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.locks TO pgq_reader;
+
+
+--
+-- Name: TABLE queue_stats; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.queue_stats TO pgq_worker;
+GRANT SELECT ON TABLE pgq.queue_stats TO pgq_reader;
+
+
+--
+-- Name: TABLE ready; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.ready TO pgq_reader;
+
+
+--
+-- Name: TABLE retrying; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.retrying TO pgq_reader;
+
+
+--
+-- Name: TABLE roles; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.roles TO pgq_reader;
+
+
+--
+-- Name: TABLE running; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.running TO pgq_reader;
+
+
+--
+-- Name: TABLE scheduled; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.scheduled TO pgq_reader;
 
 
 --

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/pgq"
@@ -129,8 +130,12 @@ type sqlHandlerError struct{ message, sqlState string }
 func (e *sqlHandlerError) Error() string { return e.message }
 
 // interruptedError ends an attempt that infrastructure cut short, not the handler (S35):
-// its job is given back.
-type interruptedError struct{ err error }
+// its job is given back. started is false when the handler surely never ran (no
+// connection could be had for it): such a give-back does not count toward the limit.
+type interruptedError struct {
+	err     error
+	started bool
+}
 
 func (e *interruptedError) Error() string { return "interrupted: " + e.err.Error() }
 func (e *interruptedError) Unwrap() error { return e.err }
@@ -149,9 +154,12 @@ func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	conn, err := e.conns.acquire(ctx)
+	conn, err := e.acquireForHandler(ctx)
 	if err != nil {
-		return sqlOutcome(ctx, err)
+		if ctx.Err() != nil {
+			return err
+		}
+		return &interruptedError{err: err, started: false}
 	}
 	defer conn.Release()
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -170,6 +178,31 @@ func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 	return errCompletedInTx
 }
 
+// handlerConnWait bounds how long a SQL handler waits for a connection when PostgreSQL
+// refuses new ones (too many clients, starting up): then its job is given back, not
+// counted, since its handler never ran.
+const handlerConnWait = 10 * time.Second
+
+// acquireForHandler takes a connection for a SQL handler, trying again while PostgreSQL
+// refuses for the moment, for up to handlerConnWait or until ctx is done.
+func (e *executor) acquireForHandler(ctx context.Context) (*pgxpool.Conn, error) {
+	wctx, cancel := context.WithTimeout(ctx, handlerConnWait)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	for {
+		conn, err := e.conns.acquire(wctx)
+		if err == nil || !transient(err) || wctx.Err() != nil {
+			return conn, err
+		}
+		select {
+		case <-wctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // sqlOutcome sorts the error that ended a SQL handler's transaction (see runSQL).
 func sqlOutcome(ctx context.Context, err error) error {
 	var pgErr *pgconn.PgError
@@ -177,14 +210,14 @@ func sqlOutcome(ctx context.Context, err error) error {
 	case context.Cause(ctx) != nil && ctx.Err() != nil:
 		return err // the worker cancelled it (timeout, lost lease, stop): the reporter knows why
 	case !errors.As(err, &pgErr):
-		return &interruptedError{err: err} // the connection or the server went away
+		return &interruptedError{err: err, started: true} // the connection or the server went away
 	case pgErr.Code == "PQ100":
 		return &sqlHandlerError{message: pgErr.Message, sqlState: strings.TrimPrefix(pgErr.Detail, "SQLSTATE ")}
 	case pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"),
 		pgErr.Code == "42883", pgErr.Code == "PQ001":
 		return pgq.MapError(err) // the job's timeout, a missing handler, a lost lease
 	default:
-		return &interruptedError{err: pgq.MapError(err)}
+		return &interruptedError{err: pgq.MapError(err), started: true}
 	}
 }
 

@@ -66,7 +66,8 @@ func TestS36ReportsAreRetriedAndIsolated(t *testing.T) {
 	b.dispatchOrders(t, "job", n)
 	bad := pgqtest.Scalar[string](t, b.db, `SELECT uuid::text FROM pgq.jobs WHERE payload->>'order_id' = '7'`)
 	b.db.Exec(t, `CREATE SEQUENCE public.refusals`)
-	b.db.Exec(t, `CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+	// SECURITY DEFINER: the trigger fires inside pgq.complete, which runs as pgq's owner.
+	b.db.Exec(t, `CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 	BEGIN
 	    IF NEW.outcome = 'succeeded' AND nextval('public.refusals') <= 3 THEN
 	        RAISE EXCEPTION 'refused for now' USING ERRCODE = '40001';

@@ -25,7 +25,7 @@ func TestFetcherRunOnce(t *testing.T) {
 	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5})
 	require.NoError(t, err)
 
-	w, err := New(db.Pool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(4))
+	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(4))
 	require.NoError(t, err)
 	release := make(chan struct{})
 	Handle(w, "hold", Handler[int]{Run: func(context.Context, *Job[int]) error {

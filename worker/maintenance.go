@@ -71,10 +71,21 @@ func (m *maintenance) retainOnce(ctx context.Context) {
 // the steady-state benchmark, about 6,300 jobs/s without against 7,500-8,700 with).
 // Autovacuum looks at a table at most once a minute (autovacuum_naptime); at thousands
 // of jobs a second that is too late. Each second, the worker vacuums the table once the
-// statistics count vacuumAfter dead rows, if its role owns the table; a vacuum already
-// running (another worker's or autovacuum's) makes it skip.
+// statistics count vacuumAfter dead rows; a vacuum already running (another worker's or
+// autovacuum's) makes it skip. PostgreSQL lets only the table's owner vacuum it, and
+// VACUUM cannot run inside a function, so a worker whose role does not own pgq.jobs
+// (the least-privilege setup, S43) says so once and leaves the table to autovacuum.
 func (m *maintenance) vacuum(ctx context.Context) {
 	if m.cfg.vacuumAfter <= 0 {
+		return
+	}
+	allowed, err := m.q.JobsVacuumAllowed(ctx)
+	if err != nil {
+		return
+	}
+	if !allowed {
+		m.log.Info("pgq.jobs is left to autovacuum: this role does not own it, and only its owner may vacuum it",
+			"hint", "run a worker as a member of the pgq owner role, or tune autovacuum on pgq.jobs (README, Security)")
 		return
 	}
 	everySecond(ctx, func() { m.vacuumOnce(ctx) })
@@ -83,7 +94,7 @@ func (m *maintenance) vacuum(ctx context.Context) {
 // vacuumOnce vacuums pgq.jobs if it is due.
 func (m *maintenance) vacuumOnce(ctx context.Context) {
 	due, err := m.q.JobsVacuumDue(ctx, int64(m.cfg.vacuumAfter))
-	if err != nil || due == nil || !*due {
+	if err != nil || !due {
 		return
 	}
 	start := time.Now()

@@ -192,11 +192,11 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 		reason := "worker stopped before the handler finished; released without delay, attempt not counted"
 		r.release(rctx, a, 0, &reason)
 	case errors.Is(cause, errOverlapLost):
-		r.giveBack(rctx, a, errOverlapLost.Error())
+		r.giveBack(rctx, a, errOverlapLost.Error(), true)
 	case errors.Is(cause, errCancelled):
 		r.cancelled(rctx, a)
 	case errors.As(err, &interrupted):
-		r.giveBack(rctx, a, interrupted.Error())
+		r.giveBack(rctx, a, interrupted.Error(), interrupted.started)
 	default:
 		if rel, ok := asRelease(err); ok {
 			r.release(rctx, a, rel.Delay, nil)
@@ -223,9 +223,9 @@ func (r *reporter) release(ctx context.Context, a *active, delay time.Duration, 
 }
 
 // giveBack gives the attempt back, not counted, because infrastructure interrupted it
-// (pgq.give_back, S35).
-func (r *reporter) giveBack(ctx context.Context, a *active, reason string) {
-	p := dbsqlc.JobGiveBackManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason}
+// (pgq.give_back, S35); started tells whether its handler may have run.
+func (r *reporter) giveBack(ctx context.Context, a *active, reason string, started bool) {
+	p := dbsqlc.JobGiveBackManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason, Started: started}
 	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
 		return q.JobGiveBackMany(cctx, p)
 	})

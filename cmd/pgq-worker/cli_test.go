@@ -241,10 +241,12 @@ func TestCLIRejectsOutOfRangeNumbers(t *testing.T) {
 	}{
 		{"--tries", []string{"dispatch", "j", "--tries", "-5"}},
 		{"--timeout", []string{"dispatch", "j", "--timeout", "-3"}},
+		{"--timeout", []string{"dispatch", "j", "--timeout", "0"}}, // S43: only a class may say "no timeout"
 		{"--delay", []string{"dispatch", "j", "--delay", "-1"}},
 		{"--backoff", []string{"dispatch", "j", "--backoff", "10,-1"}},
 		{"--backoff", []string{"dispatch", "j", "--backoff", ""}},
 		{"--priority", []string{"dispatch", "j", "--priority", "2147483648"}},
+		{"--priority", []string{"dispatch", "j", "--priority", "101"}}, // S43: -100 to 100
 		{"--tries", []string{"dispatch", "j", "--tries", "2147483648"}},
 		{"--concurrency", []string{"work", "--concurrency", "0"}},
 		{"--tries", []string{"work", "--tries", "-1"}},
@@ -277,14 +279,14 @@ func TestCLIRejectsOutOfRangeNumbers(t *testing.T) {
 	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts`), "no worker ran")
 
 	// A flag given is passed even when zero; one not given leaves the class's value.
-	out, errOut, code := cli(t, db, "dispatch", "j", "--tries", "0", "--timeout", "0", "--priority", "-3")
+	out, errOut, code := cli(t, db, "dispatch", "j", "--tries", "0", "--timeout", "1", "--priority", "-3")
 	require.Equal(t, 0, code, errOut)
 	var tries, timeout, priority int
 	var backoff []int
 	require.NoError(t, db.Pool.QueryRow(context.Background(),
 		`SELECT tries, timeout, priority, backoff FROM pgq.jobs WHERE uuid = $1::uuid`, strings.TrimSpace(out)).
 		Scan(&tries, &timeout, &priority, &backoff))
-	require.Equal(t, []int{0, 0, -3}, []int{tries, timeout, priority})
+	require.Equal(t, []int{0, 1, -3}, []int{tries, timeout, priority})
 	require.Equal(t, []int{7}, backoff, "the class's backoff")
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,8 +33,8 @@ worker.`,
 	delay := f.Int("delay", 0, "`SECONDS` before the job may run, >= 0")
 	tries := f.Int("tries", 0, "attempts, >= 0 (0 = unlimited; default: the class's, else the worker's)")
 	backoff := f.String("backoff", "", "`SECONDS` to wait after each exception, e.g. 10,60,300 (default: the class's, else the worker's)")
-	timeout := f.Int("timeout", 0, "`SECONDS` the handler may run, >= 0 (0 = no limit; default: the class's, else the worker's)")
-	priority := f.Int("priority", 0, "higher runs first within the queue; any whole number")
+	timeout := f.Int("timeout", 0, "`SECONDS` the handler may run, >= 1 (default: the class's, else the worker's; only a class may say 0, no limit)")
+	priority := f.Int("priority", 0, "higher runs first within the queue; -100 to 100")
 
 	cmd.RunE = a.runE(func(cmd *cobra.Command, args []string) error {
 		given := cmd.Flags().Changed
@@ -46,11 +45,15 @@ worker.`,
 			}
 			payload = json.RawMessage(args[1])
 		}
+		minTimeout := 0 // not given: the class's applies
+		if given("timeout") {
+			minTimeout = 1 // S43: only a class may say 0, no limit
+		}
 		if err := firstErr(
 			checkCount("delay", *delay, 0),
 			checkCount("tries", *tries, 0),
-			checkCount("timeout", *timeout, 0),
-			checkInt("priority", *priority, math.MinInt32, math.MaxInt32),
+			checkCount("timeout", *timeout, minTimeout),
+			checkInt("priority", *priority, -100, 100),
 		); err != nil {
 			return err
 		}

@@ -97,7 +97,7 @@ type proc struct {
 // is killed at cleanup if it is still running; its log is printed when the test failed.
 func startWorker(t *testing.T, db *pgqtest.DB, name string, args ...string) *proc {
 	t.Helper()
-	full := append([]string{"work", "--database-url", db.URL, "--name", name}, args...)
+	full := append([]string{"work", "--database-url", db.WorkerURL, "--name", name}, args...)
 	p := &proc{name: name, cmd: exec.Command(workerBinary(t), full...), stdout: &syncBuffer{}, stderr: &syncBuffer{},
 		done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
@@ -267,7 +267,7 @@ CREATE TABLE app.runs (
     finished timestamptz
 );
 CREATE FUNCTION app.holder(p jsonb) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT j.reserved_by FROM pgq.jobs j WHERE j.payload = p LIMIT 1
+    SELECT current_setting('pgq.worker')
 $$;
 CREATE FUNCTION app.slow(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -301,7 +301,7 @@ CREATE TABLE app.effects (n text, worker text);
 -- Records which worker runs it, then waits while app.flag says slow.
 CREATE FUNCTION app.hold(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO app.effects SELECT p->>'n', j.reserved_by FROM pgq.jobs j WHERE j.payload = p;
+    INSERT INTO app.effects VALUES (p->>'n', current_setting('pgq.worker'));
     WHILE (SELECT f.slow FROM app.flag f) LOOP
         PERFORM pg_sleep(0.05);
     END LOOP;
@@ -409,7 +409,7 @@ CREATE FUNCTION app.effect(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     w text;
 BEGIN
-    SELECT j.reserved_by INTO w FROM pgq.jobs j WHERE j.payload = p;
+    w := current_setting('pgq.worker');
     INSERT INTO app.effects VALUES (p->>'n', w);
     PERFORM pg_sleep(CASE WHEN w = 'A' THEN 6 ELSE 0.2 END);
 END
@@ -584,7 +584,7 @@ DROP FUNCTION app.gone(jsonb);
 	bad := map[string]string{
 		dispatch(t, db, `pgq.dispatch('nosuch', '{"n":"1"}')`):                `no handler for job "nosuch"`,
 		dispatch(t, db, `pgq.dispatch('boom', '{"n":"88"}')`):                 "boom: cannot sync product 88",
-		dispatch(t, db, `pgq.dispatch('gone', '{"n":"3"}')`):                  "app.gone",
+		dispatch(t, db, `pgq.dispatch('gone', '{"n":"3"}')`):                  "was dropped since",
 		dispatch(t, db, `pgq.dispatch('slow', '{"n":"4","secs":"a while"}')`): "invalid input syntax",
 	}
 	waitUntil(t, 10*time.Second, "the four bad jobs failed", func() bool {

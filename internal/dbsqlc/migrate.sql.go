@@ -19,6 +19,25 @@ func (q *Queries) MigrateLock(ctx context.Context) error {
 	return err
 }
 
+const migrateResetRole = `-- name: MigrateResetRole :exec
+SELECT set_config('role', 'none', true)
+`
+
+func (q *Queries) MigrateResetRole(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, migrateResetRole)
+	return err
+}
+
+const migrateSetRole = `-- name: MigrateSetRole :exec
+SELECT set_config('role', $1::text, true)
+`
+
+// For the rest of the migrate's transaction, create and grant as pgq's owner.
+func (q *Queries) MigrateSetRole(ctx context.Context, role string) error {
+	_, err := q.db.Exec(ctx, migrateSetRole, role)
+	return err
+}
+
 const migrateUnlock = `-- name: MigrateUnlock :exec
 SELECT pg_advisory_unlock(hashtextextended('pgq.migrate', 0))
 `

@@ -130,7 +130,7 @@ type PgqFailed struct {
 	Attempts  int32
 	FailedAt  time.Time
 	Exception string
-	Payload   json.RawMessage
+	Payload   interface{}
 	History   json.RawMessage
 }
 
@@ -146,7 +146,7 @@ type PgqFailedJob struct {
 	Job           string
 	Attempts      int32
 	Priority      int32
-	Handler       *string
+	Handler       interface{}
 	Tries         *int32
 	Backoff       []int32
 	MaxExceptions *int32
@@ -172,7 +172,7 @@ type PgqJob struct {
 	Queue         string
 	Payload       json.RawMessage
 	Priority      int32
-	Handler       *string
+	Handler       interface{}
 	Tries         *int32
 	Backoff       []int32
 	MaxExceptions *int32
@@ -217,7 +217,7 @@ type PgqJob struct {
 type PgqJobClass struct {
 	Name            string
 	Queue           string
-	Handler         *string
+	Handler         interface{}
 	Tries           *int32
 	Backoff         []int32
 	MaxExceptions   *int32
@@ -321,7 +321,7 @@ type PgqReady struct {
 	AvailableAt time.Time
 	WaitingFor  int32
 	WaitReason  string
-	Payload     json.RawMessage
+	Payload     interface{}
 }
 
 type PgqReservation struct {
@@ -357,7 +357,13 @@ type PgqRetrying struct {
 	DueIn                int32
 	LastExceptionAttempt *int32
 	LastException        *string
-	Payload              json.RawMessage
+	Payload              interface{}
+}
+
+// The roles pgq grants to, by kind (pgq.Migrate writes them): owner, producer, worker, reader, payload_reader, admin.
+type PgqRole struct {
+	Kind string
+	Name string
 }
 
 // Reserved jobs: which worker runs them and until when their lease lasts.
@@ -372,7 +378,7 @@ type PgqRunning struct {
 	StartedAt    *time.Time
 	LeaseUntil   *time.Time
 	LeaseExpired bool
-	Payload      json.RawMessage
+	Payload      interface{}
 }
 
 // Jobs waiting out a dispatch delay (never attempted yet).
@@ -384,7 +390,7 @@ type PgqScheduled struct {
 	AvailableAt time.Time
 	DueIn       int32
 	CreatedAt   time.Time
-	Payload     json.RawMessage
+	Payload     interface{}
 }
 
 // Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.

@@ -179,18 +179,24 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 }
 
 const jobGiveBackMany = `-- name: JobGiveBackMany :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text)
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text, started => $4::boolean)
 `
 
 type JobGiveBackManyParams struct {
-	Uuids  []uuid.UUID
-	Tokens []uuid.UUID
-	Reason string
+	Uuids   []uuid.UUID
+	Tokens  []uuid.UUID
+	Reason  string
+	Started bool
 }
 
 // Attempts that infrastructure interrupted: back to wait, not counted (up to 3 per job).
 func (q *Queries) JobGiveBackMany(ctx context.Context, arg JobGiveBackManyParams) ([]*PgqAttempt, error) {
-	rows, err := q.db.Query(ctx, jobGiveBackMany, arg.Uuids, arg.Tokens, arg.Reason)
+	rows, err := q.db.Query(ctx, jobGiveBackMany,
+		arg.Uuids,
+		arg.Tokens,
+		arg.Reason,
+		arg.Started,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -441,19 +447,28 @@ func (q *Queries) JobsVacuum(ctx context.Context) error {
 	return err
 }
 
+const jobsVacuumAllowed = `-- name: JobsVacuumAllowed :one
+SELECT pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass
+`
+
+// Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role.
+func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, jobsVacuumAllowed)
+	var pg_has_role bool
+	err := row.Scan(&pg_has_role)
+	return pg_has_role, err
+}
+
 const jobsVacuumDue = `-- name: JobsVacuumDue :one
-SELECT coalesce(s.n_dead_tup >= $1::bigint, false)
-       AND pg_has_role(c.relowner, 'USAGE') AS due
-FROM pg_catalog.pg_class c
-LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid
-WHERE c.oid = 'pgq.jobs'::regclass
+SELECT (n_dead_tup >= $1::bigint)::boolean AS due
+FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass
 `
 
 // Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
-// old) and this role may vacuum it (it owns the table, directly or through a role).
-func (q *Queries) JobsVacuumDue(ctx context.Context, deadTuples int64) (*bool, error) {
+// old).
+func (q *Queries) JobsVacuumDue(ctx context.Context, deadTuples int64) (bool, error) {
 	row := q.db.QueryRow(ctx, jobsVacuumDue, deadTuples)
-	var due *bool
+	var due bool
 	err := row.Scan(&due)
 	return due, err
 }

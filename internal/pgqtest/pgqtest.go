@@ -37,9 +37,19 @@ var counter atomic.Int64
 
 // DB is a test's own database.
 type DB struct {
-	URL  string        // connection string of the test database
+	URL  string        // connection string of the test database, as the server's admin
 	Pool *pgxpool.Pool // a pool on it, closed at cleanup
+
+	// WorkerURL connects to the database as WorkerRole, a login member of pgq_worker:
+	// workers in tests run with a worker's privileges, not the owner's (S43-S46). Set
+	// for a migrated database; the tables, sequences and schemas a test creates are
+	// granted to it by the template's default privileges, so SQL handlers can use them.
+	WorkerURL  string
+	WorkerPool *pgxpool.Pool // a pool on WorkerURL, closed at cleanup
 }
+
+// WorkerRole is the login role tests run workers as: a member of pgq_worker only.
+const WorkerRole = "pgq_test_worker"
 
 // New clones the migrated template into a new database for t and returns it.
 func New(t testing.TB) *DB {
@@ -85,7 +95,21 @@ func create(t testing.TB, migrated bool) *DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if migrated {
+		db.WorkerURL = withUser(db.URL, WorkerRole)
+		wcfg, err := pgxpool.ParseConfig(db.WorkerURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wcfg.MaxConns = 30
+		if db.WorkerPool, err = pgxpool.NewWithConfig(ctx, wcfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(func() {
+		if db.WorkerPool != nil {
+			db.WorkerPool.Close()
+		}
 		db.Pool.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -142,6 +166,9 @@ func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 		return "", err
 	}
 	_, err = pgq.Migrate(ctx, pool)
+	if err == nil {
+		err = grantTestWorker(ctx, admin, pool)
+	}
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template: %w", err)
@@ -150,6 +177,38 @@ func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 		return "", err
 	}
 	return name, nil
+}
+
+// grantTestWorker creates WorkerRole when the server has none (roles are the
+// server's, shared by every test database), a login member of pgq_worker, and lets it
+// use what tests create in the template's clones: their schemas, tables and sequences,
+// as an application grants its worker role what its SQL handlers touch.
+func grantTestWorker(ctx context.Context, admin *pgx.Conn, template *pgxpool.Pool) error {
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgqtest roles'))"); err != nil {
+		return err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('pgqtest roles'))")
+	_, err := admin.Exec(ctx, `DO $$ BEGIN
+		IF to_regrole('`+WorkerRole+`') IS NULL THEN CREATE ROLE `+WorkerRole+` LOGIN; END IF;
+		GRANT pgq_worker TO `+WorkerRole+`;
+	END $$`)
+	if err != nil {
+		return err
+	}
+	_, err = template.Exec(ctx, `
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO `+WorkerRole+`;
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO `+WorkerRole+`;
+		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO `+WorkerRole)
+	return err
+}
+
+func withUser(raw, user string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return strings.TrimSpace(raw) + " user=" + user + " password="
+	}
+	u.User = url.User(user)
+	return u.String()
 }
 
 func withDatabase(raw, name string) string {

@@ -11,7 +11,9 @@
 -- the default of pgq.define_queue (S14). The column default of pgq.queues.retry_after
 -- says 90 too: DDL does not call pgq's functions.
 CREATE OR REPLACE FUNCTION pgq._default_retry_after() RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 90 $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 90 $$;
 
 COMMENT ON FUNCTION pgq._default_retry_after() IS 'The lease in seconds of a queue with no pgq.queues row: 90 (S14).';
 
@@ -19,7 +21,9 @@ COMMENT ON FUNCTION pgq._default_retry_after() IS 'The lease in seconds of a que
 -- resets (a rate-limit window ends, a circuit closes), so the job does not come back a
 -- hair early and get turned away again (S28, S29).
 CREATE OR REPLACE FUNCTION pgq._turn_away_slack() RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 3 $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 3 $$;
 
 COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset that a turned-away job waits: 3 (S28, S29).';
 
@@ -29,9 +33,23 @@ COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset tha
 -- Past it an interruption counts as an attempt, so a handler that brings down its own
 -- connection (or the server) cannot run forever.
 CREATE OR REPLACE FUNCTION pgq._max_give_backs() RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 3 $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 3 $$;
 
 COMMENT ON FUNCTION pgq._max_give_backs() IS 'How many interrupted attempts of one job are given back rather than counted: 3 (S35).';
+
+-- pgq._sees_payloads: whether the current role may read job payloads: it is a member of
+-- the payload reader role named in pgq.roles (S45). The views call it once per query.
+CREATE OR REPLACE FUNCTION pgq._sees_payloads() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT pg_has_role(current_user, r.name, 'MEMBER')
+                     FROM pgq.roles r WHERE r.kind = 'payload_reader' AND to_regrole(quote_ident(r.name)) IS NOT NULL), false);
+$$;
+
+COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read job payloads (a member of the payload reader role, S45).';
 
 -- Advisory lock key spaces. pgq's wake-up locks use the two-key form (int, int), whose
 -- first key names the space and second the queue (hashtext of its name); they never
@@ -41,7 +59,9 @@ COMMENT ON FUNCTION pgq._max_give_backs() IS 'How many interrupted attempts of o
 -- pgq._lock_space: the first key of a two-key lock space: 'nap' (held shared by a
 -- napping session, S31) or 'dispatching' (held shared by a dispatching transaction).
 CREATE OR REPLACE FUNCTION pgq._lock_space(p_space text) RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT CASE p_space
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
         WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
@@ -52,36 +72,44 @@ COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key adviso
 
 -- pgq._lock_id: a one-key advisory lock id in pgq's space: 'pgq.' || p_name, hashed.
 CREATE OR REPLACE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
 
 COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
 
--- pgq._uuid7: a version 7 uuid (RFC 9562): Unix milliseconds in the first 48 bits, then
--- the version and variant, the rest random. PostgreSQL 15 has no uuidv7(). The random
+-- pgq._uuid7s: p_count version 7 uuids (RFC 9562): Unix milliseconds in the first 48
+-- bits, then the version and variant, the rest random; one call per dispatch, not one
+-- per job (every pgq function pins its search_path, and a call costs a microsecond). PostgreSQL 15 has no uuidv7(). The random
 -- bits come from two draws of the backend's random() (a PRNG seeded from strong
 -- randomness when the backend starts) hashed by md5, not from gen_random_uuid():
 -- pg_strong_random goes through OpenSSL, which makes a getpid() system call on every
 -- call, and that was a quarter of the time of a 1,000-job dispatch_many here. These
 -- uuids identify jobs; they are not secrets. A collision would fail its insert on the
 -- primary key, not merge two jobs.
-CREATE OR REPLACE FUNCTION pgq._uuid7() RETURNS uuid
-LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
-    SELECT encode(
+CREATE OR REPLACE FUNCTION pgq._uuid7s(p_count int) RETURNS uuid[]
+LANGUAGE sql VOLATILE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(encode(
         set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
             overlay(decode(md5(random()::text || random()::text), 'hex')
                     PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
                     FROM 1 FOR 6),
             52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
             70, 0), 71, 1),                  -- variant 10
-        'hex')::uuid;
+        'hex')::uuid), '{}')
+    FROM generate_series(1, p_count);
 $$;
 
-COMMENT ON FUNCTION pgq._uuid7() IS 'A version 7 uuid: milliseconds first, then random bits (job uuids, time-ordered).';
+COMMENT ON FUNCTION pgq._uuid7s(int) IS 'Version 7 uuids, as many as asked: milliseconds first, then random bits (job uuids, time-ordered).';
 
 -- pgq._check_name: queue and job names are 1-100 characters of letters, digits and
 -- _ . : - / (S4). Raises 22023.
 CREATE OR REPLACE FUNCTION pgq._check_name(p_kind text, p_name text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_][A-Za-z0-9_.:/\\-]{0,99}$' THEN
         RAISE EXCEPTION 'pgq: invalid % name %: use 1-100 letters, digits, _ . : / - (starting with a letter, digit or _)',
@@ -98,7 +126,9 @@ COMMENT ON FUNCTION pgq._check_name(text, text) IS 'Raises 22023 unless a queue,
 CREATE OR REPLACE FUNCTION pgq._check_settings(
     p_tries int, p_backoff int[], p_max_exceptions int, p_timeout int, p_priority int DEFAULT 0
 ) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF p_tries < 0 THEN
         RAISE EXCEPTION 'pgq: tries must be >= 0 (0 means unlimited), got %', p_tries
@@ -136,7 +166,9 @@ CREATE OR REPLACE FUNCTION pgq._check_unique_debounce(
     p_unique boolean, p_debounce boolean, p_unique_for interval, p_unique_until text,
     p_debounce_for interval, p_debounce_max_wait interval
 ) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF p_unique AND p_debounce THEN
         RAISE EXCEPTION 'pgq: a job cannot be both unique and debounced: give unique_* or debounce_* settings, not both'
@@ -165,7 +197,9 @@ COMMENT ON FUNCTION pgq._check_unique_debounce(boolean, boolean, interval, text,
 -- small tables; a key past a B-tree row's size would fail the insert of whichever job
 -- reported it, and with it every other report of the same batch.
 CREATE OR REPLACE FUNCTION pgq._max_key_bytes() RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 1000 $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 1000 $$;
 
 COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may produce, in bytes: 1000 (S38).';
 
@@ -173,7 +207,9 @@ COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may prod
 -- the payload fields named by p_by], or the job name alone; NULL when the payload lacks
 -- a field of p_by. Never raises: pgq.reserve computes keys with it.
 CREATE OR REPLACE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT CASE
         WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
         WHEN p_by IS NULL THEN p_job
@@ -187,7 +223,9 @@ COMMENT ON FUNCTION pgq._key_or_null(text, text, text[], jsonb) IS 'A key scoped
 -- pgq._key: pgq._key_or_null for dispatch: raises 22023 when the payload lacks a field
 -- of p_by, or when the key is longer than pgq._max_key_bytes() (S38).
 CREATE OR REPLACE FUNCTION pgq._key(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_key text := pgq._key_or_null(p_job, p_explicit, p_by, p_payload);
 BEGIN
@@ -209,7 +247,9 @@ COMMENT ON FUNCTION pgq._key(text, text, text[], jsonb) IS 'A key scoped to the 
 
 -- pgq._texts: a jsonb array of strings as text[] (NULL for NULL).
 CREATE OR REPLACE FUNCTION pgq._texts(p jsonb) RETURNS text[]
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT CASE WHEN p IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(p)) END;
 $$;
 
@@ -218,7 +258,9 @@ COMMENT ON FUNCTION pgq._texts(jsonb) IS 'A jsonb array of strings as text[].';
 -- pgq._handler_proc: resolves a SQL handler name to its function taking one jsonb
 -- argument, or NULL when there is none.
 CREATE OR REPLACE FUNCTION pgq._handler_proc(p_handler text) RETURNS regprocedure
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT to_regprocedure(p_handler || '(jsonb)');
 $$;
 

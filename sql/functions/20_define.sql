@@ -3,7 +3,9 @@
 -- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
 CREATE OR REPLACE FUNCTION pgq.define_queue(name text, retry_after int DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false)
 RETURNS pgq.queues
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_queue pgq.queues;
 BEGIN
@@ -24,9 +26,75 @@ $$;
 COMMENT ON FUNCTION pgq.define_queue(text, int, boolean) IS
     'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
 
+-- pgq._define_job: pgq.define_job with pgq's privileges, the handler already resolved.
+CREATE OR REPLACE FUNCTION pgq._define_job(
+    name            text,
+    queue           text,
+    handler         regprocedure,
+    tries           int,
+    backoff         int[],
+    max_exceptions  int,
+    timeout         int,
+    fail_on_timeout boolean,
+    retry_for       interval,
+    unique_for      interval,
+    unique_until    text,
+    unique_by       text[],
+    debounce_for    interval,
+    debounce_by     text[],
+    debounce_max_wait interval,
+    middleware      jsonb
+) RETURNS pgq.job_classes
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_class pgq.job_classes;
+BEGIN
+    PERFORM pgq._check_name('job', _define_job.name);
+    PERFORM pgq._check_name('queue', _define_job.queue);
+    PERFORM pgq._check_settings(_define_job.tries, _define_job.backoff, _define_job.max_exceptions, _define_job.timeout);
+    IF _define_job.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _define_job.retry_for USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_unique_debounce(
+        _define_job.unique_for IS NOT NULL OR _define_job.unique_until IS NOT NULL OR _define_job.unique_by IS NOT NULL,
+        _define_job.debounce_for IS NOT NULL OR _define_job.debounce_by IS NOT NULL OR _define_job.debounce_max_wait IS NOT NULL,
+        _define_job.unique_for, _define_job.unique_until, _define_job.debounce_for, _define_job.debounce_max_wait);
+    PERFORM pgq._check_middleware(_define_job.middleware);
+    INSERT INTO pgq.job_classes AS c
+        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
+    VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
+            _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
+            _define_job.retry_for, _define_job.unique_for,
+            CASE WHEN _define_job.unique_for IS NOT NULL OR _define_job.unique_by IS NOT NULL
+                 THEN coalesce(_define_job.unique_until, 'processed') END,
+            _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
+            _define_job.middleware)
+    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
+        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
+            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
+            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
+            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
+            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
+            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
+    RETURNING * INTO v_class;
+    RETURN v_class;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb) IS
+    'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+
 -- pgq.define_job: upserts a job class. The whole declaration is replaced (a parameter
 -- left out becomes NULL/default). Jobs already dispatched keep their frozen settings (S1).
--- handler names a SQL function taking one jsonb argument; it must exist when defined.
+-- handler names a SQL function taking one jsonb argument, with its schema; it must exist,
+-- the caller must be allowed to execute it, and it is stored as that function
+-- (regprocedure), not as a name to look up later. Only pgq_admin may call this, so only
+-- an admin names the code that workers run (S44). Not SECURITY DEFINER itself: the
+-- handler is resolved with the caller's privileges, then pgq._define_job writes the row.
 CREATE OR REPLACE FUNCTION pgq.define_job(
     name            text,
     queue           text DEFAULT 'default',
@@ -45,56 +113,43 @@ CREATE OR REPLACE FUNCTION pgq.define_job(
     debounce_max_wait interval DEFAULT NULL,
     middleware      jsonb DEFAULT NULL
 ) RETURNS pgq.job_classes
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-    v_class pgq.job_classes;
+    v_proc regprocedure;
 BEGIN
-    PERFORM pgq._check_name('job', define_job.name);
-    PERFORM pgq._check_name('queue', define_job.queue);
-    PERFORM pgq._check_settings(define_job.tries, define_job.backoff, define_job.max_exceptions, define_job.timeout);
-    IF define_job.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', define_job.retry_for USING ERRCODE = '22023';
+    IF define_job.handler IS NOT NULL THEN
+        IF define_job.handler !~ '^[^.]+\.[^.]+$' THEN
+            RAISE EXCEPTION 'pgq: handler % must name its schema, e.g. public.%', quote_literal(define_job.handler), define_job.handler
+                USING ERRCODE = '22023';
+        END IF;
+        v_proc := pgq._handler_proc(define_job.handler);
+        IF v_proc IS NULL THEN
+            RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
+                USING ERRCODE = '42883',
+                      HINT = 'Create the function first: CREATE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
+        END IF;
+        IF NOT has_function_privilege(v_proc, 'EXECUTE') THEN
+            RAISE EXCEPTION 'pgq: % may not execute handler %', current_user, v_proc USING ERRCODE = '42501';
+        END IF;
     END IF;
-    PERFORM pgq._check_unique_debounce(
-        define_job.unique_for IS NOT NULL OR define_job.unique_until IS NOT NULL OR define_job.unique_by IS NOT NULL,
-        define_job.debounce_for IS NOT NULL OR define_job.debounce_by IS NOT NULL OR define_job.debounce_max_wait IS NOT NULL,
-        define_job.unique_for, define_job.unique_until, define_job.debounce_for, define_job.debounce_max_wait);
-    PERFORM pgq._check_middleware(define_job.middleware);
-    IF define_job.handler IS NOT NULL AND pgq._handler_proc(define_job.handler) IS NULL THEN
-        RAISE EXCEPTION 'pgq: handler function %(jsonb) does not exist', define_job.handler
-            USING ERRCODE = '42883',
-                  HINT = 'Create the function first: CREATE OR REPLACE FUNCTION ' || define_job.handler || '(payload jsonb) RETURNS void ...';
-    END IF;
-    INSERT INTO pgq.job_classes AS c
-        (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
-         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
-    VALUES (define_job.name, define_job.queue, define_job.handler, define_job.tries, define_job.backoff,
-            define_job.max_exceptions, define_job.timeout, coalesce(define_job.fail_on_timeout, false),
-            define_job.retry_for, define_job.unique_for,
-            CASE WHEN define_job.unique_for IS NOT NULL OR define_job.unique_by IS NOT NULL
-                 THEN coalesce(define_job.unique_until, 'processed') END,
-            define_job.unique_by, define_job.debounce_for, define_job.debounce_by, define_job.debounce_max_wait,
-            define_job.middleware)
-    ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
-        SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
-            backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
-            timeout = EXCLUDED.timeout, fail_on_timeout = EXCLUDED.fail_on_timeout,
-            retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
-            unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
-            debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
-            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
-    RETURNING * INTO v_class;
-    RETURN v_class;
+    RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
+                           define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
+                           define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
+                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb) IS
-    'Upserts a job class: queue, SQL handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1).';
+    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1, S44).';
 
 -- pgq.define_limit: creates or updates a named rate limit of max hits per window,
 -- shared by every worker (S28).
 CREATE OR REPLACE FUNCTION pgq.define_limit(name text, max int, per interval) RETURNS pgq.rate_limits
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_limit pgq.rate_limits;
 BEGIN

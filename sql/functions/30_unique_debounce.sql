@@ -8,7 +8,9 @@
 -- the owner job gone?") reads this statement's snapshot, which cannot see the job the
 -- other transaction just committed, and lets duplicates in.
 CREATE OR REPLACE FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_for interval) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     INSERT INTO pgq.unique_locks AS u (key, owner, job_uuid, expires_at)
     VALUES (p_key, p_owner, p_job, now() + p_for)
@@ -25,7 +27,9 @@ COMMENT ON FUNCTION pgq._take_unique(text, uuid, uuid, interval) IS
 
 -- pgq._release_unique: deletes a unique lock only if the token still owns it (S22).
 CREATE OR REPLACE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
 $$;
 
@@ -36,7 +40,9 @@ COMMENT ON FUNCTION pgq._release_unique(text, uuid) IS 'Deletes a unique lock if
 -- burst began (the first dispatch since a job of the key last started), which
 -- debounce_max_wait counts from.
 CREATE OR REPLACE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamptz
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
     VALUES (p_key, p_token, p_job, now())
     ON CONFLICT (key) DO UPDATE
@@ -51,7 +57,9 @@ COMMENT ON FUNCTION pgq._take_debounce(text, uuid, uuid) IS
 -- pgq._release_debounce: deletes a debounce token only if it is still the key's current
 -- one (a newer dispatch's token stays).
 CREATE OR REPLACE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
 $$;
 

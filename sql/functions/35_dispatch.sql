@@ -5,7 +5,9 @@
 -- The CASE tests the nap lock and releases it in one expression: no interrupt can come
 -- between the two, so the session-level try never outlives the call.
 CREATE OR REPLACE FUNCTION pgq._notify(queue text) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_key int := hashtext(_notify.queue);
 BEGIN
@@ -22,6 +24,33 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._notify(text) IS 'Wakes napping workers of a queue on commit (pgq_jobs), and holds the queue''s dispatching lock until the transaction ends.';
+
+-- pgq._check_dispatch_limits: what a dispatch may not choose (S43). A producer may call
+-- pgq.dispatch, but the job's handler, and a timeout of 0 (none), belong to its class,
+-- which only pgq_admin defines: a job without a timeout holds a worker's slot (and a SQL
+-- handler a connection) for ever. Priority is kept to -100..100, so that no producer
+-- can put its jobs beyond what the others may use. A payload is at most 8 MiB: a worker
+-- holds a whole reserve's payloads in memory. Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_dispatch_limits(p_timeout int, p_priority int, p_payloads jsonb[]) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_timeout = 0 THEN
+        RAISE EXCEPTION 'pgq: a dispatch cannot set timeout 0 (no timeout): declare it on the job class (pgq.define_job)'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority NOT BETWEEN -100 AND 100 THEN
+        RAISE EXCEPTION 'pgq: priority must be between -100 and 100, got %', p_priority USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM unnest(p_payloads) p WHERE pg_column_size(p) > 8388608) THEN
+        RAISE EXCEPTION 'pgq: a payload is at most 8 MiB, got one of % bytes',
+            (SELECT max(pg_column_size(p)) FROM unnest(p_payloads) p) USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_dispatch_limits(int, int, jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
 
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
 -- options, in the caller's transaction (S2). Per-dispatch options override the job
@@ -54,7 +83,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch_many(
     middleware      jsonb DEFAULT NULL,
     retry_for       interval DEFAULT NULL
 ) RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_class     pgq.job_classes;
     v_queue     text;
@@ -66,6 +97,8 @@ DECLARE
     v_unique_for interval;
     v_debounce_for interval;
     v_max_wait  interval;
+    v_uuids     uuid[];
+    i           int;
 BEGIN
     PERFORM pgq._check_name('job', dispatch_many.job);
     SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
@@ -85,6 +118,7 @@ BEGIN
     IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
     END IF;
+    PERFORM pgq._check_dispatch_limits(dispatch_many.timeout, dispatch_many.priority, dispatch_many.payloads);
     v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
              OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
     v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
@@ -119,10 +153,10 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, available_at, middleware)
-        SELECT pgq._uuid7(), v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
                v_job.middleware
-        FROM unnest(dispatch_many.payloads) WITH ORDINALITY AS p(payload, n)
+        FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
     ELSE
@@ -132,8 +166,10 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
         END IF;
-        FOREACH v_payload IN ARRAY dispatch_many.payloads LOOP
-            v_job.uuid := pgq._uuid7();
+        v_uuids := pgq._uuid7s(cardinality(dispatch_many.payloads));
+        FOR i IN 1 .. cardinality(dispatch_many.payloads) LOOP
+            v_payload := dispatch_many.payloads[i];
+            v_job.uuid := v_uuids[i];
             v_job.payload := v_payload;
             IF v_unique THEN
                 v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
@@ -194,7 +230,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch(
     middleware      jsonb DEFAULT NULL,
     retry_for       interval DEFAULT NULL
 ) RETURNS uuid
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
                              dispatch.tries, dispatch.backoff, dispatch.retry_until,
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,

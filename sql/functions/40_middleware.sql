@@ -9,7 +9,9 @@
 -- first 4,096 characters of the exception), but back-references can take exponential
 -- time. Raises 22023.
 CREATE OR REPLACE FUNCTION pgq._check_regex(p_when jsonb) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF jsonb_typeof(p_when) <> 'string' OR length(p_when #>> '{}') > 512 THEN
         RAISE EXCEPTION 'pgq: throttles_exceptions "when" must be a regular expression of at most 512 characters, got %', left(p_when::text, 80)
@@ -37,7 +39,9 @@ COMMENT ON FUNCTION pgq._check_regex(jsonb) IS 'Raises 22023 unless a throttles_
 --                             "when": "regex on the exception text"}}
 -- Raises 22023 naming the bad entry.
 CREATE OR REPLACE FUNCTION pgq._check_middleware(p_middleware jsonb) RETURNS void
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_mw   jsonb;
     v_name text;
@@ -104,7 +108,9 @@ COMMENT ON FUNCTION pgq._check_middleware(jsonb) IS 'Raises 22023 naming the bad
 
 -- pgq._middleware: the settings of the first middleware of that name, or NULL.
 CREATE OR REPLACE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
 $$;
 
@@ -115,7 +121,9 @@ COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first m
 -- (the limit's name, per by value when given) or a circuit's key (the job name by
 -- default). NULL when the payload lacks a field of by. Never raises.
 CREATE OR REPLACE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT pgq._key_or_null(
         CASE p_name
             WHEN 'rate_limited' THEN p_cfg ->> 'limit'
@@ -131,7 +139,9 @@ COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overla
 -- computable from every payload and no longer than pgq._max_key_bytes(): a key that
 -- cannot be stored would otherwise only fail at reserve or report time (S38).
 CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $$
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(m.value -> 'by'), p.payload)
@@ -148,7 +158,9 @@ COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 
 -- pgq._circuit_key: a throttles_exceptions circuit's key (S29); NULL when p_cfg is NULL
 -- (the job has no circuit breaker).
 CREATE OR REPLACE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
 $$;
 
@@ -157,7 +169,9 @@ COMMENT ON FUNCTION pgq._circuit_key(text, jsonb, jsonb) IS 'The key of a thrott
 -- pgq._overlap_lock_id: the advisory lock id of an overlap key. A SQL handler's
 -- transaction holds it while the handler runs (pgq.run_sql_job); pgq.reserve tests it.
 CREATE OR REPLACE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT pgq._lock_id('overlap:' || p_key);
 $$;
 
@@ -167,14 +181,18 @@ COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a wit
 -- renew the leases of their running jobs every second and cancel a handler whose lease
 -- they could not renew for a third of this; a killed worker's keys are free after it.
 CREATE OR REPLACE FUNCTION pgq._overlap_ttl() RETURNS interval
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT interval '10 seconds' $$;
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT interval '10 seconds' $$;
 
 COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts without a heartbeat: 10 s (S34).';
 
 -- pgq._overlap_until: when an overlap lease taken at p_since and renewed at p_now ends:
 -- a TTL from the renewal, never past expire_after seconds from p_since (S27).
 CREATE OR REPLACE FUNCTION pgq._overlap_until(p_since timestamptz, p_now timestamptz, p_expire_after int) RETURNS timestamptz
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
 $$;
 
@@ -189,7 +207,9 @@ COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The en
 -- lock lasts until reserve commits. The WHERE may only read the lease row itself (see
 -- pgq._take_unique). Returns false when the key is taken.
 CREATE OR REPLACE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamptz, p_expire_after int) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
     VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
@@ -215,7 +235,9 @@ COMMENT ON FUNCTION pgq._take_overlap(text, pgq.jobs, timestamptz, int) IS 'Take
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. No-op when p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
 $$;
 
@@ -232,7 +254,9 @@ CREATE OR REPLACE FUNCTION pgq._admit(
     p_job pgq.jobs, p_now timestamptz,
     OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[], OUT error text
 )
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_mw      jsonb;
     v_name    text;

@@ -6,7 +6,9 @@ CREATE OR REPLACE FUNCTION pgq._record(
     p_exception text DEFAULT NULL, p_delay int DEFAULT NULL, p_final boolean DEFAULT false,
     p_started boolean DEFAULT true
 ) RETURNS pgq.attempts
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
          finished_at, outcome, exception, delay, final)
@@ -21,7 +23,9 @@ COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean,
 -- pgq._reject: records calls made with a lease token that no longer holds its job (S15)
 -- on the attempt that token belonged to.
 CREATE OR REPLACE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamptz) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     UPDATE pgq.attempts a
     SET rejected_calls = array_append(a.rejected_calls, format('%s rejected at %s: lease lost', p_call, p_now))
     FROM unnest(p_uuids, p_tokens) AS t(uuid, token)
@@ -34,7 +38,9 @@ COMMENT ON FUNCTION pgq._reject(text, uuid[], uuid[], timestamptz) IS 'Records c
 -- pgq._held: the job this lease token holds, locked, or NULL after recording the
 -- rejected call (S15).
 CREATE OR REPLACE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamptz) RETURNS pgq.jobs
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_job pgq.jobs;
 BEGIN
@@ -53,7 +59,9 @@ COMMENT ON FUNCTION pgq._held(text, uuid, uuid, timestamptz) IS 'The job a lease
 -- attempt or deadline, with the last real exception and the lease expiries, so the
 -- failed job says why it ran out.
 CREATE OR REPLACE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamptz) RETURNS text
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     WITH turned AS (
         SELECT coalesce(sum(t.value::int), 0) AS total,
                string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
@@ -88,7 +96,9 @@ COMMENT ON FUNCTION pgq._exhausted_message(pgq.jobs, timestamptz) IS 'The MaxAtt
 -- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
 -- written and a job_failed event is sent on commit. State change: reserved -> failed.
 CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
     PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
@@ -117,7 +127,9 @@ COMMENT ON FUNCTION pgq._bury(pgq.jobs, text, timestamptz) IS 'Fails a job for g
 CREATE OR REPLACE FUNCTION pgq._turn_away(
     p_job pgq.jobs, p_middleware text, p_note text, p_delay int, p_drop boolean, p_now timestamptz
 ) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome,
@@ -148,7 +160,9 @@ COMMENT ON FUNCTION pgq._turn_away(pgq.jobs, text, text, int, boolean, timestamp
 -- run forever. Returns the attempt recorded. State change: reserved -> waiting.
 CREATE OR REPLACE FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestamptz, p_limited boolean)
 RETURNS pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_refund boolean := NOT p_limited OR p_job.interruptions < pgq._max_give_backs();
     v_attempt pgq.attempts;

@@ -4,9 +4,11 @@
 -- happened to it at pickup instead.
 CREATE OR REPLACE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL)
 RETURNS pgq.reservation
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
-               p_job.handler, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
+               p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
                p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
 $$;
 
@@ -35,7 +37,8 @@ CREATE OR REPLACE FUNCTION pgq.reserve(
     as_of         timestamptz DEFAULT NULL,
     call          uuid DEFAULT NULL
 ) RETURNS SETOF pgq.reservation
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -143,7 +146,7 @@ BEGIN
               AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
                        ELSE coalesce(j.tries, reserve.default_tries) = 0
                             OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler, j.timeout,
+            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
                       NULL::pgq.pickup, NULL::text, NULL::text;
             GET DIAGNOSTICS v_fast = ROW_COUNT;
@@ -244,7 +247,9 @@ COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz, uuid) IS
 -- never learnt those jobs, so their handlers never ran (S35). Each is recorded as
 -- interrupted. State change: reserved -> waiting.
 CREATE OR REPLACE FUNCTION pgq.unreserve(call uuid, as_of timestamptz DEFAULT NULL) RETURNS int
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_now   timestamptz := coalesce(unreserve.as_of, now());
     v_base  text := left(unreserve.call::text, 24);
@@ -273,7 +278,9 @@ COMMENT ON FUNCTION pgq.unreserve(uuid, timestamptz) IS
 -- pgq.wake: the session stops napping: it releases the nap locks pgq.nap took (listed in
 -- the session setting pgq.napping). Dispatches no longer notify for it.
 CREATE OR REPLACE FUNCTION pgq.wake() RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     q text;
 BEGIN
@@ -296,7 +303,9 @@ COMMENT ON FUNCTION pgq.wake() IS
 -- worker's reserving session (the nap locks belong to the session); a second call
 -- replaces the first. If the call fails, close the session: its nap locks may be left.
 CREATE OR REPLACE FUNCTION pgq.nap(queues text[], wait interval DEFAULT '10 milliseconds') RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     q         text;
     v_ok      boolean := true;

@@ -8,7 +8,8 @@
 -- Returns the uuids completed. State change: reserved -> finished.
 CREATE OR REPLACE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan  -- planning its statements cost more than running them
 AS $$
 DECLARE
@@ -108,7 +109,9 @@ CREATE OR REPLACE FUNCTION pgq.fail(
     default_backoff int[] DEFAULT '{0}',
     as_of           timestamptz DEFAULT NULL
 ) RETURNS SETOF pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_now     timestamptz := coalesce(fail.as_of, now());
     v_job     pgq.jobs;
@@ -209,7 +212,9 @@ CREATE OR REPLACE FUNCTION pgq.fail_many(
     default_tries   int DEFAULT 1,
     default_backoff int[] DEFAULT '{0}'
 ) RETURNS SETOF pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
        OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
@@ -242,7 +247,9 @@ CREATE OR REPLACE FUNCTION pgq.release(
     reason text DEFAULT NULL,
     as_of  timestamptz DEFAULT NULL
 ) RETURNS SETOF pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_now timestamptz := coalesce(release.as_of, now());
     v_job pgq.jobs;
@@ -274,11 +281,16 @@ COMMENT ON FUNCTION pgq.release(uuid, uuid, int, boolean, text, timestamptz) IS
 -- pgq.complete, a serialization failure, an admin cancel). Each job held by its token
 -- goes back to wait, available now, recorded as interrupted with reason, and its
 -- attempt is given back, at most pgq._max_give_backs() times per job; past that the
--- attempt counts. Returns the attempts recorded; a missing uuid lost its lease
--- (rejected and recorded, S15). State change: reserved -> waiting.
-CREATE OR REPLACE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, as_of timestamptz DEFAULT NULL)
+-- attempt counts. With started false the worker says the handler never started (it could
+-- not get a connection for it, say): the give-back then does not count toward that
+-- limit. Returns the attempts recorded; a missing uuid lost its lease (rejected and
+-- recorded, S15). State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean DEFAULT true,
+                                         as_of timestamptz DEFAULT NULL)
 RETURNS SETOF pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_now timestamptz := coalesce(give_back.as_of, now());
     v_job pgq.jobs;
@@ -291,12 +303,12 @@ BEGIN
     FOR i IN 1 .. coalesce(cardinality(give_back.uuids), 0) LOOP
         v_job := pgq._held('give_back', give_back.uuids[i], give_back.tokens[i], v_now);
         CONTINUE WHEN v_job.id IS NULL;
-        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, true);
+        RETURN NEXT pgq._give_back(v_job, coalesce(give_back.reason, 'interrupted'), v_now, give_back.started);
     END LOOP;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, timestamptz) IS
+COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
     'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
 
 -- pgq.heartbeat: extends the lease of every job whose token still holds it to now + its
@@ -305,7 +317,9 @@ COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, timestamptz) IS
 -- its lease, and its handler should stop.
 CREATE OR REPLACE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     WITH held AS (
         UPDATE pgq.jobs j
         SET reserved_until = coalesce(heartbeat.as_of, now())
@@ -328,9 +342,54 @@ $$;
 COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
     'Worker protocol: extends the leases still held by these tokens and their overlap leases; returns the tokens still holding (S14, S34).';
 
+-- pgq._sql_job: the start of pgq.run_sql_job, with pgq's privileges: the handler and
+-- payload of the job this token holds, having taken the advisory lock of each of its
+-- overlap keys for the transaction (see pgq.run_sql_job). Raises PQ001 when the token
+-- no longer holds the job, 42883 when its handler function is gone, PQ002 when a key is
+-- still locked.
+CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb,
+                                        OUT worker text, OUT attempt integer)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_job pgq.jobs;
+    v_key text;
+BEGIN
+    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
+    END IF;
+    IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
+        RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
+            v_job.job, v_job.handler::oid
+            USING ERRCODE = '42883',
+                  HINT = 'Keep handlers with CREATE OR REPLACE; after a DROP, define the class again and retry the failed jobs (pgq.retry_failed takes the class''s handler).';
+    END IF;
+    FOR v_key IN
+        SELECT o.key FROM pgq.overlap_locks o
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+    LOOP
+        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
+                USING ERRCODE = 'PQ002';
+        END IF;
+    END LOOP;
+    handler := v_job.handler;
+    payload := v_job.payload;
+    worker := v_job.reserved_by;
+    attempt := v_job.attempts;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQL job held by a lease token, its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+
 -- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
 -- the job, in the caller's transaction: the function's effects and the completion commit
 -- together. Call it after setting statement_timeout to the job's timeout.
+-- It is not SECURITY DEFINER: the handler runs with the privileges of the role that
+-- calls it, the worker's login role, never pgq's owner (S44); and with search_path
+-- pg_catalog, pg_temp, so a handler names its tables with their schema or sets its own.
 -- The transaction holds the advisory lock of each of the job's overlap keys, so a second
 -- handler of a key cannot start while this one runs, even after its lease ended (S34);
 -- not of a key whose middleware sets expire_after, which says another job may take the
@@ -345,44 +404,31 @@ COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
 --          attempt's fault;
 --   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
 --          connection, an admin cancel) is infrastructure: not the handler's fault.
--- No dynamic SQL but the call: the name is resolved to a regprocedure first, so it
--- cannot inject anything.
+-- The handler reads its job from transaction-local settings: pgq.job_uuid,
+-- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48.
+-- No dynamic SQL but the call: the handler is a regprocedure, so it cannot inject
+-- anything.
 CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
-    v_job  pgq.jobs;
-    v_proc regprocedure;
-    v_key  text;
+    v_job record;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = run_sql_job.uuid AND j.lease_token = run_sql_job.token;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'pgq: job % is not held by lease token %', run_sql_job.uuid, run_sql_job.token
-            USING ERRCODE = 'PQ001';
-    END IF;
-    v_proc := pgq._handler_proc(v_job.handler);
-    IF v_proc IS NULL THEN
-        RAISE EXCEPTION 'pgq: handler function %(jsonb) of job % does not exist', v_job.handler, v_job.job
-            USING ERRCODE = '42883';
-    END IF;
-    FOR v_key IN
-        SELECT o.key FROM pgq.overlap_locks o
-        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
-    LOOP
-        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
-            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
-                USING ERRCODE = 'PQ002';
-        END IF;
-    END LOOP;
+    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
+    PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
+            set_config('pgq.job_attempt', v_job.attempt::text, true),
+            set_config('pgq.worker', coalesce(v_job.worker, ''), true);
     BEGIN
-        EXECUTE format('SELECT %s($1)', v_proc::regproc) USING v_job.payload;
+        EXECUTE format('SELECT %s($1)', v_job.handler::regproc) USING v_job.payload;
     EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
     END;
-    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[v_job.uuid], ARRAY[run_sql_job.token])) THEN
-        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', v_job.uuid USING ERRCODE = 'PQ001';
+    IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
+        RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
-    'Worker protocol: runs the job''s SQL handler with its payload and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35).';
+    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';

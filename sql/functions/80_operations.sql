@@ -3,7 +3,9 @@
 -- pgq.run_now: a waiting job (delay or backoff) becomes available immediately (S20).
 -- Returns false when no waiting job has that uuid. Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_queue text;
 BEGIN
@@ -32,7 +34,9 @@ COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20
 CREATE OR REPLACE FUNCTION pgq.retry_failed(
     uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
 ) RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_uuids  uuid[];
     v_queues text[];
@@ -53,7 +57,11 @@ BEGIN
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
              middleware, wait_reason)
-        SELECT g.uuid, g.job, g.queue, g.payload, g.priority, g.handler, g.tries, g.backoff, g.max_exceptions,
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
+               -- a handler dropped since the job failed: the class's current one
+               CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
+                    ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
+               g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
                g.unique_until, NULL, NULL, g.middleware, 'retried'
         FROM gone g
@@ -78,7 +86,9 @@ COMMENT ON FUNCTION pgq.retry_failed(uuid, text, text, interval) IS
 -- pgq.forget_failed: deletes one failed job. Returns false when there was none.
 -- Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.forget_failed(uuid uuid) RETURNS boolean
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     WITH gone AS (DELETE FROM pgq.failed_jobs f WHERE f.uuid = forget_failed.uuid RETURNING f.uuid, f.queue),
          recorded AS (INSERT INTO pgq.actions (actor, action, job_uuid, queue)
                       SELECT session_user, 'forget', g.uuid, g.queue FROM gone g)
@@ -93,7 +103,9 @@ COMMENT ON FUNCTION pgq.forget_failed(uuid) IS 'Deletes one failed job (S20); fa
 -- pgq.actions (one row, with the filters and the count).
 CREATE OR REPLACE FUNCTION pgq.flush_failed(older_than interval DEFAULT NULL, queue text DEFAULT NULL, job text DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
         WHERE (flush_failed.older_than IS NULL OR f.failed_at < now() - flush_failed.older_than)
@@ -117,7 +129,9 @@ COMMENT ON FUNCTION pgq.flush_failed(interval, text, text) IS 'Deletes the faile
 -- pgq.prune: deletes attempt history of jobs that are finished (no longer live or failed)
 -- and finished more than older_than ago. Returns how many attempt rows were deleted.
 CREATE OR REPLACE FUNCTION pgq.prune(older_than interval) RETURNS bigint
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_count bigint;
 BEGIN
@@ -151,7 +165,9 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- transaction advisory lock); the others return NULL at once, so workers can all call it
 -- without piling up. Returns the rows deleted.
 CREATE OR REPLACE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL) RETURNS bigint
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_count bigint := 0;
     v_n     bigint;
@@ -193,7 +209,9 @@ COMMENT ON FUNCTION pgq.prune_all(interval, interval) IS
 -- the backoffs of its tries - 1 retries (last entry repeating) plus tries × timeout.
 -- NULL when tries is unlimited (0).
 CREATE OR REPLACE FUNCTION pgq._retry_window(p_tries int, p_backoff int[], p_timeout int) RETURNS bigint
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT CASE WHEN p_tries = 0 THEN NULL ELSE
         coalesce((SELECT sum(p_backoff[least(n, cardinality(p_backoff))]) FROM generate_series(1, p_tries - 1) n), 0)
         + p_tries::bigint * p_timeout END;
@@ -206,7 +224,9 @@ COMMENT ON FUNCTION pgq._retry_window(int, int[], int) IS 'Seconds between a job
 -- worker_tries are the worker's --timeout and --tries, used where a class sets none.
 CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1)
 RETURNS SETOF pgq.check_finding
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     WITH classes AS (
         SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
                coalesce(c.tries, worker_tries) AS eff_tries,

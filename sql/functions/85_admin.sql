@@ -6,7 +6,9 @@
 -- login role: a SECURITY DEFINER function's current_user would be pgq's owner).
 CREATE OR REPLACE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
     INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
     VALUES (session_user, p_action, p_job, p_queue, p_detail);
 $$;
@@ -18,7 +20,9 @@ COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an op
 -- Not a failure: nothing is written to pgq.failed_jobs, and nothing retries it.
 -- State change: waiting | reserved -> cancelled.
 CREATE OR REPLACE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamptz, p_started boolean) RETURNS pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
     PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
@@ -38,7 +42,9 @@ COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job a
 -- uuid. Recorded in pgq.actions. State change: waiting -> cancelled; reserved ->
 -- reserved (cancel requested).
 CREATE OR REPLACE FUNCTION pgq.cancel(uuid uuid) RETURNS text
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_job pgq.jobs;
 BEGIN
@@ -65,7 +71,9 @@ COMMENT ON FUNCTION pgq.cancel(uuid) IS
 -- (pgq.cancel): their lease tokens. Workers poll it every second; it reads only marked
 -- rows (a partial index).
 CREATE OR REPLACE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT j.lease_token FROM pgq.jobs j
     WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
 $$;
@@ -78,7 +86,9 @@ COMMENT ON FUNCTION pgq.cancel_requests(text) IS 'Worker protocol: the lease tok
 -- State change: reserved -> cancelled.
 CREATE OR REPLACE FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF pgq.attempts
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_now timestamptz := coalesce(cancelled.as_of, now());
     v_job pgq.jobs;
@@ -103,7 +113,9 @@ COMMENT ON FUNCTION pgq.cancelled(uuid[], uuid[], timestamptz) IS
 -- queue is created, paused, if it had no row. Returns whether it was running before.
 -- Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_was boolean;
 BEGIN
@@ -121,7 +133,9 @@ COMMENT ON FUNCTION pgq.pause_queue(text) IS 'Stops workers from reserving the q
 -- pgq.resume_queue: workers reserve the queue's jobs again, and napping ones are woken.
 -- Returns whether it was paused. Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.resume_queue(queue text) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     v_was boolean;
 BEGIN

@@ -1,17 +1,21 @@
--- Views for psql: each answers one question.
+-- Views for psql: each answers one question. A payload shows only to a member of the
+-- payload reader role (pgq_payload_reader, or its name in pgq.roles; superusers and the
+-- owner are members of every role): pgq_reader alone sees NULL (S45).
 
 -- Views for psql. Each answers one question.
 
 CREATE OR REPLACE VIEW pgq.ready AS
 SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
-       now() - j.available_at AS waiting_for, j.wait_reason, j.payload
+       now() - j.available_at AS waiting_for, j.wait_reason, 
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
 FROM pgq.jobs j
 WHERE j.reserved_at IS NULL AND j.available_at <= now();
 
 COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
 
 CREATE OR REPLACE VIEW pgq.scheduled AS
-SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, j.payload
+SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, 
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
 FROM pgq.jobs j
 WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0;
 
@@ -19,7 +23,8 @@ COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attem
 
 CREATE OR REPLACE VIEW pgq.retrying AS
 SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.tries, j.wait_reason, j.available_at,
-       j.available_at - now() AS due_in, j.last_exception_attempt, j.last_exception, j.payload
+       j.available_at - now() AS due_in, j.last_exception_attempt, j.last_exception, 
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
 FROM pgq.jobs j
 WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0;
 
@@ -27,7 +32,8 @@ COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff a
 
 CREATE OR REPLACE VIEW pgq.running AS
 SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.reserved_by AS worker, j.reserved_at, j.started_at,
-       j.reserved_until AS lease_until, j.reserved_until < now() AS lease_expired, j.payload
+       j.reserved_until AS lease_until, j.reserved_until < now() AS lease_expired, 
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
 FROM pgq.jobs j
 WHERE j.reserved_at IS NOT NULL;
 
@@ -69,7 +75,8 @@ FROM pgq.circuits c;
 COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
 
 CREATE OR REPLACE VIEW pgq.failed AS
-SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception, f.payload,
+SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception,
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN f.payload END AS payload,
        (SELECT jsonb_agg(jsonb_build_object(
                    'attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker,
                    'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay)

@@ -17,7 +17,7 @@ SELECT pgq.unreserve(call => @call::uuid)::int AS given_back;
 
 -- name: JobGiveBackMany :many
 -- Attempts that infrastructure interrupted: back to wait, not counted (up to 3 per job).
-SELECT * FROM pgq.give_back(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text);
+SELECT * FROM pgq.give_back(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text, started => @started::boolean);
 
 -- name: JobCompleteMany :many
 -- The cast makes the uuids values rather than pointers: pgq.complete returns no NULL.
@@ -78,14 +78,15 @@ SELECT pgq.nap(queues => @queues::text[], wait => @wait::interval) AS ok;
 -- name: SessionWake :exec
 SELECT pgq.wake();
 
+-- name: JobsVacuumAllowed :one
+-- Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role.
+SELECT pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
+
 -- name: JobsVacuumDue :one
 -- Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
--- old) and this role may vacuum it (it owns the table, directly or through a role).
-SELECT coalesce(s.n_dead_tup >= @dead_tuples::bigint, false)
-       AND pg_has_role(c.relowner, 'USAGE') AS due
-FROM pg_catalog.pg_class c
-LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid
-WHERE c.oid = 'pgq.jobs'::regclass;
+-- old).
+SELECT (n_dead_tup >= @dead_tuples::bigint)::boolean AS due
+FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass;
 
 -- name: JobsVacuum :exec
 -- SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.

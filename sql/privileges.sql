@@ -1,0 +1,97 @@
+-- Who may do what (issue 17, rules S43-S46). pgq.Migrate applies this file after the
+-- functions on every migrate, in the same transaction, with the role names of its
+-- options (default pgq_*) put in as quoted identifiers and as literals. Statements
+-- marked "as the migrator" run as the role that migrates; the rest as the owner.
+--
+--   owner           NOLOGIN; owns the schema and every object in it. Only its
+--                   SECURITY DEFINER functions write pgq's tables.
+--   producer        dispatches jobs (pgq.dispatch, pgq.dispatch_many), nothing else.
+--   worker          runs the worker protocol; its login role runs SQL handlers.
+--   reader          reads the views, the history and the configuration; payloads show
+--                   as NULL unless it is also a payload reader.
+--   payload_reader  may read payloads (a marker role: no privileges of its own).
+--   admin           defines queues, job classes and limits, and operates jobs (retry,
+--                   forget, flush, run now, cancel, pause); a reader too.
+
+-- section: roles (as the migrator)
+-- Each role is created NOLOGIN when missing (this needs CREATEROLE; create them by hand
+-- otherwise), and the migrator becomes a member of the owner, so that it can create
+-- pgq's objects as the owner.
+DO $$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY[{{lit .Owner}}, {{lit .Producer}}, {{lit .Worker}}, {{lit .Reader}}, {{lit .PayloadReader}}, {{lit .Admin}}] LOOP
+        IF to_regrole(quote_ident(r)) IS NULL THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+        END IF;
+    END LOOP;
+    IF NOT pg_has_role(current_user, {{lit .Owner}}, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', {{lit .Owner}}, current_user);
+    END IF;
+    IF NOT pg_has_role({{lit .Admin}}, {{lit .Reader}}, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', {{lit .Reader}}, {{lit .Admin}});
+    END IF;
+END
+$$;
+
+-- section: ownership (as the migrator)
+-- Everything in schema pgq belongs to the owner: an installation of an earlier release,
+-- or a table a migration just created, belongs to whoever migrated.
+DO $$
+DECLARE
+    v_owner oid := (SELECT oid FROM pg_roles WHERE rolname = {{lit .Owner}});
+    o record;
+BEGIN
+    IF (SELECT nspowner FROM pg_namespace WHERE nspname = 'pgq') <> v_owner THEN
+        EXECUTE format('ALTER SCHEMA pgq OWNER TO %I', {{lit .Owner}});
+    END IF;
+    -- Tables carry their identity sequences and indexes along.
+    FOR o IN
+        SELECT CASE c.relkind WHEN 'v' THEN 'VIEW' ELSE 'TABLE' END AS kind, c.oid::regclass::text AS name
+        FROM pg_class c
+        WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'p', 'v') AND c.relowner <> v_owner
+        UNION ALL
+        SELECT 'FUNCTION', p.oid::regprocedure::text FROM pg_proc p
+        WHERE p.pronamespace = 'pgq'::regnamespace AND p.proowner <> v_owner
+        UNION ALL
+        SELECT 'TYPE', t.oid::regtype::text FROM pg_type t
+        WHERE t.typnamespace = 'pgq'::regnamespace AND t.typowner <> v_owner
+          AND t.typtype IN ('c', 'e') AND (t.typrelid = 0 OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+    LOOP
+        EXECUTE format('ALTER %s %s OWNER TO %I', o.kind, o.name, {{lit .Owner}});
+    END LOOP;
+END
+$$;
+
+INSERT INTO pgq.roles (kind, name) VALUES
+    ('owner', {{lit .Owner}}), ('producer', {{lit .Producer}}), ('worker', {{lit .Worker}}),
+    ('reader', {{lit .Reader}}), ('payload_reader', {{lit .PayloadReader}}), ('admin', {{lit .Admin}})
+ON CONFLICT (kind) DO UPDATE SET name = EXCLUDED.name;
+
+-- section: grants (as the owner)
+-- PUBLIC has nothing: not the schema, not a table, not a function (functions are
+-- executable by PUBLIC unless revoked, and new ones would be too).
+REVOKE ALL ON SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA pgq FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;  -- for the functions the owner creates
+GRANT USAGE ON SCHEMA pgq TO {{ident .Producer}}, {{ident .Worker}}, {{ident .Reader}}, {{ident .Admin}};
+
+GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many TO {{ident .Producer}};
+
+GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
+    pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
+    pgq.wake, pgq.prune_all, pgq.check TO {{ident .Worker}};
+-- The worker's metrics read the queues' figures; its vacuum check reads the table's
+-- statistics, which need no grant.
+GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
+
+GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
+    pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles
+    TO {{ident .Reader}};
+GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads TO {{ident .Reader}};
+
+GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq.define_job, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,
+    pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue TO {{ident .Admin}};
