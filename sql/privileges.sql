@@ -84,6 +84,16 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many TO {{ident .Producer}}
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
     pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
     pgq.wake, pgq.prune_all, pgq.check TO {{ident .Worker}};
+-- PostgreSQL 17 lets a non-owner vacuum a table it holds MAINTAIN on; before that only
+-- the owner may, and workers that are not members of it leave pgq.jobs to autovacuum
+-- (S47; VACUUM cannot run inside a function, so no SECURITY DEFINER function can do it).
+DO $$
+BEGIN
+    IF current_setting('server_version_num')::int >= 170000 THEN
+        EXECUTE format('GRANT MAINTAIN ON pgq.jobs TO %I', {{lit .Worker}});
+    END IF;
+END
+$$;
 -- The worker's metrics read the queues' figures; its vacuum check reads the table's
 -- statistics, which need no grant.
 GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
@@ -93,5 +103,5 @@ GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed,
     TO {{ident .Reader}};
 GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads TO {{ident .Reader}};
 
-GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq.define_job, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,
+GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue TO {{ident .Admin}};

@@ -3464,7 +3464,7 @@ UNION ALL
  SELECT 'overlap'::text AS kind,
     o.key,
     o.job_uuid,
-    o.lease_token AS token,
+    NULL::uuid AS token,
     o.since,
     o.expires_at,
     (EXISTS ( SELECT
@@ -3479,7 +3479,7 @@ UNION ALL
 -- Name: VIEW locks; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).';
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease''s token is its job''s lease token).';
 
 
 --
@@ -3904,6 +3904,7 @@ REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb
 --
 
 REVOKE ALL ON FUNCTION pgq._default_retry_after() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_admin;
 
 
 --
@@ -3940,6 +3941,7 @@ REVOKE ALL ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now times
 --
 
 REVOKE ALL ON FUNCTION pgq._handler_proc(p_handler text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._handler_proc(p_handler text) TO pgq_admin;
 
 
 --

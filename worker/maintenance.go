@@ -72,9 +72,10 @@ func (m *maintenance) retainOnce(ctx context.Context) {
 // Autovacuum looks at a table at most once a minute (autovacuum_naptime); at thousands
 // of jobs a second that is too late. Each second, the worker vacuums the table once the
 // statistics count vacuumAfter dead rows; a vacuum already running (another worker's or
-// autovacuum's) makes it skip. PostgreSQL lets only the table's owner vacuum it, and
-// VACUUM cannot run inside a function, so a worker whose role does not own pgq.jobs
-// (the least-privilege setup, S43) says so once and leaves the table to autovacuum.
+// autovacuum's) makes it skip. Before PostgreSQL 17 only the table's owner may vacuum
+// it (17 adds MAINTAIN, which migrate grants the worker role), and VACUUM cannot run
+// inside a function, so a worker that may not (the least-privilege setup on 15 and 16,
+// S47) says so once and leaves the table to autovacuum.
 func (m *maintenance) vacuum(ctx context.Context) {
 	if m.cfg.vacuumAfter <= 0 {
 		return

@@ -629,11 +629,11 @@ func TestFetchCooldownAfterShortReserve(t *testing.T) {
 	require.ErrorContains(t, err, "WithFetchCooldown: must be >= 0")
 }
 
-// Under load a worker whose role owns pgq.jobs vacuums it itself once it holds enough
+// S47: under load a worker whose role owns pgq.jobs vacuums it itself once it holds enough
 // dead rows: the dead entries at the head of the reserve index would otherwise slow
 // every reserve. A worker with the least privileges cannot (only a table's owner may
 // vacuum it) and says so once instead of failing each second.
-func TestWorkerVacuumsJobs(t *testing.T) {
+func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	vacuums := func() int {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -383,4 +384,15 @@ func TestCLIUnmigratedDatabase(t *testing.T) {
 	out, errOut, code = cli(t, db, "status")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "QUEUE")
+}
+
+// The metrics endpoint has no authentication: served beyond loopback, it says so.
+func TestMetricsAddrBeyondLoopbackWarns(t *testing.T) {
+	for addr, warns := range map[string]bool{"127.0.0.1:0": false, "0.0.0.0:0": true} {
+		var stderr bytes.Buffer
+		stop, err := serveMetrics(addr, prometheus.NewRegistry(), &stderr)
+		require.NoError(t, err)
+		stop()
+		require.Equal(t, warns, strings.Contains(stderr.String(), "without authentication"), "%s: %q", addr, stderr.String())
+	}
 }

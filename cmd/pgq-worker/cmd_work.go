@@ -160,6 +160,9 @@ func serveMetrics(addr string, reg *prometheus.Registry, stderr io.Writer) (func
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		fmt.Fprintf(stderr, "pgq-worker: warning: metrics are served on %s without authentication, beyond this machine (README, Security)\n", ln.Addr())
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

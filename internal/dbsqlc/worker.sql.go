@@ -448,15 +448,19 @@ func (q *Queries) JobsVacuum(ctx context.Context) error {
 }
 
 const jobsVacuumAllowed = `-- name: JobsVacuumAllowed :one
-SELECT pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass
+SELECT (pg_has_role(relowner, 'USAGE')
+    OR CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN has_table_privilege('pgq.jobs', 'MAINTAIN') ELSE false END)::boolean AS allowed
+FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass
 `
 
-// Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role.
+// Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role,
+// or (PostgreSQL 17 and later) holds MAINTAIN on it, which migrate grants the worker role.
 func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, jobsVacuumAllowed)
-	var pg_has_role bool
-	err := row.Scan(&pg_has_role)
-	return pg_has_role, err
+	var allowed bool
+	err := row.Scan(&allowed)
+	return allowed, err
 }
 
 const jobsVacuumDue = `-- name: JobsVacuumDue :one

@@ -126,10 +126,14 @@ func create(t testing.TB, migrated bool) *DB {
 	return db
 }
 
+// templateVersion changes the template's name when what grantTestRoles does changes.
+const templateVersion = "2: a test login of every kind"
+
 // template returns the name of the migrated template database, creating it under an
 // advisory lock when no test process has yet.
 func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	h := sha256.New()
+	h.Write([]byte(templateVersion))
 	err := fs.WalkDir(pgqsql.Files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -167,7 +171,7 @@ func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	}
 	_, err = pgq.Migrate(ctx, pool)
 	if err == nil {
-		err = grantTestWorker(ctx, admin, pool)
+		err = grantTestRoles(ctx, admin, pool)
 	}
 	pool.Close()
 	if err != nil {
@@ -179,27 +183,60 @@ func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	return name, nil
 }
 
-// grantTestWorker creates WorkerRole when the server has none (roles are the
-// server's, shared by every test database), a login member of pgq_worker, and lets it
-// use what tests create in the template's clones: their schemas, tables and sequences,
-// as an application grants its worker role what its SQL handlers touch.
-func grantTestWorker(ctx context.Context, admin *pgx.Conn, template *pgxpool.Pool) error {
+// Test logins, one per kind of pgq role, each a member of that role only (created by
+// grantTestRoles): security tests connect as them with ConnAs.
+const (
+	ProducerRole      = "pgq_test_producer"
+	ReaderRole        = "pgq_test_reader"
+	PayloadReaderRole = "pgq_test_payload_reader" // pgq_reader and pgq_payload_reader
+	AdminRole         = "pgq_test_admin"
+	NobodyRole        = "pgq_test_nobody" // no pgq role at all
+)
+
+var testLogins = map[string][]string{
+	WorkerRole:        {"pgq_worker"},
+	ProducerRole:      {"pgq_producer"},
+	ReaderRole:        {"pgq_reader"},
+	PayloadReaderRole: {"pgq_reader", "pgq_payload_reader"},
+	AdminRole:         {"pgq_admin"},
+	NobodyRole:        nil,
+}
+
+// grantTestRoles creates the test logins when the server has none (roles are the
+// server's, shared by every test database), each a member of its pgq roles, and lets
+// WorkerRole use what tests create in the template's clones: their schemas, tables and
+// sequences, as an application grants its worker role what its SQL handlers touch.
+func grantTestRoles(ctx context.Context, admin *pgx.Conn, template *pgxpool.Pool) error {
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(hashtext('pgqtest roles'))"); err != nil {
 		return err
 	}
 	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(hashtext('pgqtest roles'))")
-	_, err := admin.Exec(ctx, `DO $$ BEGIN
-		IF to_regrole('`+WorkerRole+`') IS NULL THEN CREATE ROLE `+WorkerRole+` LOGIN; END IF;
-		GRANT pgq_worker TO `+WorkerRole+`;
-	END $$`)
-	if err != nil {
-		return err
+	for login, groups := range testLogins {
+		stmt := "DO $$ BEGIN IF to_regrole('" + login + "') IS NULL THEN CREATE ROLE " + login + " LOGIN; END IF; "
+		for _, g := range groups {
+			stmt += "GRANT " + g + " TO " + login + "; "
+		}
+		if _, err := admin.Exec(ctx, stmt+"END $$"); err != nil {
+			return err
+		}
 	}
-	_, err = template.Exec(ctx, `
+	_, err := template.Exec(ctx, `
 		ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO `+WorkerRole+`;
 		ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO `+WorkerRole+`;
 		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO `+WorkerRole)
 	return err
+}
+
+// ConnAs connects to the test database as login (one of the test logins above), closed
+// at cleanup.
+func (db *DB) ConnAs(t testing.TB, login string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), withUser(db.URL, login))
+	if err != nil {
+		t.Fatalf("pgqtest: connect as %s: %v", login, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 func withUser(raw, user string) string {

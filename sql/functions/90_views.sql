@@ -48,12 +48,12 @@ SELECT 'debounce', d.key, d.job_uuid, d.token, d.updated_at, NULL,
        EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid), NULL
 FROM pgq.debounce_tokens d
 UNION ALL
-SELECT 'overlap', o.key, o.job_uuid, o.lease_token, o.since, o.expires_at,
+SELECT 'overlap', o.key, o.job_uuid, NULL::uuid, o.since, o.expires_at,
        EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = o.job_uuid), o.worker
 FROM pgq.overlap_locks o
 WHERE o.expires_at > now();
 
-COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).';
+COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease''s token is its job''s lease token).';
 
 CREATE OR REPLACE VIEW pgq.limits AS
 SELECT 'rate_limit'::text AS kind, r.name, coalesce(w.key, r.name) AS key, r.max, r.per,

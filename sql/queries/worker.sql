@@ -79,8 +79,12 @@ SELECT pgq.nap(queues => @queues::text[], wait => @wait::interval) AS ok;
 SELECT pgq.wake();
 
 -- name: JobsVacuumAllowed :one
--- Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role.
-SELECT pg_has_role(relowner, 'USAGE') FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
+-- Whether this role may vacuum pgq.jobs: it owns the table, directly or through a role,
+-- or (PostgreSQL 17 and later) holds MAINTAIN on it, which migrate grants the worker role.
+SELECT (pg_has_role(relowner, 'USAGE')
+    OR CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN has_table_privilege('pgq.jobs', 'MAINTAIN') ELSE false END)::boolean AS allowed
+FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
 
 -- name: JobsVacuumDue :one
 -- Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
