@@ -278,4 +278,3 @@ func TestS62MaxCatchUpMatchesSQL(t *testing.T) {
 	db := pgqtest.New(t)
 	require.Equal(t, schedule.MaxCatchUp, pgqtest.Scalar[int](t, db, `SELECT pgq._schedule_max_catch_up()`))
 }
-
