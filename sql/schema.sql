@@ -842,10 +842,12 @@ BEGIN
                 v_step := 1;
             END IF;
             IF v_start < c_min[i] THEN
-                RETURN format('the %s field: %s is below %s in %s', c_field[i], v_start, c_min[i], v_item);
+                RETURN format('the %s field: %s is below %s%s', c_field[i], v_start, c_min[i],
+                              CASE WHEN v_item <> v_start::text THEN ' in ' || v_item ELSE '' END);
             END IF;
             IF v_end > c_max[i] THEN
-                RETURN format('the %s field: %s is above %s in %s', c_field[i], v_end, c_max[i], v_item);
+                RETURN format('the %s field: %s is above %s%s', c_field[i], v_end, c_max[i],
+                              CASE WHEN v_item <> v_end::text THEN ' in ' || v_item ELSE '' END);
             END IF;
             IF v_start > v_end THEN
                 RETURN format('the %s field: range %s starts after it ends', c_field[i], v_item);
