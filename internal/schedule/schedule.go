@@ -285,9 +285,11 @@ func (s *Spec) tail(t, now time.Time, keep int, walked ring) ([]time.Time, int64
 		span = time.Duration(keep) * time.Second
 	}
 	for {
-		from := now.Add(-2 * span)
-		if !from.After(t) {
-			from = t.Add(-time.Second)
+		// Once the window would reach back to t, walk from t: span never outgrows the
+		// time between t and now, so doubling it cannot overflow.
+		from := t.Add(-time.Second)
+		if span < now.Sub(t)/2 {
+			from = now.Add(-2 * span)
 		}
 		r := ring{keep: keep}
 		u := s.Next(from.Add(-time.Second))
