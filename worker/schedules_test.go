@@ -57,7 +57,7 @@ func TestS61S66RoundsOfTwoWorkers(t *testing.T) {
 	require.Equal(t, time.Second, wait, "planned, not yet due within the round it asked about")
 	wait, err = workers[1].runOnce(ctx, start.Add(10*time.Millisecond))
 	require.NoError(t, err)
-	require.InDelta(t, 740*time.Millisecond, wait, float64(100*time.Millisecond), "woken for the tick, not a second later")
+	require.LessOrEqual(t, wait, 745*time.Millisecond, "woken for the tick, not a second later")
 
 	for i := 1; i <= 10; i++ {
 		now := start.Add(time.Duration(i) * time.Second)

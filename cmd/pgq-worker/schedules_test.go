@@ -114,7 +114,8 @@ func TestS61S66E2EFourWorkersOneJobPerTick(t *testing.T) {
 		late = append(late, j.Created.Sub(j.Tick))
 	}
 	sort.Slice(late, func(i, k int) bool { return late[i] < late[k] })
-	require.Less(t, late[len(late)-1], 1500*time.Millisecond, "every tick fired within about a second")
+	// Typically tens of milliseconds; the bound leaves room for a loaded CI machine.
+	require.Less(t, late[len(late)-1], 3*time.Second, "every tick fired within moments of its time")
 	require.GreaterOrEqual(t, late[0], time.Duration(0), "no tick fired early")
 	var fired []string
 	for _, w := range workers {
