@@ -32,6 +32,11 @@ BEGIN
     IF NOT pg_has_role({{lit .Admin}}, {{lit .Reader}}, 'MEMBER') THEN
         EXECUTE format('GRANT %I TO %I', {{lit .Reader}}, {{lit .Admin}});
     END IF;
+    -- pgq's SECURITY DEFINER functions run as the owner; those that return a view's
+    -- rows (pgq.schedule returns its schedule) show the payload their caller gave.
+    IF NOT pg_has_role({{lit .Owner}}, {{lit .PayloadReader}}, 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', {{lit .PayloadReader}}, {{lit .Owner}});
+    END IF;
 END
 $$;
 
@@ -83,7 +88,7 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many TO {{ident .Producer}}
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
     pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
-    pgq.wake, pgq.prune_all, pgq.check TO {{ident .Worker}};
+    pgq.wake, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule TO {{ident .Worker}};
 -- PostgreSQL 17 lets a non-owner vacuum a table it holds MAINTAIN on; before that only
 -- the owner may, and workers that are not members of it leave pgq.jobs to autovacuum
 -- (S47; VACUUM cannot run inside a function, so no SECURITY DEFINER function can do it).
@@ -99,9 +104,10 @@ $$;
 GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
 
 GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
-    pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles
-    TO {{ident .Reader}};
+    pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles,
+    pgq.schedules TO {{ident .Reader}};
 GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads TO {{ident .Reader}};
 
 GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,
-    pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue TO {{ident .Admin}};
+    pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue,
+    pgq.schedule, pgq.unschedule, pgq.pause_schedule, pgq.resume_schedule, pgq.run_schedule TO {{ident .Admin}};

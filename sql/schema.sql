@@ -725,6 +725,205 @@ COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) I
 
 
 --
+-- Name: _cron_number(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._cron_number(p_text text) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    SELECT CASE WHEN p_text ~ '^[+-]?[0-9]+$'
+                 AND p_text::numeric BETWEEN -9223372036854775808 AND 9223372036854775807
+                THEN p_text::numeric END;
+$_$;
+
+
+--
+-- Name: FUNCTION _cron_number(p_text text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._cron_number(p_text text) IS 'A cron field''s number as robfig/cron reads it (optional sign, digits, within int64), or NULL.';
+
+
+--
+-- Name: _cron_problem(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._cron_problem(p_expr text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    c_field  constant text[] := ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'];
+    c_min    constant int[] := ARRAY[0, 0, 0, 1, 1, 0];
+    c_max    constant int[] := ARRAY[59, 59, 23, 31, 12, 6];
+    c_days   constant int[] := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+    c_dows   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+    v_text   text;
+    v_ns     numeric;
+    v_fields text[];
+    v_items  text[];
+    v_item   text;
+    v_parts  text[];
+    v_ends   text[];
+    v_bits   bigint[] := ARRAY[0, 0, 0, 0, 0, 0];
+    v_star   boolean[] := ARRAY[false, false, false, false, false, false];
+    v_start  numeric;
+    v_end    numeric;
+    v_step   numeric;
+    v_is_star boolean;
+    v_v      int;
+    i        int;
+BEGIN
+    IF p_expr IS NULL OR p_expr = '' THEN
+        RETURN 'the expression is empty';
+    END IF;
+    IF p_expr ~ '[^\x01-\x7f]' THEN
+        RETURN 'only ASCII characters are allowed';
+    END IF;
+    IF starts_with(p_expr, 'TZ=') OR starts_with(p_expr, 'CRON_TZ=') THEN
+        RETURN 'give the time zone as the schedule''s timezone, not in the expression';
+    END IF;
+
+    IF starts_with(p_expr, '@') THEN
+        IF p_expr IN ('@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly') THEN
+            RETURN NULL;
+        END IF;
+        IF NOT starts_with(p_expr, '@every ') THEN
+            RETURN format('unknown macro %s: use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>',
+                          p_expr);
+        END IF;
+        v_text := substr(p_expr, 8);
+        -- Go's time.ParseDuration reads a unit as every letter up to the next digit.
+        IF v_text !~ '^([0-9]+[a-z]+)+$' THEN
+            RETURN format('@every takes whole numbers with units, such as 30s or 1h30m, got %s', quote_literal(v_text));
+        END IF;
+        SELECT CASE WHEN bool_and(m[2] IN ('h', 'm', 's', 'ms', 'us', 'ns'))
+                    THEN sum(m[1]::numeric * CASE m[2] WHEN 'h' THEN 3600e9 WHEN 'm' THEN 60e9 WHEN 's' THEN 1e9
+                                                       WHEN 'ms' THEN 1e6 WHEN 'us' THEN 1e3 ELSE 1 END) END
+        INTO v_ns
+        FROM regexp_matches(v_text, '([0-9]+)([a-z]+)', 'g') m;
+        IF v_ns IS NULL THEN
+            RETURN format('@every: unknown unit in %s: use h, m, s, ms, us or ns', quote_literal(v_text));
+        END IF;
+        IF v_ns > 9223372036854775807 THEN
+            RETURN format('@every %s is longer than the longest duration (about 292 years)', v_text);
+        END IF;
+        IF v_ns < 1e9 OR v_ns % 1e9 <> 0 THEN
+            RETURN format('@every needs whole seconds, at least 1s, got %s', v_text);
+        END IF;
+        RETURN NULL;
+    END IF;
+
+    -- Fields are separated by ASCII white space (Go's strings.Fields).
+    v_text := btrim(translate(p_expr, chr(9) || chr(10) || chr(11) || chr(12) || chr(13), '     '), ' ');
+    v_fields := CASE WHEN v_text = '' THEN '{}' ELSE regexp_split_to_array(v_text, ' +') END;
+    IF cardinality(v_fields) NOT IN (5, 6) THEN
+        RETURN format('expected 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first, found %s',
+                      cardinality(v_fields));
+    END IF;
+    IF cardinality(v_fields) = 5 THEN
+        v_fields := ARRAY['0'] || v_fields;
+    END IF;
+
+    FOR i IN 1 .. 6 LOOP
+        v_items := ARRAY(SELECT x FROM unnest(string_to_array(v_fields[i], ',')) x WHERE x <> '');
+        IF cardinality(v_items) = 0 THEN
+            RETURN format('the %s field %s matches nothing', c_field[i], quote_literal(v_fields[i]));
+        END IF;
+        FOREACH v_item IN ARRAY v_items LOOP
+            v_parts := string_to_array(v_item, '/');
+            IF cardinality(v_parts) > 2 THEN
+                RETURN format('too many slashes in the %s field: %s', c_field[i], v_item);
+            END IF;
+            v_ends := CASE WHEN v_parts[1] = '' THEN ARRAY[''] ELSE string_to_array(v_parts[1], '-') END;
+            v_is_star := v_ends[1] IN ('*', '?');  -- what follows a * up to a / is ignored
+            IF v_is_star THEN
+                v_start := c_min[i];
+                v_end := c_max[i];
+            ELSE
+                IF cardinality(v_ends) > 2 THEN
+                    RETURN format('too many hyphens in the %s field: %s', c_field[i], v_item);
+                END IF;
+                FOR j IN 1 .. cardinality(v_ends) LOOP
+                    v_step := CASE i
+                        WHEN 5 THEN array_position(c_months, lower(v_ends[j]))
+                        WHEN 6 THEN array_position(c_dows, lower(v_ends[j])) - 1
+                    END;
+                    v_step := coalesce(v_step, pgq._cron_number(v_ends[j]));
+                    IF v_step IS NULL THEN
+                        RETURN format('the %s field: %s is not a number%s', c_field[i], quote_literal(v_ends[j]),
+                                      CASE i WHEN 5 THEN ' or a month name (JAN-DEC)' WHEN 6 THEN ' or a day name (SUN-SAT)' ELSE '' END);
+                    END IF;
+                    IF v_step < 0 THEN
+                        RETURN format('the %s field: negative number %s', c_field[i], v_ends[j]);
+                    END IF;
+                    IF j = 1 THEN
+                        v_start := v_step;
+                    END IF;
+                    v_end := v_step;
+                END LOOP;
+            END IF;
+            IF cardinality(v_parts) = 2 THEN
+                v_step := pgq._cron_number(v_parts[2]);
+                IF v_step IS NULL THEN
+                    RETURN format('the %s field: step %s is not a number', c_field[i], quote_literal(v_parts[2]));
+                END IF;
+                IF v_step < 0 THEN
+                    RETURN format('the %s field: negative step %s', c_field[i], v_parts[2]);
+                END IF;
+                IF cardinality(v_ends) = 1 THEN
+                    v_end := c_max[i];  -- "5/15": from 5 to the end of the field
+                END IF;
+                IF v_step > 1 THEN
+                    v_is_star := false;
+                END IF;
+            ELSE
+                v_step := 1;
+            END IF;
+            IF v_start < c_min[i] THEN
+                RETURN format('the %s field: %s is below %s%s', c_field[i], v_start, c_min[i],
+                              CASE WHEN v_item <> v_start::text THEN ' in ' || v_item ELSE '' END);
+            END IF;
+            IF v_end > c_max[i] THEN
+                RETURN format('the %s field: %s is above %s%s', c_field[i], v_end, c_max[i],
+                              CASE WHEN v_item <> v_end::text THEN ' in ' || v_item ELSE '' END);
+            END IF;
+            IF v_start > v_end THEN
+                RETURN format('the %s field: range %s starts after it ends', c_field[i], v_item);
+            END IF;
+            IF v_step = 0 THEN
+                RETURN format('the %s field: step must be positive in %s', c_field[i], v_item);
+            END IF;
+            FOR v_v IN v_start::int .. v_end::int BY least(v_step, 64)::int LOOP
+                v_bits[i] := v_bits[i] | (1::bigint << v_v);
+            END LOOP;
+            v_star[i] := v_star[i] OR v_is_star;
+        END LOOP;
+    END LOOP;
+
+    -- robfig requires both day fields when either is a star, so a day of month with every
+    -- day of week must fall in one of the months; otherwise either field will do.
+    IF v_star[6] AND NOT v_star[4] AND NOT EXISTS (
+        SELECT FROM generate_series(1, 12) m, generate_series(1, 31) d
+        WHERE v_bits[5] & (1::bigint << m) <> 0 AND v_bits[4] & (1::bigint << d) <> 0 AND d <= c_days[m]
+    ) THEN
+        RETURN format('it never fires: day of month %s never falls in month %s', v_fields[4], v_fields[5]);
+    END IF;
+    RETURN NULL;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _cron_problem(p_expr text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._cron_problem(p_expr text) IS 'Why a cron expression or macro is invalid, or NULL when it is valid: robfig/cron''s syntax with an optional seconds field, as the workers parse it (S60). Computes no times.';
+
+
+--
 -- Name: _default_retry_after(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -826,6 +1025,122 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+
+
+--
+-- Name: schedule_entries; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.schedule_entries (
+    name text NOT NULL,
+    cron text NOT NULL,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    job text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    queue text,
+    catch_up text DEFAULT 'latest'::text NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean,
+    retry_for interval,
+    middleware jsonb,
+    version bigint DEFAULT 1 NOT NULL,
+    next_run_at timestamp with time zone,
+    last_tick timestamp with time zone,
+    last_run_at timestamp with time zone,
+    last_job_uuid uuid,
+    skipped_ticks bigint DEFAULT 0 NOT NULL,
+    last_error text,
+    last_error_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schedule_entries_catch_up_check CHECK ((catch_up = ANY (ARRAY['latest'::text, 'none'::text, 'all'::text])))
+);
+
+
+--
+-- Name: TABLE schedule_entries; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.schedule_entries IS 'Schedules (S60-S66): one row per schedule, its definition and the state of its ticks; read it through the view pgq.schedules.';
+
+
+--
+-- Name: COLUMN schedule_entries.cron; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.cron IS 'Cron expression (5 fields, or 6 with seconds first) or macro (@hourly, @every 30s, ...), validated by pgq._cron_problem.';
+
+
+--
+-- Name: COLUMN schedule_entries.version; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.version IS 'Counts the changes that reset next_run_at (expression, time zone, resume): the fence of pgq.plan_schedule and pgq.fire_schedule.';
+
+
+--
+-- Name: COLUMN schedule_entries.next_run_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.next_run_at IS 'The next tick to fire; NULL while pending: a worker computes it within a second.';
+
+
+--
+-- Name: COLUMN schedule_entries.last_tick; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.last_tick IS 'The latest tick a firing handled (fired or skipped by catch_up); no tick at or before it fires again.';
+
+
+--
+-- Name: COLUMN schedule_entries.last_run_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.last_run_at IS 'When the schedule last dispatched a job (a tick or a run now).';
+
+
+--
+-- Name: COLUMN schedule_entries.skipped_ticks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.skipped_ticks IS 'Ticks that passed without a job: left out by catch_up after downtime (S62).';
+
+
+--
+-- Name: COLUMN schedule_entries.last_error; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.schedule_entries.last_error IS 'Why the last dispatch of a tick failed (the job class changed so that the dispatch is refused); cleared by the next dispatch.';
+
+
+--
+-- Name: _dispatch_scheduled(pgq.schedule_entries, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone) RETURNS uuid
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq.dispatch(p_entry.job, p_entry.payload, queue => p_entry.queue, tries => p_entry.tries,
+                        backoff => p_entry.backoff, max_exceptions => p_entry.max_exceptions,
+                        timeout => p_entry.timeout, fail_on_timeout => p_entry.fail_on_timeout,
+                        priority => p_entry.priority, retry_for => p_entry.retry_for, middleware => p_entry.middleware,
+                        unique_key => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_tick_key(p_entry.name, p_tick) END,
+                        unique_for => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_unique_for() END,
+                        unique_until => CASE WHEN p_tick IS NOT NULL THEN 'processed' END);
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone) IS 'Dispatches a schedule''s job: unique on schedule:tick for a tick (S61), not unique for a run now (NULL tick).';
 
 
 --
@@ -1384,6 +1699,76 @@ COMMENT ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_ti
 
 
 --
+-- Name: _schedule_grace(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._schedule_grace() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT interval '30 seconds' $$;
+
+
+--
+-- Name: FUNCTION _schedule_grace(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._schedule_grace() IS 'How late a schedule''s tick may fire and still be on time, not missed: 30 s (S62).';
+
+
+--
+-- Name: _schedule_max_catch_up(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._schedule_max_catch_up() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 100 $$;
+
+
+--
+-- Name: FUNCTION _schedule_max_catch_up(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._schedule_max_catch_up() IS 'The most ticks one firing of a schedule dispatches; older missed ticks are skipped: 100 (S62).';
+
+
+--
+-- Name: _schedule_tick_key(text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._schedule_tick_key(p_schedule text, p_tick timestamp with time zone) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT p_schedule || ':' || to_char(p_tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+$$;
+
+
+--
+-- Name: FUNCTION _schedule_tick_key(p_schedule text, p_tick timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._schedule_tick_key(p_schedule text, p_tick timestamp with time zone) IS 'The unique key of a schedule tick''s job: schedule:tick in UTC (S61).';
+
+
+--
+-- Name: _schedule_unique_for(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._schedule_unique_for() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT interval '1 day' $$;
+
+
+--
+-- Name: FUNCTION _schedule_unique_for(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._schedule_unique_for() IS 'The unique_for of the job dispatched for a schedule''s tick: 1 day (S61).';
+
+
+--
 -- Name: _sees_payloads(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1552,6 +1937,48 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._texts(p jsonb) IS 'A jsonb array of strings as text[].';
+
+
+--
+-- Name: _timezone_problem(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._timezone_problem(p_tz text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_name text;
+BEGIN
+    IF p_tz IS NULL OR p_tz = '' THEN
+        RETURN 'the time zone is empty: give an IANA name such as UTC or Europe/Berlin';
+    END IF;
+    IF p_tz IN ('localtime', 'posixrules') THEN
+        RETURN format('%s names a file of the server''s time zone database, not a zone: give an IANA name such as Europe/Berlin', p_tz);
+    END IF;
+    IF EXISTS (SELECT FROM pg_timezone_names z WHERE z.name = p_tz) THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        PERFORM now() AT TIME ZONE p_tz;
+    EXCEPTION WHEN invalid_parameter_value THEN
+        RETURN format('unknown time zone %s (%s): give an IANA name such as Europe/Berlin', quote_literal(p_tz), SQLERRM);
+    END;
+    SELECT z.name INTO v_name FROM pg_timezone_names z WHERE lower(z.name) = lower(p_tz) ORDER BY z.name LIMIT 1;
+    IF v_name IS NOT NULL THEN
+        RETURN format('time zone names are case-sensitive: %s, not %s', quote_literal(v_name), quote_literal(p_tz));
+    END IF;
+    RETURN format('%s is an abbreviation or an offset, not a time zone: give an IANA name such as Europe/Berlin, whose daylight saving rules the schedule follows',
+                  quote_literal(p_tz));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _timezone_problem(p_tz text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._timezone_problem(p_tz text) IS 'Why a schedule''s time zone is not an IANA zone name as pg_timezone_names spells it, or NULL (S60).';
 
 
 --
@@ -2227,6 +2654,29 @@ COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, de
 
 
 --
+-- Name: due_schedules(timestamp with time zone, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.due_schedules(as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, horizon interval DEFAULT '00:00:00'::interval) RETURNS SETOF pgq.schedule_entries
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT e.* FROM pgq.schedule_entries e
+    WHERE NOT e.paused
+      AND (e.next_run_at IS NULL
+           OR e.next_run_at <= coalesce(due_schedules.as_of, now()) + coalesce(due_schedules.horizon, interval '0'))
+    ORDER BY e.next_run_at NULLS FIRST, e.name;
+$$;
+
+
+--
+-- Name: FUNCTION due_schedules(as_of timestamp with time zone, horizon interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon interval) IS 'Worker protocol (S66): the unpaused schedules pending (next_run_at NULL) or due by as_of + horizon.';
+
+
+--
 -- Name: fail(uuid, uuid, text, boolean, integer, integer[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2358,6 +2808,90 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) IS 'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+
+
+--
+-- Name: fire_schedule(text, bigint, timestamp with time zone, timestamp with time zone[], timestamp with time zone, bigint, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint DEFAULT 0, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now      timestamptz := coalesce(fire_schedule.as_of, now());
+    v_entry    pgq.schedule_entries;
+    v_ticks    timestamptz[];
+    v_fire     timestamptz[];
+    v_tick     timestamptz;
+    v_uuid     uuid;
+    v_last     uuid;
+    v_error    text;
+BEGIN
+    IF fire_schedule.ticks IS NULL OR array_position(fire_schedule.ticks, NULL) IS NOT NULL
+       OR cardinality(fire_schedule.ticks) > pgq._schedule_max_catch_up() THEN
+        RAISE EXCEPTION 'pgq: fire_schedule takes at most % ticks, none NULL, got %', pgq._schedule_max_catch_up(),
+            coalesce(cardinality(fire_schedule.ticks)::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM unnest(fire_schedule.ticks) WITH ORDINALITY t(tick, n)
+               WHERE t.tick < fire_schedule.expected OR t.tick > v_now
+                  OR (t.n > 1 AND t.tick <= fire_schedule.ticks[t.n - 1])) THEN
+        RAISE EXCEPTION 'pgq: ticks of schedule % must ascend from % to %, got %', fire_schedule.name, fire_schedule.expected,
+            v_now, fire_schedule.ticks
+            USING ERRCODE = '22023';
+    END IF;
+    IF fire_schedule.next_run_at IS NULL OR fire_schedule.next_run_at <= v_now OR coalesce(fire_schedule.skipped, -1) < 0 THEN
+        RAISE EXCEPTION 'pgq: next_run_at of schedule % must be after %, got %, and skipped >= 0, got %', fire_schedule.name,
+            v_now, fire_schedule.next_run_at, fire_schedule.skipped
+            USING ERRCODE = '22023';
+    END IF;
+
+    -- The fence: the losers of a race, and workers that computed under an older
+    -- definition, update nothing.
+    UPDATE pgq.schedule_entries e SET next_run_at = fire_schedule.next_run_at
+    WHERE e.name = fire_schedule.name AND e.version = fire_schedule.version
+      AND e.next_run_at = fire_schedule.expected AND NOT e.paused
+    RETURNING e.* INTO v_entry;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+
+    v_ticks := ARRAY(SELECT t FROM unnest(fire_schedule.ticks) t WHERE v_entry.last_tick IS NULL OR t > v_entry.last_tick ORDER BY t);
+    v_fire := ARRAY(SELECT t FROM unnest(v_ticks) t
+                    WHERE v_entry.catch_up = 'all' OR t >= v_now - pgq._schedule_grace() ORDER BY t);
+    IF v_entry.catch_up = 'latest' AND cardinality(v_fire) = 0 AND cardinality(v_ticks) > 0 THEN
+        v_fire := ARRAY[v_ticks[cardinality(v_ticks)]];
+    END IF;
+    FOREACH v_tick IN ARRAY v_fire LOOP
+        BEGIN
+            v_uuid := pgq._dispatch_scheduled(v_entry, v_tick);
+            IF v_uuid IS NOT NULL THEN
+                v_last := v_uuid;
+                RETURN NEXT v_uuid;
+            END IF;
+        EXCEPTION WHEN invalid_parameter_value THEN
+            v_error := format('tick %s: %s', to_char(v_tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), SQLERRM);
+        END;
+    END LOOP;
+
+    UPDATE pgq.schedule_entries e
+    SET last_tick = CASE WHEN cardinality(v_ticks) > 0 THEN v_ticks[cardinality(v_ticks)] ELSE e.last_tick END,
+        last_run_at = CASE WHEN v_last IS NOT NULL THEN v_now ELSE e.last_run_at END,
+        last_job_uuid = coalesce(v_last, e.last_job_uuid),
+        skipped_ticks = e.skipped_ticks + fire_schedule.skipped + cardinality(v_ticks) - cardinality(v_fire),
+        last_error = CASE WHEN v_error IS NOT NULL THEN v_error WHEN v_last IS NOT NULL THEN NULL ELSE e.last_error END,
+        last_error_at = CASE WHEN v_error IS NOT NULL THEN v_now WHEN v_last IS NOT NULL THEN NULL ELSE e.last_error_at END
+    WHERE e.name = v_entry.name;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint, as_of timestamp with time zone) IS 'Worker protocol (S61, S62): advances a schedule''s next_run_at if it still is the expected tick, and in the same transaction dispatches the due ticks its catch_up keeps, unique on schedule:tick. Returns the job uuids.';
 
 
 --
@@ -2565,6 +3099,72 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.pause_queue(queue text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. Recorded in pgq.actions.';
+
+
+--
+-- Name: pause_schedule(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.pause_schedule(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    SELECT e.paused INTO v_was FROM pgq.schedule_entries e WHERE e.name = pause_schedule.name FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NOT v_was THEN
+        UPDATE pgq.schedule_entries e SET paused = true, next_run_at = NULL, version = e.version + 1, updated_at = now()
+        WHERE e.name = pause_schedule.name;
+    END IF;
+    INSERT INTO pgq.actions (actor, action, schedule) VALUES (session_user, 'pause', pause_schedule.name);
+    RETURN NOT v_was;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION pause_schedule(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.pause_schedule(name text) IS 'Stops a schedule: ticks that pass while paused never fire (S65). Returns whether it was running, NULL when there is no such schedule. Recorded in pgq.actions.';
+
+
+--
+-- Name: plan_schedule(text, bigint, timestamp with time zone, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF plan_schedule.next_run_at IS NULL THEN
+        UPDATE pgq.schedule_entries e SET last_error = plan_schedule.error, last_error_at = now()
+        WHERE e.name = plan_schedule.name AND e.version = plan_schedule.version AND e.next_run_at IS NULL
+          AND plan_schedule.error IS NOT NULL AND e.last_error IS DISTINCT FROM plan_schedule.error;
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT FROM pgq.schedule_entries e WHERE e.name = plan_schedule.name
+               AND e.next_run_at IS NULL AND plan_schedule.next_run_at <= e.last_tick) THEN
+        RAISE EXCEPTION 'pgq: next_run_at % of schedule % is not after its last tick', plan_schedule.next_run_at, plan_schedule.name
+            USING ERRCODE = '22023';
+    END IF;
+    UPDATE pgq.schedule_entries e SET next_run_at = plan_schedule.next_run_at, last_error = NULL, last_error_at = NULL
+    WHERE e.name = plan_schedule.name AND e.version = plan_schedule.version AND e.next_run_at IS NULL AND NOT e.paused;
+    RETURN FOUND;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text) IS 'Worker protocol (S60, S64): sets a pending schedule''s first tick if it is still pending under that version; with no tick, records the error. Returns whether it set it.';
 
 
 --
@@ -2934,6 +3534,39 @@ COMMENT ON FUNCTION pgq.resume_queue(queue text) IS 'Lets workers reserve the qu
 
 
 --
+-- Name: resume_schedule(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.resume_schedule(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_was boolean;
+BEGIN
+    SELECT e.paused INTO v_was FROM pgq.schedule_entries e WHERE e.name = resume_schedule.name FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF v_was THEN
+        UPDATE pgq.schedule_entries e
+        SET paused = false, next_run_at = NULL, version = e.version + 1, updated_at = now()
+        WHERE e.name = resume_schedule.name;
+    END IF;
+    INSERT INTO pgq.actions (actor, action, schedule) VALUES (session_user, 'resume', resume_schedule.name);
+    RETURN v_was;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION resume_schedule(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.resume_schedule(name text) IS 'Lets a paused schedule fire again from its first tick after now (S65). Returns whether it was paused, NULL when there is no such schedule. Recorded in pgq.actions.';
+
+
+--
 -- Name: retry_failed(uuid, text, text, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3024,6 +3657,38 @@ COMMENT ON FUNCTION pgq.run_now(uuid uuid) IS 'Makes a waiting job available now
 
 
 --
+-- Name: run_schedule(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.run_schedule(name text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_entry pgq.schedule_entries;
+    v_uuid  uuid;
+BEGIN
+    SELECT * INTO v_entry FROM pgq.schedule_entries e WHERE e.name = run_schedule.name FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    v_uuid := pgq._dispatch_scheduled(v_entry, NULL);
+    UPDATE pgq.schedule_entries e SET last_run_at = now(), last_job_uuid = v_uuid WHERE e.name = v_entry.name;
+    INSERT INTO pgq.actions (actor, action, job_uuid, queue, schedule)
+    SELECT session_user, 'run_now', v_uuid, j.queue, v_entry.name FROM pgq.jobs j WHERE j.uuid = v_uuid;
+    RETURN v_uuid;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION run_schedule(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.run_schedule(name text) IS 'Dispatches a schedule''s job now, once, without moving its ticks (S65); returns its uuid, NULL when there is no such schedule. Recorded in pgq.actions.';
+
+
+--
 -- Name: run_sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3055,6 +3720,140 @@ $_$;
 --
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';
+
+
+--
+-- Name: schedules; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.schedules AS
+ SELECT e.name,
+    e.cron,
+    e.timezone,
+    e.job,
+    e.queue,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN e.payload
+            ELSE NULL::jsonb
+        END AS payload,
+    e.catch_up,
+    e.paused,
+        CASE
+            WHEN e.paused THEN 'paused'::text
+            WHEN (e.next_run_at IS NULL) THEN 'pending'::text
+            ELSE 'active'::text
+        END AS state,
+    e.next_run_at,
+    e.last_tick,
+    e.last_run_at,
+    e.last_job_uuid,
+    e.skipped_ticks,
+    e.last_error,
+    e.last_error_at,
+    e.priority,
+    e.tries,
+    e.backoff,
+    e.max_exceptions,
+    e.timeout,
+    e.fail_on_timeout,
+    e.retry_for,
+    e.middleware,
+    e.version,
+    e.created_at,
+    e.updated_at
+   FROM pgq.schedule_entries e;
+
+
+--
+-- Name: VIEW schedules; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL unless the reader may see payloads, S45), state (active, pending, paused), next_run_at, the last tick handled, the last run and its job, ticks skipped, the last dispatch error.';
+
+
+--
+-- Name: schedule(text, text, text, jsonb, text, text, text, boolean, integer, integer, integer[], integer, integer, boolean, interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT NULL::text, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false, priority integer DEFAULT 0, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, retry_for interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS pgq.schedules
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_problem text;
+    v_class   pgq.job_classes;
+    v_row     pgq.schedules;
+BEGIN
+    PERFORM pgq._check_name('schedule', schedule.name);
+    v_problem := pgq._cron_problem(schedule.cron);
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: invalid cron expression % of schedule %: %', coalesce(quote_literal(schedule.cron), 'NULL'),
+            schedule.name, v_problem
+            USING ERRCODE = '22023',
+                  HINT = 'Five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @every 30s, ...';
+    END IF;
+    v_problem := pgq._timezone_problem(schedule.timezone);
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: invalid time zone of schedule %: %', schedule.name, v_problem USING ERRCODE = '22023';
+    END IF;
+    IF schedule.catch_up IS NULL OR schedule.catch_up NOT IN ('latest', 'none', 'all') THEN
+        RAISE EXCEPTION 'pgq: catch_up of schedule % must be latest, none or all, got %', schedule.name,
+            coalesce(quote_literal(schedule.catch_up), 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_name('job', schedule.job);
+    IF schedule.queue IS NOT NULL THEN
+        PERFORM pgq._check_name('queue', schedule.queue);
+    END IF;
+    IF schedule.payload IS NULL THEN
+        RAISE EXCEPTION 'pgq: payload of schedule % must be JSON, got NULL', schedule.name USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_settings(schedule.tries, schedule.backoff, schedule.max_exceptions, schedule.timeout, schedule.priority);
+    IF schedule.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', schedule.retry_for USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_middleware(schedule.middleware);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = schedule.job;
+    IF v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: job % is debounced, and a schedule dispatches each tick once with a unique key: schedule a job that is not debounced',
+            schedule.job
+            USING ERRCODE = '22023';
+    END IF;
+    IF coalesce(schedule.middleware, v_class.middleware) IS NOT NULL THEN
+        PERFORM pgq._check_middleware_keys(schedule.job, coalesce(schedule.middleware, v_class.middleware),
+                                           ARRAY[schedule.payload]);
+    END IF;
+
+    INSERT INTO pgq.schedule_entries AS e
+        (name, cron, timezone, job, payload, queue, catch_up, paused, priority, tries, backoff, max_exceptions,
+         timeout, fail_on_timeout, retry_for, middleware)
+    VALUES (schedule.name, schedule.cron, schedule.timezone, schedule.job, schedule.payload, schedule.queue,
+            schedule.catch_up, coalesce(schedule.paused, false), schedule.priority, schedule.tries, schedule.backoff,
+            schedule.max_exceptions, schedule.timeout, schedule.fail_on_timeout, schedule.retry_for, schedule.middleware)
+    ON CONFLICT ON CONSTRAINT schedule_entries_pkey DO UPDATE
+        SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, job = EXCLUDED.job, payload = EXCLUDED.payload,
+            queue = EXCLUDED.queue, catch_up = EXCLUDED.catch_up, paused = EXCLUDED.paused,
+            priority = EXCLUDED.priority, tries = EXCLUDED.tries, backoff = EXCLUDED.backoff,
+            max_exceptions = EXCLUDED.max_exceptions, timeout = EXCLUDED.timeout,
+            fail_on_timeout = EXCLUDED.fail_on_timeout, retry_for = EXCLUDED.retry_for,
+            middleware = EXCLUDED.middleware, updated_at = now(),
+            -- A new expression or zone, a pause or an unpause starts the ticks afresh from
+            -- now (S64, S65), and fences off a worker's firing computed before.
+            version = CASE WHEN (e.cron, e.timezone, e.paused) IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.paused)
+                           THEN e.version + 1 ELSE e.version END,
+            next_run_at = CASE WHEN (e.cron, e.timezone, e.paused) IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.paused)
+                               THEN NULL ELSE e.next_run_at END;
+    SELECT * INTO v_row FROM pgq.schedules s WHERE s.name = schedule.name;
+    RETURN v_row;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) IS 'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option.';
 
 
 --
@@ -3096,6 +3895,26 @@ COMMENT ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) IS 
 
 
 --
+-- Name: unschedule(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.unschedule(name text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH gone AS (DELETE FROM pgq.schedule_entries e WHERE e.name = unschedule.name RETURNING 1)
+    SELECT EXISTS (SELECT FROM gone);
+$$;
+
+
+--
+-- Name: FUNCTION unschedule(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.unschedule(name text) IS 'Deletes a schedule (jobs already dispatched stay); false when there was none.';
+
+
+--
 -- Name: wake(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3133,6 +3952,7 @@ CREATE TABLE pgq.actions (
     job_uuid uuid,
     queue text,
     detail text,
+    schedule text,
     CONSTRAINT actions_action_check CHECK ((action = ANY (ARRAY['retry'::text, 'forget'::text, 'flush'::text, 'run_now'::text, 'cancel'::text, 'pause'::text, 'resume'::text])))
 );
 
@@ -3142,6 +3962,13 @@ CREATE TABLE pgq.actions (
 --
 
 COMMENT ON TABLE pgq.actions IS 'Operators'' actions on jobs and queues (retry, forget, flush, run now, cancel, pause, resume), with the role that took each.';
+
+
+--
+-- Name: COLUMN actions.schedule; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.actions.schedule IS 'The schedule an action (run_now, pause, resume) was taken on; NULL for actions on jobs and queues.';
 
 
 --
@@ -3755,6 +4582,14 @@ ALTER TABLE ONLY pgq.roles
 
 
 --
+-- Name: schedule_entries schedule_entries_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.schedule_entries
+    ADD CONSTRAINT schedule_entries_pkey PRIMARY KEY (name);
+
+
+--
 -- Name: unique_locks unique_locks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -3795,6 +4630,13 @@ CREATE INDEX jobs_lease_idx ON pgq.jobs USING btree (reserved_until) WHERE (rese
 --
 
 CREATE INDEX jobs_reserve_idx ON pgq.jobs USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: schedule_entries_next_run_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btree (next_run_at) WHERE (NOT paused);
 
 
 --
@@ -3900,6 +4742,20 @@ REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb
 
 
 --
+-- Name: FUNCTION _cron_number(p_text text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._cron_number(p_text text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _cron_problem(p_expr text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._cron_problem(p_expr text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _default_retry_after(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -3920,6 +4776,13 @@ GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
 
 REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION _dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -4092,6 +4955,34 @@ REVOKE ALL ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p
 
 
 --
+-- Name: FUNCTION _schedule_grace(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._schedule_grace() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _schedule_max_catch_up(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._schedule_max_catch_up() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _schedule_tick_key(p_schedule text, p_tick timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._schedule_tick_key(p_schedule text, p_tick timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _schedule_unique_for(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._schedule_unique_for() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _sees_payloads(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4133,6 +5024,13 @@ REVOKE ALL ON FUNCTION pgq._take_unique(p_key text, p_owner uuid, p_job uuid, p_
 --
 
 REVOKE ALL ON FUNCTION pgq._texts(p jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _timezone_problem(p_tz text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._timezone_problem(p_tz text) FROM PUBLIC;
 
 
 --
@@ -4252,6 +5150,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, 
 
 
 --
+-- Name: FUNCTION due_schedules(as_of timestamp with time zone, horizon interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon interval) TO pgq_worker;
+
+
+--
 -- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4265,6 +5171,14 @@ GRANT ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out 
 
 REVOKE ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fire_schedule(name text, version bigint, expected timestamp with time zone, ticks timestamp with time zone[], next_run_at timestamp with time zone, skipped bigint, as_of timestamp with time zone) TO pgq_worker;
 
 
 --
@@ -4316,6 +5230,22 @@ GRANT ALL ON FUNCTION pgq.pause_queue(queue text) TO pgq_admin;
 
 
 --
+-- Name: FUNCTION pause_schedule(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.pause_schedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.pause_schedule(name text) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.plan_schedule(name text, version bigint, next_run_at timestamp with time zone, error text) TO pgq_worker;
+
+
+--
 -- Name: FUNCTION prune(older_than interval); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4356,6 +5286,14 @@ GRANT ALL ON FUNCTION pgq.resume_queue(queue text) TO pgq_admin;
 
 
 --
+-- Name: FUNCTION resume_schedule(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.resume_schedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.resume_schedule(name text) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION retry_failed(uuid uuid, queue text, job text, older_than interval); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4372,6 +5310,14 @@ GRANT ALL ON FUNCTION pgq.run_now(uuid uuid) TO pgq_admin;
 
 
 --
+-- Name: FUNCTION run_schedule(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.run_schedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.run_schedule(name text) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4380,11 +5326,34 @@ GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
 
 
 --
+-- Name: TABLE schedules; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.schedules TO pgq_reader;
+
+
+--
+-- Name: FUNCTION schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION unreserve(call uuid, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION unschedule(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.unschedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.unschedule(name text) TO pgq_admin;
 
 
 --

@@ -62,6 +62,7 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 	failed := dispatch(t, db, `'j', '{"email": "bob@example.com"}'`)
 	require.True(t, fail(t, db, reserveOne(t, db, clock()), "boom", false, clock()).Final)
 	secret := dispatch(t, db, `'j', '{"email": "ann@example.com"}'`)
+	db.Exec(t, `SELECT pgq.schedule('nightly', '@daily', 'j', '{"email": "cy@example.com"}')`)
 
 	const denied, allowed = "denied", "allowed"
 	cases := []struct {
@@ -98,6 +99,9 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 		{pgqtest.AdminRole, `SELECT pgq.define_queue('mail')`, allowed},
 		{pgqtest.AdminRole, `SELECT pgq.define_job('x', handler => 'public.noop')`, allowed},
 		{pgqtest.AdminRole, `SELECT pgq.pause_queue('mail')`, allowed},
+		{pgqtest.AdminRole, `SELECT pgq.schedule('hourly', '@hourly', 'j')`, allowed},
+		{pgqtest.ReaderRole, `SELECT pgq.run_schedule('nightly')`, denied},
+		{pgqtest.WorkerRole, `SELECT pgq.schedule('w', '@hourly', 'j')`, denied},
 		{pgqtest.AdminRole, `SELECT count(*) FROM pgq.failed`, allowed},
 		{pgqtest.AdminRole, `DELETE FROM pgq.failed_jobs`, denied},
 		{pgqtest.AdminRole, `SELECT * FROM pgq.reserve('a', '{default}', 1, 1)`, denied},
@@ -135,7 +139,9 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 	for _, login := range []string{pgqtest.ReaderRole, pgqtest.AdminRole} {
 		require.Nil(t, payloadAs(login, `SELECT payload::text FROM pgq.running WHERE uuid = $1`, secret), login)
 		require.Nil(t, payloadAs(login, `SELECT payload::text FROM pgq.failed WHERE uuid = $1`, failed), login)
+		require.Nil(t, payloadAs(login, `SELECT payload::text FROM pgq.schedules WHERE name = 'nightly' AND $1::uuid IS NOT NULL`, secret), login)
 	}
+	require.Contains(t, *payloadAs(pgqtest.PayloadReaderRole, `SELECT payload::text FROM pgq.schedules WHERE name = 'nightly' AND $1::uuid IS NOT NULL`, secret), "cy@example.com")
 	require.Contains(t, *payloadAs(pgqtest.PayloadReaderRole, `SELECT payload::text FROM pgq.running WHERE uuid = $1`, secret), "ann@example.com")
 	require.Contains(t, *payloadAs(pgqtest.PayloadReaderRole, `SELECT payload::text FROM pgq.failed WHERE uuid = $1`, failed), "bob@example.com")
 }

@@ -34,6 +34,7 @@ type config struct {
 	pruneEvery       time.Duration
 	vacuumAfter      int
 	registerer       prometheus.Registerer
+	schedules        bool
 }
 
 func defaults() config {
@@ -54,6 +55,7 @@ func defaults() config {
 		historyRetention: 14 * 24 * time.Hour,
 		pruneEvery:       time.Hour,
 		vacuumAfter:      10000,
+		schedules:        true,
 	}
 }
 
@@ -257,4 +259,11 @@ func WithMetrics(reg prometheus.Registerer) Option {
 		c.registerer = reg
 		return nil
 	}
+}
+
+// WithSchedules turns the firing of schedules (pgq.schedules, S66) on or off. Default on:
+// every worker evaluates them once a second, and with any number of workers each tick
+// is dispatched once (S61). Off, the worker leaves them to others, or to pg_cron.
+func WithSchedules(on bool) Option {
+	return func(c *config) error { c.schedules = on; return nil }
 }

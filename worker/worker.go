@@ -174,6 +174,10 @@ func (w *Worker) startServices(ctx context.Context) (stop func()) {
 	wg.Go(func() { w.heartbeater.run(bg) })
 	wg.Go(func() { w.maintenance.retain(bg) })
 	wg.Go(func() { w.maintenance.vacuum(bg) })
+	if w.cfg.schedules {
+		s := newSchedules(w.q, w.log)
+		wg.Go(func() { s.run(bg) })
+	}
 	// The configuration check only logs: jobs need not wait for it, but Run does not
 	// return before its warnings are written.
 	checked := make(chan struct{})

@@ -52,6 +52,7 @@ without using up their attempt, and exits 0.
 	keepHistory := f.Duration("keep-history", 14*24*time.Hour, "prune attempt history of finished jobs older than this (0: keep)")
 	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
 	keepFailed := f.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
+	noSchedules := f.Bool("no-schedules", false, "do not fire schedules (pgq.schedules): leave them to other workers, or to pg_cron")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
 	cmd.RunE = a.runE(func(cmd *cobra.Command, _ []string) error {
@@ -109,6 +110,7 @@ without using up their attempt, and exits 0.
 			worker.WithLogger(slog.New(h)),
 			worker.WithRetention(*keepHistory, *keepFailed),
 			worker.WithVacuumAfter(*vacuumAfter),
+			worker.WithSchedules(!*noSchedules),
 		}
 		if *name != "" {
 			opts = append(opts, worker.WithName(*name))

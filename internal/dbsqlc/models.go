@@ -68,6 +68,8 @@ type PgqAction struct {
 	JobUuid *uuid.UUID
 	Queue   *string
 	Detail  *string
+	// The schedule an action (run_now, pause, resume) was taken on; NULL for actions on jobs and queues.
+	Schedule *string
 }
 
 // Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.
@@ -248,7 +250,7 @@ type PgqLimit struct {
 	LastException *string
 }
 
-// Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).
+// Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease's token is its job's lease token).
 type PgqLock struct {
 	Kind      string
 	Key       string
@@ -379,6 +381,74 @@ type PgqRunning struct {
 	LeaseUntil   *time.Time
 	LeaseExpired bool
 	Payload      interface{}
+}
+
+// Schedules (S60-S66): definition (payload NULL unless the reader may see payloads, S45), state (active, pending, paused), next_run_at, the last tick handled, the last run and its job, ticks skipped, the last dispatch error.
+type PgqSchedule struct {
+	Name          string
+	Cron          string
+	Timezone      string
+	Job           string
+	Queue         *string
+	Payload       json.RawMessage
+	CatchUp       string
+	Paused        bool
+	State         string
+	NextRunAt     *time.Time
+	LastTick      *time.Time
+	LastRunAt     *time.Time
+	LastJobUuid   *uuid.UUID
+	SkippedTicks  int64
+	LastError     *string
+	LastErrorAt   *time.Time
+	Priority      int32
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout *bool
+	RetryFor      *time.Duration
+	Middleware    json.RawMessage
+	Version       int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Schedules (S60-S66): one row per schedule, its definition and the state of its ticks; read it through the view pgq.schedules.
+type PgqScheduleEntry struct {
+	Name string
+	// Cron expression (5 fields, or 6 with seconds first) or macro (@hourly, @every 30s, ...), validated by pgq._cron_problem.
+	Cron          string
+	Timezone      string
+	Job           string
+	Payload       json.RawMessage
+	Queue         *string
+	CatchUp       string
+	Paused        bool
+	Priority      int32
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout *bool
+	RetryFor      *time.Duration
+	Middleware    json.RawMessage
+	// Counts the changes that reset next_run_at (expression, time zone, resume): the fence of pgq.plan_schedule and pgq.fire_schedule.
+	Version int64
+	// The next tick to fire; NULL while pending: a worker computes it within a second.
+	NextRunAt *time.Time
+	// The latest tick a firing handled (fired or skipped by catch_up); no tick at or before it fires again.
+	LastTick *time.Time
+	// When the schedule last dispatched a job (a tick or a run now).
+	LastRunAt   *time.Time
+	LastJobUuid *uuid.UUID
+	// Ticks that passed without a job: left out by catch_up after downtime (S62).
+	SkippedTicks int64
+	// Why the last dispatch of a tick failed (the job class changed so that the dispatch is refused); cleared by the next dispatch.
+	LastError   *string
+	LastErrorAt *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Jobs waiting out a dispatch delay (never attempted yet).

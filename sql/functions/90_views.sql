@@ -1,8 +1,7 @@
 -- Views for psql: each answers one question. A payload shows only to a member of the
--- payload reader role (pgq_payload_reader, or its name in pgq.roles; superusers and the
--- owner are members of every role): pgq_reader alone sees NULL (S45).
-
--- Views for psql. Each answers one question.
+-- payload reader role (pgq_payload_reader, or its name in pgq.roles; superusers are
+-- members of every role, and migrate makes the owner one, for its SECURITY DEFINER
+-- functions): pgq_reader alone sees NULL (S45).
 
 CREATE OR REPLACE VIEW pgq.ready AS
 SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
