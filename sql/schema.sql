@@ -2937,6 +2937,7 @@ CREATE TABLE pgq.actions (
     job_uuid uuid,
     queue text,
     detail text,
+    on_behalf_of text DEFAULT NULLIF(current_setting('pgq.on_behalf_of'::text, true), ''::text),
     CONSTRAINT actions_action_check CHECK ((action = ANY (ARRAY['retry'::text, 'forget'::text, 'flush'::text, 'run_now'::text, 'cancel'::text, 'pause'::text, 'resume'::text])))
 );
 
@@ -2946,6 +2947,13 @@ CREATE TABLE pgq.actions (
 --
 
 COMMENT ON TABLE pgq.actions IS 'Operators'' actions on jobs and queues (retry, forget, flush, run now, cancel, pause, resume), with the role that took each.';
+
+
+--
+-- Name: COLUMN actions.on_behalf_of; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.actions.on_behalf_of IS 'Who the login role (actor) acted for, as the tool that took the action named them in the setting pgq.on_behalf_of (the dashboard: dashboard:USER); NULL when none was set.';
 
 
 --
@@ -3095,6 +3103,93 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: job_settings; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.job_settings AS
+ SELECT f.uuid,
+    'failed'::text AS state,
+    f.job,
+    f.queue,
+    f.priority,
+    f.handler,
+    f.tries,
+    f.backoff,
+    f.max_exceptions,
+    f.timeout,
+    f.fail_on_timeout,
+    f.retry_until,
+    f.unique_key,
+    f.unique_until,
+    f.debounce_key,
+    f.middleware,
+    f.attempts,
+    NULL::integer AS exceptions,
+    NULL::integer AS lease_expiries,
+    NULL::integer AS interruptions,
+    NULL::jsonb AS turn_aways,
+    NULL::text AS wait_reason,
+    NULL::timestamp with time zone AS available_at,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS reserved_at,
+    NULL::timestamp with time zone AS started_at,
+    NULL::timestamp with time zone AS lease_until,
+    NULL::timestamp with time zone AS cancel_requested_at,
+    NULL::text AS cancel_requested_by,
+    f.dispatched_at,
+    nf.failed_at,
+    nf.exception
+   FROM (pgq.failed_jobs f
+     LEFT JOIN pgq.failed_jobs nf ON ((nf.id = f.id)))
+UNION ALL
+ SELECT j.uuid,
+        CASE
+            WHEN (j.reserved_at IS NOT NULL) THEN 'running'::text
+            WHEN (j.available_at <= now()) THEN 'ready'::text
+            WHEN (j.attempts = 0) THEN 'scheduled'::text
+            ELSE 'retrying'::text
+        END AS state,
+    j.job,
+    j.queue,
+    j.priority,
+    j.handler,
+    j.tries,
+    j.backoff,
+    j.max_exceptions,
+    j.timeout,
+    j.fail_on_timeout,
+    j.retry_until,
+    j.unique_key,
+    j.unique_until,
+    j.debounce_key,
+    j.middleware,
+    j.attempts,
+    j.exceptions,
+    j.lease_expiries,
+    j.interruptions,
+    j.turn_aways,
+    j.wait_reason,
+    j.available_at,
+    j.reserved_by AS worker,
+    j.reserved_at,
+    j.started_at,
+    j.reserved_until AS lease_until,
+    j.cancel_requested_at,
+    j.cancel_requested_by,
+    j.created_at AS dispatched_at,
+    NULL::timestamp with time zone AS failed_at,
+    j.last_exception AS exception
+   FROM pgq.jobs j;
+
+
+--
+-- Name: VIEW job_settings; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.job_settings IS 'Each live or failed job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running, failed), without its payload. exception: the failure, or a live job''s last exception.';
 
 
 --
@@ -3530,6 +3625,13 @@ ALTER TABLE ONLY pgq.unique_locks
 --
 
 CREATE INDEX actions_job_uuid_idx ON pgq.actions USING btree (job_uuid) WHERE (job_uuid IS NOT NULL);
+
+
+--
+-- Name: attempts_finished_at_brin; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX attempts_finished_at_brin ON pgq.attempts USING brin (finished_at) WITH (autosummarize='on');
 
 
 --

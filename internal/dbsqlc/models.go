@@ -68,6 +68,8 @@ type PgqAction struct {
 	JobUuid *uuid.UUID
 	Queue   *string
 	Detail  *string
+	// Who the login role (actor) acted for, as the tool that took the action named them in the setting pgq.on_behalf_of (the dashboard: dashboard:USER); NULL when none was set.
+	OnBehalfOf *string
 }
 
 // Attempt history (S19): one row per pickup of a job. Append-only; pruned by pgq.prune.
@@ -233,6 +235,42 @@ type PgqJobClass struct {
 	Middleware      json.RawMessage
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// Each live or failed job's frozen settings (S1), counters and state (ready, scheduled, retrying, running, failed), without its payload. exception: the failure, or a live job's last exception.
+type PgqJobSetting struct {
+	Uuid              uuid.UUID
+	State             string
+	Job               string
+	Queue             string
+	Priority          int32
+	Handler           *string
+	Tries             *int32
+	Backoff           []int32
+	MaxExceptions     *int32
+	Timeout           *int32
+	FailOnTimeout     bool
+	RetryUntil        *time.Time
+	UniqueKey         *string
+	UniqueUntil       *string
+	DebounceKey       *string
+	Middleware        json.RawMessage
+	Attempts          int32
+	Exceptions        *int32
+	LeaseExpiries     *int32
+	Interruptions     *int32
+	TurnAways         json.RawMessage
+	WaitReason        *string
+	AvailableAt       *time.Time
+	Worker            *string
+	ReservedAt        *time.Time
+	StartedAt         *time.Time
+	LeaseUntil        *time.Time
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
+	DispatchedAt      time.Time
+	FailedAt          *time.Time
+	Exception         *string
 }
 
 // Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).
