@@ -113,7 +113,7 @@ func TestS20DashboardBrowserRetryFromTimeline(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`nav.tabs a.on[href="/pgq/jobs?state=failed"]`)),
 	))
 	list := text(t, ctx, "#list")
-	require.NotContains(t, list, id[:8], "the job left the failed list")
+	require.NotContains(t, list, id[len(id)-8:], "the job left the failed list")
 	require.Contains(t, list, "No failed job")
 	require.Equal(t, int64(0), failedCount(t, b.db))
 }

@@ -150,7 +150,7 @@ func TestDashboardListsPageAndFilter(t *testing.T) {
 	for i := range 3 {
 		want = append(want, dispatch(t, db, `pgq.dispatch('k', jsonb_build_object('n', $1::int, 'customer', jsonb_build_object('id', $1::int)), queue => 'b')`, 20+i))
 	}
-	jobLink := regexp.MustCompile(`<td class="mono"><a href="/pgq/jobs/([0-9a-f-]{36})">`)
+	jobLink := regexp.MustCompile(`<td class="mono id"><a href="/pgq/jobs/([0-9a-f-]{36})">`)
 	next := regexp.MustCompile(`<a href="/pgq(/jobs\?[^"]*)" id="next">`)
 	walk := func(path string) []string {
 		var got []string
@@ -563,6 +563,14 @@ func TestDashboardWorkers(t *testing.T) {
 	_, err = conn.Exec(ctx, `SELECT pgq.nap('{idle,default}')`)
 	require.NoError(t, err)
 	defer conn.Exec(ctx, `SELECT pgq.wake()`) //nolint:errcheck
+
+	// A session napping in another database is not this one's.
+	other := pgqtest.New(t)
+	otherConn, err := other.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer otherConn.Release()
+	_, err = otherConn.Exec(ctx, `SELECT pgq.nap('{idle}')`)
+	require.NoError(t, err)
 
 	id := dispatch(t, db, `pgq.dispatch('long', '{}')`)
 	reserve(t, db, "busy:1", "default")

@@ -122,5 +122,5 @@ func (s *server) job(r *http.Request) (view, error) {
 	if title == "" {
 		title = "Job"
 	}
-	return view{name: "job", title: title + " " + id.String()[:8], data: d}, nil
+	return view{name: "job", title: title + " " + shortUUID(id), data: d}, nil
 }

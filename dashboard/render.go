@@ -25,7 +25,7 @@ func parsePages(s *server) (map[string]*template.Template, error) {
 		"ts":        timestamp,
 		"dur":       duration,
 		"num":       thousands,
-		"short":     func(id uuid.UUID) string { return id.String()[:8] },
+		"short":     shortUUID,
 		"first":     firstLine,
 		"pretty":    prettyJSON,
 		"outcome":   outcomeClass,
@@ -250,4 +250,11 @@ func flashMessage(q url.Values) string {
 		return fmt.Sprintf(msg, thousands(n))
 	}
 	return msg
+}
+
+// shortUUID is the end of a uuid: its random part. The start of a time-ordered (version
+// 7) uuid is its timestamp, the same for every job dispatched in one millisecond.
+func shortUUID(id uuid.UUID) string {
+	s := id.String()
+	return "…" + s[len(s)-8:]
 }

@@ -461,6 +461,7 @@ SELECT q.queue::text AS queue, count(l.pid)::bigint AS napping
 FROM (SELECT name AS queue FROM pgq.queues UNION SELECT c.queue FROM pgq.job_classes c) q
 JOIN pg_catalog.pg_locks l
   ON l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+ AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
  AND l.classid::bigint = 776776852
  AND l.objid::bigint = hashtext(q.queue)::bigint & 4294967295
 GROUP BY q.queue
@@ -474,7 +475,8 @@ type DashboardNapListRow struct {
 
 // Idle worker sessions: a session that found no job naps on its queues (pgq.nap) holding
 // one shared advisory lock per queue, keys (pgq._lock_space('nap') = 776776852,
-// hashtext(queue)). Counted per known queue (pgq.queues and the job classes' queues).
+// hashtext(queue)), in this database (pg_locks shows the whole server's). Counted per
+// known queue (pgq.queues and the job classes' queues).
 func (q *Queries) DashboardNapList(ctx context.Context) ([]*DashboardNapListRow, error) {
 	rows, err := q.db.Query(ctx, dashboardNapList)
 	if err != nil {
