@@ -57,6 +57,8 @@ type server struct {
 	base  string // BasePath without a trailing slash: "" for the root
 	log   *slog.Logger
 	pages map[string]*template.Template
+	// outcomes keeps the chart's counts of settled minutes; it has its own lock.
+	outcomes outcomeCounts
 }
 
 // Handler returns the dashboard for the pgq schema in pool's database. Its requests

@@ -481,8 +481,8 @@ func TestDashboardEscapesEverything(t *testing.T) {
 	require.NotContains(t, body, "evil.example")
 }
 
-// A role that may only read (SELECT on the views for psql, pgq.job_settings, pgq.attempts,
-// pgq.actions, pgq.queues and pgq.job_classes, and pgq.check) serves every page of a
+// A role that may only read (SELECT on the views for psql and the dashboard's,
+// pgq.attempts, pgq.actions, pgq.queues and pgq.job_classes, and pgq.check) serves every page of a
 // read-only dashboard; a payload its views hide shows as hidden.
 func TestDashboardReadOnlyRole(t *testing.T) {
 	t.Parallel()
@@ -505,7 +505,7 @@ func TestDashboardReadOnlyRole(t *testing.T) {
 	require.NoError(t, err)
 	db.Exec(t, `GRANT USAGE ON SCHEMA pgq TO `+role)
 	db.Exec(t, `GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
-		pgq.queue_stats, pgq.job_settings, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes TO `+role)
+		pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes TO `+role)
 
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	require.NoError(t, err)

@@ -26,8 +26,9 @@
 // net/http's CrossOriginProtection: a request a browser sends from another origin is
 // refused (403). With Options.ReadOnly no action is shown and every POST is refused.
 //
-// The dashboard reads the views for psql (pgq.ready, pgq.failed, …), pgq.job_settings,
-// pgq.attempts, pgq.actions, pgq.queues and pgq.job_classes, so a role that may only
+// The dashboard reads the views for psql (pgq.ready, pgq.failed, …), its own views
+// (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
+// pgq.actions, pgq.queues and pgq.job_classes, so a role that may only
 // SELECT those can serve it read-only. Payloads come only through the views for psql:
 // where they show a payload as NULL (a role without the right to read payloads), the
 // page says it is hidden. Templates escape everything they print.

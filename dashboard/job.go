@@ -19,8 +19,9 @@ const maxTimeline = 200
 
 type jobData struct {
 	UUID     uuid.UUID
-	Job      *dbsqlc.PgqJobSetting // nil when the job finished (only its history is left)
-	Name     string                // from the settings or the history
+	Live     *dbsqlc.PgqJobSetting       // the settings of a live job
+	Failed   *dbsqlc.PgqFailedJobSetting // or of a failed one; both nil when the job finished
+	Name     string                      // from the settings or the history
 	Queue    string
 	State    string // ready, scheduled, retrying, running, failed, or finished
 	Payload  string // pretty JSON
@@ -30,6 +31,8 @@ type jobData struct {
 	Shown    int   // attempts in Events
 	Last     *dbsqlc.PgqAttempt
 	Backoff  string
+	// UniqueUntil is the unique lock's release point: processed or processing.
+	UniqueUntil string
 	// Actions the state allows.
 	CanRunNow, CanCancel, CanRetry bool
 }
@@ -58,14 +61,23 @@ func (s *server) job(r *http.Request) (view, error) {
 		return view{}, badRequest("not a uuid: %q", r.PathValue("uuid"))
 	}
 	d := jobData{UUID: id, State: "finished"}
-	settings, err := s.q.DashboardJobGet(ctx, id)
+	live, err := s.q.DashboardJobGet(ctx, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
+		failed, err := s.q.DashboardFailedJobGet(ctx, id)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return view{}, err
+		default:
+			d.Failed, d.State, d.Name, d.Queue = failed, "failed", failed.Job, failed.Queue
+			d.Backoff, d.UniqueUntil = joinInts(failed.Backoff), deref(failed.UniqueUntil).(string)
+		}
 	case err != nil:
 		return view{}, err
 	default:
-		d.Job, d.State, d.Name, d.Queue = settings, settings.State, settings.Job, settings.Queue
-		d.Backoff = joinInts(settings.Backoff)
+		d.Live, d.State, d.Name, d.Queue = live, live.State, live.Job, live.Queue
+		d.Backoff, d.UniqueUntil = joinInts(live.Backoff), deref(live.UniqueUntil).(string)
 	}
 	payloads, err := s.q.DashboardJobPayload(ctx, id)
 	if err != nil {
@@ -92,7 +104,7 @@ func (s *server) job(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	if d.Job == nil && len(attempts) == 0 && len(actions) == 0 {
+	if d.Live == nil && d.Failed == nil && len(attempts) == 0 && len(actions) == 0 {
 		return view{}, notFound("no job %s: not live, not failed, and no history (pruned, or never dispatched)", id)
 	}
 	if len(attempts) > 0 {
@@ -114,7 +126,7 @@ func (s *server) job(r *http.Request) (view, error) {
 	case "ready":
 		d.CanCancel = true
 	case "running":
-		d.CanCancel = d.Job.CancelRequestedAt == nil
+		d.CanCancel = d.Live.CancelRequestedAt == nil
 	case "failed":
 		d.CanRetry = true
 	}

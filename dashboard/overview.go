@@ -8,17 +8,17 @@ import (
 )
 
 type overviewData struct {
-	Queues   []*dbsqlc.DashboardQueueListRow
-	Totals   dbsqlc.DashboardQueueListRow
+	Queues   []*dbsqlc.PgqQueueOverview
+	Totals   dbsqlc.PgqQueueOverview
 	Chart    chart
 	Actions  []*dbsqlc.PgqAction
 	Findings int
 	Now      time.Time
 }
 
-// overview: GET /. Per queue jobs by state (pgq.queue_stats: one pass over the live
-// jobs), the last hour's attempts by outcome (only the recent end of the history), the
-// latest actions and the number of config findings.
+// overview: GET /. Per queue jobs by state (pgq.queue_overview: one pass over the live
+// jobs), the last hour's attempts by outcome (outcomeCounts: the minutes not counted
+// before, never the whole history), the latest actions and the number of config findings.
 func (s *server) overview(r *http.Request) (view, error) {
 	ctx := r.Context()
 	now := time.Now()
@@ -35,7 +35,7 @@ func (s *server) overview(r *http.Request) (view, error) {
 		d.Totals.Failed += q.Failed
 		d.Totals.OldestWait = max(d.Totals.OldestWait, q.OldestWait)
 	}
-	outcomes, err := s.q.DashboardOutcomesPerMinute(ctx, chartStart(now))
+	outcomes, err := s.outcomes.since(ctx, s.q, chartStart(now), now)
 	if err != nil {
 		return view{}, err
 	}

@@ -3092,6 +3092,40 @@ COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome 
 
 
 --
+-- Name: failed_job_settings; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.failed_job_settings AS
+ SELECT f.uuid,
+    f.job,
+    f.queue,
+    f.priority,
+    f.handler,
+    f.tries,
+    f.backoff,
+    f.max_exceptions,
+    f.timeout,
+    f.fail_on_timeout,
+    f.retry_until,
+    f.unique_key,
+    f.unique_until,
+    f.debounce_key,
+    f.middleware,
+    f.attempts,
+    f.dispatched_at,
+    f.failed_at,
+    f.exception
+   FROM pgq.failed_jobs f;
+
+
+--
+-- Name: VIEW failed_job_settings; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.failed_job_settings IS 'Each failed job''s frozen settings (S1) and its failure (failed_at, exception), without its payload.';
+
+
+--
 -- Name: failed_jobs_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
 --
 
@@ -3110,41 +3144,6 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 --
 
 CREATE VIEW pgq.job_settings AS
- SELECT f.uuid,
-    'failed'::text AS state,
-    f.job,
-    f.queue,
-    f.priority,
-    f.handler,
-    f.tries,
-    f.backoff,
-    f.max_exceptions,
-    f.timeout,
-    f.fail_on_timeout,
-    f.retry_until,
-    f.unique_key,
-    f.unique_until,
-    f.debounce_key,
-    f.middleware,
-    f.attempts,
-    NULL::integer AS exceptions,
-    NULL::integer AS lease_expiries,
-    NULL::integer AS interruptions,
-    NULL::jsonb AS turn_aways,
-    NULL::text AS wait_reason,
-    NULL::timestamp with time zone AS available_at,
-    NULL::text AS worker,
-    NULL::timestamp with time zone AS reserved_at,
-    NULL::timestamp with time zone AS started_at,
-    NULL::timestamp with time zone AS lease_until,
-    NULL::timestamp with time zone AS cancel_requested_at,
-    NULL::text AS cancel_requested_by,
-    f.dispatched_at,
-    nf.failed_at,
-    nf.exception
-   FROM (pgq.failed_jobs f
-     LEFT JOIN pgq.failed_jobs nf ON ((nf.id = f.id)))
-UNION ALL
  SELECT j.uuid,
         CASE
             WHEN (j.reserved_at IS NOT NULL) THEN 'running'::text
@@ -3171,6 +3170,8 @@ UNION ALL
     j.lease_expiries,
     j.interruptions,
     j.turn_aways,
+    j.last_exception_attempt,
+    j.last_exception,
     j.wait_reason,
     j.available_at,
     j.reserved_by AS worker,
@@ -3179,9 +3180,7 @@ UNION ALL
     j.reserved_until AS lease_until,
     j.cancel_requested_at,
     j.cancel_requested_by,
-    j.created_at AS dispatched_at,
-    NULL::timestamp with time zone AS failed_at,
-    j.last_exception AS exception
+    j.created_at AS dispatched_at
    FROM pgq.jobs j;
 
 
@@ -3189,7 +3188,7 @@ UNION ALL
 -- Name: VIEW job_settings; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.job_settings IS 'Each live or failed job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running, failed), without its payload. exception: the failure, or a live job''s last exception.';
+COMMENT ON VIEW pgq.job_settings IS 'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
 
 
 --
@@ -3376,6 +3375,57 @@ UNION ALL
 --
 
 COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed).';
+
+
+--
+-- Name: queue_overview; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.queue_overview AS
+ WITH live AS (
+         SELECT j.queue,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
+            count(*) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+            min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS oldest_available_at
+           FROM pgq.jobs j
+          GROUP BY j.queue
+        ), failed AS (
+         SELECT f_1.queue,
+            count(*) AS failed
+           FROM pgq.failed_jobs f_1
+          GROUP BY f_1.queue
+        ), names AS (
+         SELECT q_1.name AS queue
+           FROM pgq.queues q_1
+        UNION
+         SELECT l_1.queue
+           FROM live l_1
+        UNION
+         SELECT f_1.queue
+           FROM failed f_1
+        )
+ SELECT n.queue,
+    COALESCE(l.ready, (0)::bigint) AS ready,
+    COALESCE(l.scheduled, (0)::bigint) AS scheduled,
+    COALESCE(l.retrying, (0)::bigint) AS retrying,
+    COALESCE(l.running, (0)::bigint) AS running,
+    COALESCE(f.failed, (0)::bigint) AS failed,
+    COALESCE((now() - l.oldest_available_at), '00:00:00'::interval) AS oldest_wait,
+    COALESCE(q.paused, false) AS paused,
+    q.retry_after
+   FROM (((names n
+     LEFT JOIN live l ON ((l.queue = n.queue)))
+     LEFT JOIN failed f ON ((f.queue = n.queue)))
+     LEFT JOIN pgq.queues q ON ((q.name = n.queue)));
+
+
+--
+-- Name: VIEW queue_overview; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.queue_overview IS 'Per queue: jobs ready, scheduled, retrying, running and failed, the oldest wait (pgq.queue_stats''s figures, in one pass over the live jobs), whether it is paused, its retry_after (NULL: no pgq.queues row, 90).';
 
 
 --

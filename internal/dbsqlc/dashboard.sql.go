@@ -185,6 +185,38 @@ func (q *Queries) DashboardFailedCount(ctx context.Context, arg DashboardFailedC
 	return failed, err
 }
 
+const dashboardFailedJobGet = `-- name: DashboardFailedJobGet :one
+SELECT uuid, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, dispatched_at, failed_at, exception FROM pgq.failed_job_settings f WHERE f.uuid = $1::uuid
+`
+
+// One failed job's settings and failure (no payload).
+func (q *Queries) DashboardFailedJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqFailedJobSetting, error) {
+	row := q.db.QueryRow(ctx, dashboardFailedJobGet, argUuid)
+	var i PgqFailedJobSetting
+	err := row.Scan(
+		&i.Uuid,
+		&i.Job,
+		&i.Queue,
+		&i.Priority,
+		&i.Handler,
+		&i.Tries,
+		&i.Backoff,
+		&i.MaxExceptions,
+		&i.Timeout,
+		&i.FailOnTimeout,
+		&i.RetryUntil,
+		&i.UniqueKey,
+		&i.UniqueUntil,
+		&i.DebounceKey,
+		&i.Middleware,
+		&i.Attempts,
+		&i.DispatchedAt,
+		&i.FailedAt,
+		&i.Exception,
+	)
+	return &i, err
+}
+
 const dashboardFailedList = `-- name: DashboardFailedList :many
 SELECT f.queue, f.id, f.uuid, f.job, f.attempts, f.failed_at, f.exception
 FROM pgq.failed f
@@ -258,10 +290,10 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 }
 
 const dashboardJobGet = `-- name: DashboardJobGet :one
-SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at, failed_at, exception FROM pgq.job_settings s WHERE s.uuid = $1::uuid
+SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at FROM pgq.job_settings s WHERE s.uuid = $1::uuid
 `
 
-// One live or failed job's settings and state (no payload).
+// One live job's settings and state (no payload).
 func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJobSetting, error) {
 	row := q.db.QueryRow(ctx, dashboardJobGet, argUuid)
 	var i PgqJobSetting
@@ -287,6 +319,8 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJ
 		&i.LeaseExpiries,
 		&i.Interruptions,
 		&i.TurnAways,
+		&i.LastExceptionAttempt,
+		&i.LastException,
 		&i.WaitReason,
 		&i.AvailableAt,
 		&i.Worker,
@@ -296,8 +330,6 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJ
 		&i.CancelRequestedAt,
 		&i.CancelRequestedBy,
 		&i.DispatchedAt,
-		&i.FailedAt,
-		&i.Exception,
 	)
 	return &i, err
 }
@@ -399,9 +431,11 @@ func (q *Queries) DashboardLimitList(ctx context.Context, max int32) ([]*PgqLimi
 }
 
 const dashboardLockList = `-- name: DashboardLockList :many
-SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.job_exists, l.worker, s.job AS job
+SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.worker,
+       coalesce(s.job, f.job, '')::text AS job, (s.uuid IS NOT NULL)::boolean AS live, (f.uuid IS NOT NULL)::boolean AS failed
 FROM pgq.locks l
 LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid
+LEFT JOIN pgq.failed_job_settings f ON f.uuid = l.job_uuid
 WHERE l.kind = $1::text
   AND ($2::text IS NULL OR l.key > $2::text)
 ORDER BY l.key
@@ -420,13 +454,14 @@ type DashboardLockListRow struct {
 	JobUuid   uuid.UUID
 	Since     time.Time
 	ExpiresAt *time.Time
-	JobExists bool
 	Worker    *string
-	Job       *string
+	Job       string
+	Live      bool
+	Failed    bool
 }
 
-// Locks of one kind (unique, debounce, overlap) by key, after key @after, with the name
-// of the job holding each when it is live or failed.
+// Locks of one kind (unique, debounce, overlap) by key, after key @after, with the job
+// holding each and whether it is live, failed or gone.
 func (q *Queries) DashboardLockList(ctx context.Context, arg DashboardLockListParams) ([]*DashboardLockListRow, error) {
 	rows, err := q.db.Query(ctx, dashboardLockList, arg.Kind, arg.After, arg.Max)
 	if err != nil {
@@ -442,9 +477,10 @@ func (q *Queries) DashboardLockList(ctx context.Context, arg DashboardLockListPa
 			&i.JobUuid,
 			&i.Since,
 			&i.ExpiresAt,
-			&i.JobExists,
 			&i.Worker,
 			&i.Job,
+			&i.Live,
+			&i.Failed,
 		); err != nil {
 			return nil, err
 		}
@@ -501,9 +537,14 @@ const dashboardOutcomesPerMinute = `-- name: DashboardOutcomesPerMinute :many
 SELECT date_trunc('minute', a.finished_at)::timestamptz AS minute, a.outcome, count(*)::bigint AS attempts
 FROM pgq.attempts a
 WHERE a.finished_at >= $1::timestamptz
+  AND ($2::timestamptz IS NULL OR a.finished_at < $2::timestamptz)
 GROUP BY 1, 2
-ORDER BY 1, 2
 `
+
+type DashboardOutcomesPerMinuteParams struct {
+	Since  time.Time
+	Before *time.Time
+}
 
 type DashboardOutcomesPerMinuteRow struct {
 	Minute   time.Time
@@ -511,10 +552,10 @@ type DashboardOutcomesPerMinuteRow struct {
 	Attempts int64
 }
 
-// Attempts that finished since @since, by minute and outcome. attempts_finished_at_brin
-// limits the read to the block ranges holding recent rows, not the whole history.
-func (q *Queries) DashboardOutcomesPerMinute(ctx context.Context, since time.Time) ([]*DashboardOutcomesPerMinuteRow, error) {
-	rows, err := q.db.Query(ctx, dashboardOutcomesPerMinute, since)
+// Attempts that finished from @since to @before (NULL: now), by minute and outcome.
+// attempts_finished_at_brin limits the read to the block ranges holding those rows.
+func (q *Queries) DashboardOutcomesPerMinute(ctx context.Context, arg DashboardOutcomesPerMinuteParams) ([]*DashboardOutcomesPerMinuteRow, error) {
+	rows, err := q.db.Query(ctx, dashboardOutcomesPerMinute, arg.Since, arg.Before)
 	if err != nil {
 		return nil, err
 	}
@@ -535,40 +576,26 @@ func (q *Queries) DashboardOutcomesPerMinute(ctx context.Context, since time.Tim
 
 const dashboardQueueList = `-- name: DashboardQueueList :many
 
-SELECT s.queue, s.ready, s.scheduled, s.retrying, s.running, s.failed, s.oldest_wait,
-       coalesce(q.paused, false)::boolean AS paused
-FROM pgq.queue_stats s
-LEFT JOIN pgq.queues q ON q.name = s.queue
-ORDER BY s.queue
+SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait, paused, retry_after FROM pgq.queue_overview ORDER BY queue
 `
 
-type DashboardQueueListRow struct {
-	Queue      string
-	Ready      int64
-	Scheduled  int64
-	Retrying   int64
-	Running    int64
-	Failed     int64
-	OldestWait time.Duration
-	Paused     bool
-}
-
-// The dashboard's reads (dashboard/). They read the views for psql, pgq.job_settings,
-// pgq.attempts, pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
+// The dashboard's reads (dashboard/). They read the views for psql, the dashboard's
+// views (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
+// pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
 // SELECT just those (pgq_reader) can serve the dashboard read-only. Lists page by keyset
 // (the last row's sort key), never by OFFSET. The dashboard sends each with an unnamed
 // statement, planned for its own arguments: the optional filters (@x IS NULL OR …) then
 // fold away and the rest can use the indexes.
 // Per queue: jobs in each state, the oldest wait, and whether it is paused.
-func (q *Queries) DashboardQueueList(ctx context.Context) ([]*DashboardQueueListRow, error) {
+func (q *Queries) DashboardQueueList(ctx context.Context) ([]*PgqQueueOverview, error) {
 	rows, err := q.db.Query(ctx, dashboardQueueList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*DashboardQueueListRow
+	var items []*PgqQueueOverview
 	for rows.Next() {
-		var i DashboardQueueListRow
+		var i PgqQueueOverview
 		if err := rows.Scan(
 			&i.Queue,
 			&i.Ready,
@@ -578,6 +605,7 @@ func (q *Queries) DashboardQueueList(ctx context.Context) ([]*DashboardQueueList
 			&i.Failed,
 			&i.OldestWait,
 			&i.Paused,
+			&i.RetryAfter,
 		); err != nil {
 			return nil, err
 		}

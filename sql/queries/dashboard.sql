@@ -1,5 +1,6 @@
--- The dashboard's reads (dashboard/). They read the views for psql, pgq.job_settings,
--- pgq.attempts, pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
+-- The dashboard's reads (dashboard/). They read the views for psql, the dashboard's
+-- views (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
+-- pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
 -- SELECT just those (pgq_reader) can serve the dashboard read-only. Lists page by keyset
 -- (the last row's sort key), never by OFFSET. The dashboard sends each with an unnamed
 -- statement, planned for its own arguments: the optional filters (@x IS NULL OR …) then
@@ -7,20 +8,16 @@
 
 -- name: DashboardQueueList :many
 -- Per queue: jobs in each state, the oldest wait, and whether it is paused.
-SELECT s.queue, s.ready, s.scheduled, s.retrying, s.running, s.failed, s.oldest_wait,
-       coalesce(q.paused, false)::boolean AS paused
-FROM pgq.queue_stats s
-LEFT JOIN pgq.queues q ON q.name = s.queue
-ORDER BY s.queue;
+SELECT * FROM pgq.queue_overview ORDER BY queue;
 
 -- name: DashboardOutcomesPerMinute :many
--- Attempts that finished since @since, by minute and outcome. attempts_finished_at_brin
--- limits the read to the block ranges holding recent rows, not the whole history.
+-- Attempts that finished from @since to @before (NULL: now), by minute and outcome.
+-- attempts_finished_at_brin limits the read to the block ranges holding those rows.
 SELECT date_trunc('minute', a.finished_at)::timestamptz AS minute, a.outcome, count(*)::bigint AS attempts
 FROM pgq.attempts a
 WHERE a.finished_at >= @since::timestamptz
-GROUP BY 1, 2
-ORDER BY 1, 2;
+  AND (sqlc.narg('before')::timestamptz IS NULL OR a.finished_at < sqlc.narg('before')::timestamptz)
+GROUP BY 1, 2;
 
 -- name: DashboardActionList :many
 -- Operators' actions, newest first, before id @before (NULL: from the newest).
@@ -110,8 +107,12 @@ WHERE (sqlc.narg('queue')::text IS NULL OR f.queue = sqlc.narg('queue')::text)
   AND (sqlc.narg('older_than')::interval IS NULL OR f.failed_at < now() - sqlc.narg('older_than')::interval);
 
 -- name: DashboardJobGet :one
--- One live or failed job's settings and state (no payload).
+-- One live job's settings and state (no payload).
 SELECT * FROM pgq.job_settings s WHERE s.uuid = @uuid::uuid;
+
+-- name: DashboardFailedJobGet :one
+-- One failed job's settings and failure (no payload).
+SELECT * FROM pgq.failed_job_settings f WHERE f.uuid = @uuid::uuid;
 
 -- name: DashboardJobPayload :many
 -- One job's payload, through the views for psql (so it is hidden wherever they hide it):
@@ -140,11 +141,13 @@ SELECT count(*)::bigint AS attempts FROM pgq.attempts a WHERE a.job_uuid = @job_
 SELECT a.* FROM pgq.actions a WHERE a.job_uuid = @job_uuid::uuid ORDER BY a.id;
 
 -- name: DashboardLockList :many
--- Locks of one kind (unique, debounce, overlap) by key, after key @after, with the name
--- of the job holding each when it is live or failed.
-SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.job_exists, l.worker, s.job AS job
+-- Locks of one kind (unique, debounce, overlap) by key, after key @after, with the job
+-- holding each and whether it is live, failed or gone.
+SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.worker,
+       coalesce(s.job, f.job, '')::text AS job, (s.uuid IS NOT NULL)::boolean AS live, (f.uuid IS NOT NULL)::boolean AS failed
 FROM pgq.locks l
 LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid
+LEFT JOIN pgq.failed_job_settings f ON f.uuid = l.job_uuid
 WHERE l.kind = @kind::text
   AND (sqlc.narg('after')::text IS NULL OR l.key > sqlc.narg('after')::text)
 ORDER BY l.key
