@@ -23,8 +23,8 @@ const settleTime = 3 * time.Minute
 // ran longer) is missed by a dashboard that already counted its minute.
 type outcomeCounts struct {
 	mu      sync.Mutex
-	from    time.Time                       // the first minute kept
-	settled time.Time                       // minutes before this are kept; zero: none
+	from    time.Time                      // the first minute kept
+	settled time.Time                      // minutes before this are kept; zero: none
 	counts  map[time.Time]map[string]int64 // minute -> outcome -> attempts
 }
 
