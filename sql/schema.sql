@@ -3952,6 +3952,7 @@ CREATE TABLE pgq.actions (
     job_uuid uuid,
     queue text,
     detail text,
+    on_behalf_of text DEFAULT NULLIF(current_setting('pgq.on_behalf_of'::text, true), ''::text),
     schedule text,
     CONSTRAINT actions_action_check CHECK ((action = ANY (ARRAY['retry'::text, 'forget'::text, 'flush'::text, 'run_now'::text, 'cancel'::text, 'pause'::text, 'resume'::text])))
 );
@@ -3962,6 +3963,13 @@ CREATE TABLE pgq.actions (
 --
 
 COMMENT ON TABLE pgq.actions IS 'Operators'' actions on jobs and queues (retry, forget, flush, run now, cancel, pause, resume), with the role that took each.';
+
+
+--
+-- Name: COLUMN actions.on_behalf_of; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.actions.on_behalf_of IS 'Who the login role (actor) acted for, as the tool that took the action named them in the setting pgq.on_behalf_of (the dashboard: dashboard:USER); NULL when none was set.';
 
 
 --
@@ -4110,6 +4118,40 @@ COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome 
 
 
 --
+-- Name: failed_job_settings; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.failed_job_settings AS
+ SELECT f.uuid,
+    f.job,
+    f.queue,
+    f.priority,
+    f.handler,
+    f.tries,
+    f.backoff,
+    f.max_exceptions,
+    f.timeout,
+    f.fail_on_timeout,
+    f.retry_until,
+    f.unique_key,
+    f.unique_until,
+    f.debounce_key,
+    f.middleware,
+    f.attempts,
+    f.dispatched_at,
+    f.failed_at,
+    f.exception
+   FROM pgq.failed_jobs f;
+
+
+--
+-- Name: VIEW failed_job_settings; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.failed_job_settings IS 'Each failed job''s frozen settings (S1) and its failure (failed_at, exception), without its payload.';
+
+
+--
 -- Name: failed_jobs_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
 --
 
@@ -4121,6 +4163,58 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: job_settings; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.job_settings AS
+ SELECT j.uuid,
+        CASE
+            WHEN (j.reserved_at IS NOT NULL) THEN 'running'::text
+            WHEN (j.available_at <= now()) THEN 'ready'::text
+            WHEN (j.attempts = 0) THEN 'scheduled'::text
+            ELSE 'retrying'::text
+        END AS state,
+    j.job,
+    j.queue,
+    j.priority,
+    j.handler,
+    j.tries,
+    j.backoff,
+    j.max_exceptions,
+    j.timeout,
+    j.fail_on_timeout,
+    j.retry_until,
+    j.unique_key,
+    j.unique_until,
+    j.debounce_key,
+    j.middleware,
+    j.attempts,
+    j.exceptions,
+    j.lease_expiries,
+    j.interruptions,
+    j.turn_aways,
+    j.last_exception_attempt,
+    j.last_exception,
+    j.wait_reason,
+    j.available_at,
+    j.reserved_by AS worker,
+    j.reserved_at,
+    j.started_at,
+    j.reserved_until AS lease_until,
+    j.cancel_requested_at,
+    j.cancel_requested_by,
+    j.created_at AS dispatched_at
+   FROM pgq.jobs j;
+
+
+--
+-- Name: VIEW job_settings; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.job_settings IS 'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
 
 
 --
@@ -4307,6 +4401,57 @@ UNION ALL
 --
 
 COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease''s token is its job''s lease token).';
+
+
+--
+-- Name: queue_overview; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.queue_overview AS
+ WITH live AS (
+         SELECT j.queue,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
+            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
+            count(*) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+            min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS oldest_available_at
+           FROM pgq.jobs j
+          GROUP BY j.queue
+        ), failed AS (
+         SELECT f_1.queue,
+            count(*) AS failed
+           FROM pgq.failed_jobs f_1
+          GROUP BY f_1.queue
+        ), names AS (
+         SELECT q_1.name AS queue
+           FROM pgq.queues q_1
+        UNION
+         SELECT l_1.queue
+           FROM live l_1
+        UNION
+         SELECT f_1.queue
+           FROM failed f_1
+        )
+ SELECT n.queue,
+    COALESCE(l.ready, (0)::bigint) AS ready,
+    COALESCE(l.scheduled, (0)::bigint) AS scheduled,
+    COALESCE(l.retrying, (0)::bigint) AS retrying,
+    COALESCE(l.running, (0)::bigint) AS running,
+    COALESCE(f.failed, (0)::bigint) AS failed,
+    COALESCE((now() - l.oldest_available_at), '00:00:00'::interval) AS oldest_wait,
+    COALESCE(q.paused, false) AS paused,
+    q.retry_after
+   FROM (((names n
+     LEFT JOIN live l ON ((l.queue = n.queue)))
+     LEFT JOIN failed f ON ((f.queue = n.queue)))
+     LEFT JOIN pgq.queues q ON ((q.name = n.queue)));
+
+
+--
+-- Name: VIEW queue_overview; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.queue_overview IS 'Per queue: jobs ready, scheduled, retrying, running and failed, the oldest wait (pgq.queue_stats''s figures, in one pass over the live jobs), whether it is paused, its retry_after (NULL: no pgq.queues row, 90).';
 
 
 --
@@ -4605,6 +4750,13 @@ CREATE INDEX actions_job_uuid_idx ON pgq.actions USING btree (job_uuid) WHERE (j
 
 
 --
+-- Name: attempts_finished_at_brin; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX attempts_finished_at_brin ON pgq.attempts USING brin (finished_at) WITH (autosummarize='on');
+
+
+--
 -- Name: failed_jobs_failed_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -4760,6 +4912,7 @@ REVOKE ALL ON FUNCTION pgq._cron_problem(p_expr text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._default_retry_after() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_reader;
 GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_admin;
 
 
@@ -4840,6 +4993,7 @@ REVOKE ALL ON FUNCTION pgq._lock_id(p_name text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._lock_space(p_space text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._lock_space(p_space text) TO pgq_reader;
 
 
 --
@@ -5379,6 +5533,20 @@ GRANT SELECT ON TABLE pgq.failed TO pgq_reader;
 
 
 --
+-- Name: TABLE failed_job_settings; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.failed_job_settings TO pgq_reader;
+
+
+--
+-- Name: TABLE job_settings; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.job_settings TO pgq_reader;
+
+
+--
 -- Name: TABLE limits; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -5390,6 +5558,13 @@ GRANT SELECT ON TABLE pgq.limits TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.locks TO pgq_reader;
+
+
+--
+-- Name: TABLE queue_overview; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.queue_overview TO pgq_reader;
 
 
 --

@@ -68,6 +68,8 @@ type PgqAction struct {
 	JobUuid *uuid.UUID
 	Queue   *string
 	Detail  *string
+	// Who the login role (actor) acted for, as the tool that took the action named them in the setting pgq.on_behalf_of (the dashboard: dashboard:USER); NULL when none was set.
+	OnBehalfOf *string
 	// The schedule an action (run_now, pause, resume) was taken on; NULL for actions on jobs and queues.
 	Schedule *string
 }
@@ -164,6 +166,29 @@ type PgqFailedJob struct {
 	DispatchedAt  time.Time
 }
 
+// Each failed job's frozen settings (S1) and its failure (failed_at, exception), without its payload.
+type PgqFailedJobSetting struct {
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	UniqueUntil   *string
+	DebounceKey   *string
+	Middleware    json.RawMessage
+	Attempts      int32
+	DispatchedAt  time.Time
+	FailedAt      time.Time
+	Exception     string
+}
+
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.
 type PgqJob struct {
 	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
@@ -237,6 +262,42 @@ type PgqJobClass struct {
 	UpdatedAt       time.Time
 }
 
+// Each live job's frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.
+type PgqJobSetting struct {
+	Uuid                 uuid.UUID
+	State                string
+	Job                  string
+	Queue                string
+	Priority             int32
+	Handler              interface{}
+	Tries                *int32
+	Backoff              []int32
+	MaxExceptions        *int32
+	Timeout              *int32
+	FailOnTimeout        bool
+	RetryUntil           *time.Time
+	UniqueKey            *string
+	UniqueUntil          *string
+	DebounceKey          *string
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	Interruptions        int32
+	TurnAways            json.RawMessage
+	LastExceptionAttempt *int32
+	LastException        *string
+	WaitReason           string
+	AvailableAt          time.Time
+	Worker               *string
+	ReservedAt           *time.Time
+	StartedAt            *time.Time
+	LeaseUntil           *time.Time
+	CancelRequestedAt    *time.Time
+	CancelRequestedBy    *string
+	DispatchedAt         time.Time
+}
+
 // Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).
 type PgqLimit struct {
 	Kind          string
@@ -282,6 +343,19 @@ type PgqQueue struct {
 	Paused     bool
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+// Per queue: jobs ready, scheduled, retrying, running and failed, the oldest wait (pgq.queue_stats's figures, in one pass over the live jobs), whether it is paused, its retry_after (NULL: no pgq.queues row, 90).
+type PgqQueueOverview struct {
+	Queue      string
+	Ready      int64
+	Scheduled  int64
+	Retrying   int64
+	Running    int64
+	Failed     int64
+	OldestWait time.Duration
+	Paused     bool
+	RetryAfter *int32
 }
 
 // How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.

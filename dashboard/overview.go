@@ -1,0 +1,53 @@
+package dashboard
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+)
+
+type overviewData struct {
+	Queues   []*dbsqlc.PgqQueueOverview
+	Totals   dbsqlc.PgqQueueOverview
+	Chart    chart
+	Actions  []*dbsqlc.PgqAction
+	Findings int
+	Now      time.Time
+}
+
+// overview: GET /. Per queue jobs by state (pgq.queue_overview: one pass over the live
+// jobs), the last hour's attempts by outcome (outcomeCounts: the minutes not counted
+// before, never the whole history), the latest actions and the number of config findings.
+func (s *server) overview(r *http.Request) (view, error) {
+	ctx := r.Context()
+	now := time.Now()
+	queues, err := s.q.DashboardQueueList(ctx)
+	if err != nil {
+		return view{}, err
+	}
+	d := overviewData{Queues: queues, Now: now}
+	for _, q := range queues {
+		d.Totals.Ready += q.Ready
+		d.Totals.Scheduled += q.Scheduled
+		d.Totals.Retrying += q.Retrying
+		d.Totals.Running += q.Running
+		d.Totals.Failed += q.Failed
+		d.Totals.OldestWait = max(d.Totals.OldestWait, q.OldestWait)
+	}
+	outcomes, err := s.outcomes.since(ctx, s.q, chartStart(now), now)
+	if err != nil {
+		return view{}, err
+	}
+	d.Chart = newChart(outcomes, now)
+	if d.Actions, err = s.q.DashboardActionList(ctx, dbsqlc.DashboardActionListParams{Max: 8}); err != nil {
+		return view{}, err
+	}
+	findings, err := s.q.CheckList(ctx, dbsqlc.CheckListParams{
+		WorkerTimeout: int32(s.opts.WorkerTimeout / time.Second), WorkerTries: int32(s.opts.WorkerTries)})
+	if err != nil {
+		return view{}, err
+	}
+	d.Findings = len(findings)
+	return view{name: "overview", title: "Overview", data: d}, nil
+}
