@@ -194,7 +194,7 @@ func TestDashboardListsPageAndFilter(t *testing.T) {
 // through pgq's function and recorded in pgq.actions (S42) with the database role and
 // the person the dashboard acted for. Forget, bulk retry and flush ask first. The
 // dashboard connects as a login that is only a pgq_admin (S46).
-func TestS20S42DashboardFailedJobActions(t *testing.T) {
+func TestS20S42S46DashboardFailedJobActions(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	b := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.AdminRole)},
