@@ -111,6 +111,7 @@ func Handler(pool *pgxpool.Pool, opts Options) (http.Handler, error) {
 	mux.HandleFunc("GET /jobs/{uuid}", s.page(s.job))
 	mux.HandleFunc("GET /locks", s.page(s.locks))
 	mux.HandleFunc("GET /workers", s.page(s.workers))
+	mux.HandleFunc("GET /schedules", s.page(s.schedules))
 	mux.HandleFunc("GET /check", s.page(s.check))
 	mux.HandleFunc("GET /history", s.page(s.history))
 	static, _ := fs.Sub(assets, "static")
@@ -129,6 +130,9 @@ func Handler(pool *pgxpool.Pool, opts Options) (http.Handler, error) {
 		mux.HandleFunc("POST /failed/flush", s.page(s.flush))
 		mux.HandleFunc("POST /queues/{queue}/pause", s.page(s.pause))
 		mux.HandleFunc("POST /queues/{queue}/resume", s.page(s.resume))
+		mux.HandleFunc("POST /schedules/{name}/run-now", s.page(s.runSchedule))
+		mux.HandleFunc("POST /schedules/{name}/pause", s.page(s.pauseSchedule))
+		mux.HandleFunc("POST /schedules/{name}/resume", s.page(s.resumeSchedule))
 	}
 
 	// Every POST, refused or not, first passes the cross-origin check: a form another

@@ -547,3 +547,45 @@ func TestDashboardWorkers(t *testing.T) {
 	require.Regexp(t, `last lease renewal`, body)
 	require.Regexp(t, `<td title="[^"]+">(just now|\ds ago)</td>`, body, "the lease was renewed at reserve: just now")
 }
+
+// S60, S65: the schedules page lists each schedule with its state, next tick and last
+// run; run now dispatches its job once, pause and resume switch it, each through pgq's
+// function and recorded (S42); read-only shows no button and refuses the POSTs.
+func TestS60S65DashboardSchedules(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	b := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.AdminRole)},
+		dashboard.Options{Actor: func(*http.Request) string { return "alice" }})
+	require.Contains(t, b.page(t, "/schedules"), "No schedules")
+	db.Exec(t, `SELECT pgq.schedule('nightly/report', '30 2 * * *', 'report', timezone => 'Europe/Berlin', queue => 'reports')`)
+	db.Exec(t, `SELECT pgq.schedule('sync', '@every 15m', 'sync_inventory', catch_up => 'none')`)
+
+	body := b.page(t, "/schedules")
+	for _, s := range []string{`id="schedule-nightly/report"`, "30 2 * * *", "Europe/Berlin", "report <span class=\"muted\">on reports</span>",
+		`<span class="badge muted">pending</span>`, "@every 15m", "none", "never"} {
+		require.Contains(t, body, s)
+	}
+
+	loc := b.act(t, "/schedules/sync/run-now", nil)
+	require.Equal(t, "/pgq/schedules?done=schedule_run", loc)
+	require.Contains(t, b.page(t, "/schedules?done=schedule_run"), "Dispatched: the schedule&#39;s job is on its queue")
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE job = 'sync_inventory'`))
+	body = b.page(t, "/schedules")
+	require.Regexp(t, `(?s)id="schedule-sync".*?just now</span> <a class="mono" href="/pgq/jobs/`, body, "the last run and its job")
+
+	b.act(t, "/schedules/"+url.PathEscape("nightly/report")+"/pause", nil)
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT paused FROM pgq.schedules WHERE name = 'nightly/report'`))
+	require.Contains(t, b.page(t, "/schedules"), `<span class="badge warn">paused</span>`)
+	b.act(t, "/schedules/"+url.PathEscape("nightly/report")+"/resume", nil)
+	require.False(t, pgqtest.Scalar[bool](t, db, `SELECT paused FROM pgq.schedules WHERE name = 'nightly/report'`))
+	require.Equal(t, []string{"run_now sync", "pause nightly/report", "resume nightly/report"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(action || ' ' || schedule ORDER BY id) FROM pgq.actions WHERE on_behalf_of = 'dashboard:alice'`))
+
+	resp, _ := b.post(t, "/schedules/nope/pause", nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	ro := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.ReaderRole)}, dashboard.Options{ReadOnly: true})
+	require.NotContains(t, ro.page(t, "/schedules"), "Run now")
+	resp, _ = ro.post(t, "/schedules/sync/run-now", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}

@@ -14,25 +14,28 @@ import (
 )
 
 // pageNames are the templates in templates/, each rendered inside layout.html.
-var pageNames = []string{"overview", "jobs", "job", "locks", "workers", "check", "history", "confirm", "error"}
+var pageNames = []string{"overview", "jobs", "job", "locks", "workers", "schedules", "check", "history", "confirm", "error"}
 
 func parsePages(s *server) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"path":      func(p string) string { return s.base + p },
 		"jobpath":   func(id uuid.UUID) string { return s.base + "/jobs/" + id.String() },
 		"queuepath": func(q, action string) string { return s.base + "/queues/" + url.PathEscape(q) + "/" + action },
-		"ago":       ago,
-		"ts":        timestamp,
-		"dur":       duration,
-		"num":       thousands,
-		"short":     shortUUID,
-		"first":     firstLine,
-		"pretty":    prettyJSON,
-		"outcome":   outcomeClass,
-		"deref":     deref,
-		"query":     func(v url.Values) template.URL { return template.URL(v.Encode()) }, //nolint:gosec // url.Values.Encode escapes every key and value
-		"join":      strings.Join,
-		"ints":      joinInts,
+		"schedulepath": func(name, action string) string {
+			return s.base + "/schedules/" + url.PathEscape(name) + "/" + action
+		},
+		"ago":     ago,
+		"ts":      timestamp,
+		"dur":     duration,
+		"num":     thousands,
+		"short":   shortUUID,
+		"first":   firstLine,
+		"pretty":  prettyJSON,
+		"outcome": outcomeClass,
+		"deref":   deref,
+		"query":   func(v url.Values) template.URL { return template.URL(v.Encode()) }, //nolint:gosec // url.Values.Encode escapes every key and value
+		"join":    strings.Join,
+		"ints":    joinInts,
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range pageNames {
@@ -238,6 +241,10 @@ var flashes = map[string]string{
 	"cancelling": "Cancelling: its worker cancels the handler within a second.",
 	"paused":     "Paused: workers stop taking this queue's jobs; running ones finish.",
 	"resumed":    "Resumed: workers take this queue's jobs again.",
+
+	"schedule_run":     "Dispatched: the schedule's job is on its queue; its ticks go on as before.",
+	"schedule_paused":  "Paused: the schedule fires no tick until it is resumed.",
+	"schedule_resumed": "Resumed: the schedule fires from its next tick; ticks missed while paused do not run.",
 }
 
 func flashMessage(q url.Values) string {

@@ -45,6 +45,7 @@ func run(base, out, job, also string, width int64) error {
 	shots := []struct{ path, file string }{
 		{"/", "dashboard-overview.png"},
 		{"/locks", "dashboard-locks.png"},
+		{"/schedules", "dashboard-schedules.png"},
 	}
 	if job != "" {
 		shots = append(shots, struct{ path, file string }{"/jobs/" + job, "dashboard-job.png"})
