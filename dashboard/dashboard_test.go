@@ -551,7 +551,7 @@ func TestDashboardWorkers(t *testing.T) {
 // S60, S65: the schedules page lists each schedule with its state, next tick and last
 // run; run now dispatches its job once, pause and resume switch it, each through pgq's
 // function and recorded (S42); read-only shows no button and refuses the POSTs.
-func TestS60S65DashboardSchedules(t *testing.T) {
+func TestS42S60S65DashboardSchedules(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	b := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.AdminRole)},
