@@ -152,14 +152,11 @@ func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 	case e.sqlSlots <- struct{}{}:
 		defer func() { <-e.sqlSlots }()
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return notStarted(ctx, context.Cause(ctx))
 	}
 	conn, err := e.acquireForHandler(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return &interruptedError{err: err, started: false}
+		return notStarted(ctx, err)
 	}
 	defer conn.Release()
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -176,6 +173,18 @@ func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token 
 		return sqlOutcome(ctx, err)
 	}
 	return errCompletedInTx
+}
+
+// notStarted ends the attempt of a SQL handler that never ran: no slot or no connection
+// could be had for it. That is infrastructure's doing, so its job is given back
+// uncounted (S35), even when the job's timeout ended the wait (the server refused
+// connections for longer than the timeout); a stop, a lost lease or a cancel keep their
+// own endings, which the reporter reads from ctx.
+func notStarted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errTimeout) {
+		return err
+	}
+	return &interruptedError{err: fmt.Errorf("the SQL handler never started: %w", err), started: false}
 }
 
 // handlerConnWait bounds how long a SQL handler waits for a connection when PostgreSQL
