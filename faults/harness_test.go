@@ -344,7 +344,7 @@ BEGIN
     PERFORM pg_sleep(coalesce((p->>'ms')::float8, 0) / 1000);
     INSERT INTO app.effects (n, k, worker, started)
     VALUES ((p->>'n')::int, p->>'k',
-            CASE WHEN (p->>'who')::boolean THEN (SELECT j.reserved_by FROM pgq.jobs j WHERE j.payload = p LIMIT 1) END,
+            CASE WHEN (p->>'who')::boolean THEN current_setting('pgq.worker') END,
             t0);
 END
 $$;

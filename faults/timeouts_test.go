@@ -31,10 +31,9 @@ func TestS35S37RoleTimeoutsDoNotStopTheDrain(t *testing.T) {
 			}
 			db.Exec(t, appSchema+fmt.Sprintf(`SELECT pgq.define_job('effect', handler => %s);`, handler))
 			dispatchEffects(t, db, "effect", jobs, 0)
-			// The superuser is the role every connection of the cluster uses; the test's own
-			// connections override both settings (pgcluster).
-			c.Exec(t, `ALTER ROLE `+pgcluster.Superuser+` SET statement_timeout = '1ms'`)
-			c.Exec(t, `ALTER ROLE `+pgcluster.Superuser+` SET lock_timeout = '1ms'`)
+			// The workers' login role (pgcluster.WorkerLogin).
+			c.Exec(t, `ALTER ROLE `+pgcluster.WorkerLogin+` SET statement_timeout = '1ms'`)
+			c.Exec(t, `ALTER ROLE `+pgcluster.WorkerLogin+` SET lock_timeout = '1ms'`)
 
 			fl := startFleet(t, k, db, 2, false, "--tries", "1", "--concurrency", "8", "--sleep", "1", "--timeout", "10")
 			start := time.Now()

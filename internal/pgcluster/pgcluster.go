@@ -404,10 +404,14 @@ func (c *Cluster) Pool(t testing.TB, db string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
+// WorkerLogin is the login role workers connect as: a member of pgq_worker only, as in
+// a least-privilege installation (S46), granted what the tests' SQL handlers touch.
+const WorkerLogin = "pgq_faults_worker"
+
 // DB is a database of a cluster, migrated with pgq.Migrate.
 type DB struct {
 	Name string
-	URL  string        // for the workers
+	URL  string        // for the workers: as WorkerLogin
 	Pool *pgxpool.Pool // the test's own (see the package doc)
 	C    *Cluster
 }
@@ -416,12 +420,20 @@ type DB struct {
 func (c *Cluster) CreateDB(t testing.TB, name string) *DB {
 	t.Helper()
 	c.Exec(t, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	db := &DB{Name: name, URL: c.URL(name), Pool: c.Pool(t, name, 20), C: c}
+	db := &DB{Name: name, URL: strings.Replace(c.URL(name), "://"+Superuser+"@", "://"+WorkerLogin+"@", 1),
+		Pool: c.Pool(t, name, 20), C: c}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := pgq.Migrate(ctx, db.Pool); err != nil {
 		t.Fatalf("pgcluster: migrate %s: %v", name, err)
 	}
+	db.Exec(t, `DO $$ BEGIN
+		IF to_regrole('`+WorkerLogin+`') IS NULL THEN CREATE ROLE `+WorkerLogin+` LOGIN; END IF;
+		GRANT pgq_worker TO `+WorkerLogin+`;
+	END $$`)
+	db.Exec(t, `ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO `+WorkerLogin+`;
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO `+WorkerLogin+`;
+		ALTER DEFAULT PRIVILEGES GRANT USAGE ON SCHEMAS TO `+WorkerLogin)
 	return db
 }
 
