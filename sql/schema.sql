@@ -4221,10 +4221,11 @@ CREATE VIEW pgq.batches AS
     (c.pending)::integer AS unfinished_jobs,
     (c.cancelled)::integer AS cancelled_jobs,
     ((((b.total_jobs - c.pending) - c.failed) - c.cancelled))::integer AS succeeded_jobs,
+    (
         CASE
             WHEN (b.total_jobs = 0) THEN (100)::numeric
             ELSE round(((100.0 * ((b.total_jobs - c.pending))::numeric) / (b.total_jobs)::numeric), 1)
-        END AS progress,
+        END)::double precision AS progress,
     b.then_at,
     b.catch_at,
     b.finally_at

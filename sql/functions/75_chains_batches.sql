@@ -709,8 +709,8 @@ SELECT b.id, b.name, b.total_jobs,
        b.cancelled_at, b.created_at, b.finished_at,
        c.pending::int AS unfinished_jobs, c.cancelled::int AS cancelled_jobs,
        (b.total_jobs - c.pending - c.failed - c.cancelled)::int AS succeeded_jobs,
-       CASE WHEN b.total_jobs = 0 THEN 100
-            ELSE round(100.0 * (b.total_jobs - c.pending) / b.total_jobs, 1) END AS progress,
+       (CASE WHEN b.total_jobs = 0 THEN 100
+             ELSE round(100.0 * (b.total_jobs - c.pending) / b.total_jobs, 1) END)::double precision AS progress,
        b.then_at, b.catch_at, b.finally_at
 FROM pgq.job_batches b
 CROSS JOIN LATERAL (SELECT coalesce(sum(s.pending), 0) AS pending, coalesce(sum(s.failed), 0) AS failed,
@@ -724,9 +724,9 @@ COMMENT ON VIEW pgq.batches IS
 -- and its job. steps shows only to payload readers (S45).
 CREATE OR REPLACE VIEW pgq.chains AS
 SELECT c.id, c.batch_id, c.state, c.step, jsonb_array_length(c.steps) AS total_steps,
-       c.steps -> (c.step - 1) ->> 'job' AS job, c.job_uuid, c.on_failure, c.queue, c.exception,
+       (c.steps -> (c.step - 1) ->> 'job')::text AS job, c.job_uuid, c.on_failure, c.queue, c.exception,
        c.created_at, c.finished_at,
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN c.steps END AS steps
+       (CASE WHEN (SELECT pgq._sees_payloads()) THEN c.steps END)::jsonb AS steps
 FROM pgq.job_chains c;
 
 COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.';
