@@ -305,3 +305,48 @@ func stepEntry(s Step) (map[string]any, error) {
 	set("middleware", json.RawMessage(o.middleware), o.middleware != nil)
 	return e, nil
 }
+
+// Chain is a chain as pgq.chains shows it.
+type Chain struct {
+	ID         uuid.UUID
+	BatchID    *uuid.UUID
+	State      string // running, succeeded, failed, cancelled
+	Step       int    // the step queued now, or where the chain stopped (1-based)
+	TotalSteps int
+	Job        string // the job of that step
+	JobUUID    *uuid.UUID
+	Exception  string // why a failed or cancelled chain stopped
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// Chain returns the chain id, or ErrNotFound.
+func (c *Client) Chain(ctx context.Context, id uuid.UUID) (*Chain, error) {
+	row, err := c.q.ChainGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: %w", id, MapError(err))
+	}
+	return chainFromRow(row), nil
+}
+
+// BatchChains returns the chains of a batch, oldest first.
+func (c *Client) BatchChains(ctx context.Context, batch uuid.UUID) ([]*Chain, error) {
+	rows, err := c.q.ChainListByBatch(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("chains of batch %s: %w", batch, MapError(err))
+	}
+	out := make([]*Chain, len(rows))
+	for i, r := range rows {
+		out[i] = chainFromRow(r)
+	}
+	return out, nil
+}
+
+func chainFromRow(r *dbsqlc.PgqChain) *Chain {
+	ch := &Chain{ID: r.ID, BatchID: r.BatchID, State: r.State, Step: int(r.Step), TotalSteps: int(r.TotalSteps),
+		Job: r.Job, JobUUID: r.JobUuid, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt}
+	if r.Exception != nil {
+		ch.Exception = *r.Exception
+	}
+	return ch
+}

@@ -108,7 +108,7 @@ Exit codes: 0 success, 1 runtime failure (check: problems found), 2 usage error.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetUsageTemplate(usageTemplate)
-	root.AddCommand(newMigrateCommand(a), newWorkCommand(a), newDispatchCommand(a), newFailedCommand(a),
+	root.AddCommand(newMigrateCommand(a), newWorkCommand(a), newDispatchCommand(a), newFailedCommand(a), newBatchesCommand(a),
 		newStatusCommand(a), newCheckCommand(a))
 	return root
 }
