@@ -357,3 +357,39 @@ func TestS76ConcurrentCompletionsRunThenOnce(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT payload FROM pgq.jobs WHERE job = 'then'`).Scan(&payload))
 	require.Contains(t, string(payload), `"total_jobs": 400`)
 }
+
+// A step that ends without running ends its chain as cancelled, no on_failure, and its
+// batch counts it cancelled: superseded by a newer debounced dispatch (S72, S74), or
+// cancelled by an operator (S74).
+func TestS72S74StepEndingWithoutRunningCancelsTheChain(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	debounced := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_chain(
+		'[{"job": "push", "payload": {"v": 1}, "debounce_key": "p", "debounce_for": 1}, {"job": "after"}]', 'oops')`)
+	dispatch(t, db, `'push', '{"v": 2}', debounce_key => 'p', debounce_for => '1 second'`)
+	picked, err := db.Pool.Query(ctx, `SELECT payload::text, pickup::text FROM pgq.reserve('w1', '{default}', 10, 1, now() + interval '5 seconds')`)
+	require.NoError(t, err)
+	var seen []string
+	for picked.Next() {
+		var payload string
+		var pickup *string
+		require.NoError(t, picked.Scan(&payload, &pickup))
+		seen = append(seen, fmt.Sprintf("%s %v", payload, pickup != nil && *pickup == "debounced"))
+	}
+	require.NoError(t, picked.Err())
+	require.ElementsMatch(t, []string{`{"v": 1} true`, `{"v": 2} false`}, seen)
+	var state, exception string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state, exception FROM pgq.chains WHERE id = $1`, debounced).Scan(&state, &exception))
+	require.Equal(t, "cancelled", state)
+	require.Contains(t, exception, "superseded")
+
+	batch := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_batch('[{"chain": [{"job": "x"}, {"job": "y"}]}, {"job": "z"}]',
+		finally_job => 'finally', then_job => 'then')`)
+	for _, job := range []string{"x", "z"} {
+		require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel(uuid) FROM pgq.jobs WHERE job = $1`, job))
+	}
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.chains WHERE batch_id = $1`, batch))
+	require.Equal(t, batchRow{Total: 2, Cancelled: 2, Finished: true}, batchState(t, db, batch))
+	require.Equal(t, 1, jobsNamed(t, db, "finally"))
+	require.Equal(t, 0, jobsNamed(t, db, "then")+jobsNamed(t, db, "oops")+jobsNamed(t, db, "y")+jobsNamed(t, db, "after"))
+}
