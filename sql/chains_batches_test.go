@@ -138,7 +138,7 @@ func TestS72DuplicateStepFailsTheChain(t *testing.T) {
 		later.String()))
 }
 
-// A batch and a chain dispatched in a transaction that rolls back leave nothing (S73, S2).
+// A batch and a chain dispatched in a transaction that rolls back leave nothing (S73).
 func TestS73RolledBackDispatchLeavesNothing(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
