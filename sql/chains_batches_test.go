@@ -393,3 +393,26 @@ func TestS72S74StepEndingWithoutRunningCancelsTheChain(t *testing.T) {
 	require.Equal(t, 1, jobsNamed(t, db, "finally"))
 	require.Equal(t, 0, jobsNamed(t, db, "then")+jobsNamed(t, db, "oops")+jobsNamed(t, db, "y")+jobsNamed(t, db, "after"))
 }
+
+// A later step that pgq.dispatch would refuse is refused when the chain is dispatched;
+// one that can no longer be queued when its turn comes (its class changed) fails the
+// chain at that step instead of failing the completion again and again (S72).
+func TestS72StepThatCannotBeQueued(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	_, err := db.Pool.Exec(ctx, `SELECT pgq.dispatch_chain('[{"job": "a"}, {"job": "b", "timeout": 0}]')`)
+	require.Equal(t, "22023", pgCode(err))
+	_, err = db.Pool.Exec(ctx, `SELECT pgq.dispatch_chain('[{"job": "a"}, {"job": "b", "tries": "many"}]')`)
+	require.Equal(t, "22P02", pgCode(err))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT (SELECT count(*) FROM pgq.jobs) + (SELECT count(*) FROM pgq.job_chains)`))
+
+	chain := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_chain('[{"job": "a"}, {"job": "b", "payload": {}}]', 'oops')`)
+	db.Exec(t, `SELECT pgq.define_job('b', middleware => '[{"without_overlapping": {"by": ["k"]}}]')`)
+	require.True(t, complete(t, db, reserveOne(t, db, clock())))
+	var state, exception string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state, exception FROM pgq.chains WHERE id = $1`, chain).Scan(&state, &exception))
+	require.Equal(t, "failed", state)
+	require.Contains(t, exception, "StepNotQueued: step 2 (b)")
+	require.Equal(t, 1, jobsNamed(t, db, "oops"))
+	require.Equal(t, 0, jobsNamed(t, db, "b"))
+}

@@ -134,6 +134,26 @@ $$;
 
 COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
+-- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
+-- catch or finally) from inside the transaction that ends a job. A callback that cannot
+-- be queued (its class was changed since, say, and rejects the payload) must not make
+-- that transaction fail again and again, so the error becomes a WARNING and a
+-- callback_failed event on pgq_events, and the callback is not queued.
+CREATE OR REPLACE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue);
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
+    PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
+        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id', 'error', left(SQLERRM, 500))::text);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._dispatch_callback(text, jsonb, text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
+
 -- pgq._chain_dispatch_step: queues step p_step of a chain (its batch too). Returns the
 -- job's uuid, or NULL when the step was dropped as a unique duplicate (S72).
 CREATE OR REPLACE FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step int) RETURNS uuid
@@ -163,11 +183,11 @@ BEGIN
     UPDATE pgq.job_chains c SET state = p_state, exception = p_exception, finished_at = now()
     WHERE c.id = p_chain.id;
     IF p_state = 'failed' AND p_chain.on_failure IS NOT NULL THEN
-        PERFORM pgq._dispatch(p_chain.on_failure,
-            ARRAY[jsonb_build_object('chain_id', p_chain.id, 'batch_id', p_chain.batch_id, 'step', p_chain.step,
-                                     'job', p_chain.steps -> (p_chain.step - 1) ->> 'job', 'job_uuid', p_job,
-                                     'exception', p_exception)],
-            queue => p_chain.queue);
+        PERFORM pgq._dispatch_callback(p_chain.on_failure,
+            jsonb_build_object('chain_id', p_chain.id, 'batch_id', p_chain.batch_id, 'step', p_chain.step,
+                               'job', p_chain.steps -> (p_chain.step - 1) ->> 'job', 'job_uuid', p_job,
+                               'exception', p_exception),
+            p_chain.queue);
     END IF;
 END;
 $$;
@@ -185,6 +205,18 @@ DECLARE
     v_chain pgq.job_chains;
     v_uuid  uuid;
 BEGIN
+    -- Steps after the first are queued later, inside other jobs' completions. Queue them
+    -- now on trial and roll the trial back (PQ999 below), so that a step pgq.dispatch
+    -- would refuse (a bad option, a timeout of 0, a missing key) is refused here, by the
+    -- caller, with nothing written.
+    IF jsonb_array_length(p_steps) > 1 THEN
+        BEGIN
+            PERFORM pgq._dispatch_entries(p_steps - 0, p_queue, NULL, NULL, NULL);
+            RAISE EXCEPTION 'pgq: trial dispatch of a chain''s steps' USING ERRCODE = 'PQ999';
+        EXCEPTION WHEN SQLSTATE 'PQ999' THEN
+            NULL;  -- every step can be queued
+        END;
+    END IF;
     INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
     VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
     RETURNING * INTO v_chain;
@@ -398,12 +430,12 @@ BEGIN
     END IF;
     SELECT coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed INTO v_counts
     FROM pgq.batch_counts c WHERE c.batch_id = p_batch.id;
-    PERFORM pgq._dispatch(p_job,
-        ARRAY[jsonb_build_object('batch_id', p_batch.id, 'name', p_batch.name, 'total_jobs', p_batch.total_jobs,
-                                 'pending_jobs', v_counts.pending + v_counts.failed, 'failed_jobs', v_counts.failed,
-                                 'failed_job_ids', to_jsonb(p_batch.failed_job_ids),
-                                 'cancelled', p_batch.cancelled_at IS NOT NULL) || p_extra],
-        queue => p_batch.options ->> 'queue');
+    PERFORM pgq._dispatch_callback(p_job,
+        jsonb_build_object('batch_id', p_batch.id, 'name', p_batch.name, 'total_jobs', p_batch.total_jobs,
+                           'pending_jobs', v_counts.pending + v_counts.failed, 'failed_jobs', v_counts.failed,
+                           'failed_job_ids', to_jsonb(p_batch.failed_job_ids),
+                           'cancelled', p_batch.cancelled_at IS NOT NULL) || p_extra,
+        p_batch.options ->> 'queue');
 END;
 $$;
 
@@ -578,41 +610,56 @@ DECLARE
     v_group    record;
     i          int;
 BEGIN
+    -- Lone jobs of batches, in one statement (a completion may carry hundreds).
+    SELECT coalesce(array_agg(e.b), '{}'), coalesce(array_agg(e.u), '{}'),
+           coalesce(array_agg(p_outcome), '{}'), coalesce(array_agg(e.u), '{}'), coalesce(array_agg(p_exception), '{}')
+    INTO v_batches, v_members, v_outcomes, v_jobs, v_texts
+    FROM unnest(p_uuids, p_batches, p_chains) AS e(u, b, c)
+    WHERE e.c IS NULL AND e.b IS NOT NULL;
+
+    -- Steps of chains, one by one.
     FOR i IN 1 .. coalesce(cardinality(p_uuids), 0) LOOP
+        CONTINUE WHEN p_chains[i] IS NULL;
         v_outcome := p_outcome;
         v_text := p_exception;
-        IF p_chains[i] IS NOT NULL THEN
-            SELECT * INTO v_chain FROM pgq.job_chains c WHERE c.id = p_chains[i] FOR UPDATE;
-            -- a chain already ended (or pruned) is not moved by a late or repeated end
-            CONTINUE WHEN NOT FOUND OR v_chain.state <> 'running' OR v_chain.step <> p_steps[i];
-            IF p_outcome = 'succeeded' AND v_chain.step < jsonb_array_length(v_chain.steps) THEN
-                IF v_chain.batch_id IS NOT NULL
-                   AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_chain.batch_id AND b.cancelled_at IS NOT NULL) THEN
-                    v_outcome := 'cancelled';
-                    v_text := format('cancelled: batch %s was cancelled', v_chain.batch_id);
-                    PERFORM pgq._chain_stop(v_chain, 'cancelled', p_uuids[i], v_text);
-                ELSE
-                    v_next := pgq._chain_dispatch_step(v_chain, v_chain.step + 1);
-                    CONTINUE WHEN v_next IS NOT NULL;  -- the chain goes on: its member has not ended
-                    v_outcome := 'failed';
-                    v_text := pgq._dropped_message(v_chain, v_chain.step + 1);
-                    v_chain.step := v_chain.step + 1;
-                    PERFORM pgq._chain_stop(v_chain, 'failed', NULL, v_text);
-                END IF;
-            ELSIF p_outcome = 'succeeded' THEN
-                UPDATE pgq.job_chains c SET state = 'succeeded', finished_at = now() WHERE c.id = v_chain.id;
+        SELECT * INTO v_chain FROM pgq.job_chains c WHERE c.id = p_chains[i] FOR UPDATE;
+        -- a chain already ended (or pruned) is not moved by a late or repeated end
+        CONTINUE WHEN NOT FOUND OR v_chain.state <> 'running' OR v_chain.step <> p_steps[i];
+        IF p_outcome = 'succeeded' AND v_chain.step < jsonb_array_length(v_chain.steps) THEN
+            IF v_chain.batch_id IS NOT NULL
+               AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_chain.batch_id AND b.cancelled_at IS NOT NULL) THEN
+                v_outcome := 'cancelled';
+                v_text := format('cancelled: batch %s was cancelled', v_chain.batch_id);
+                PERFORM pgq._chain_stop(v_chain, 'cancelled', p_uuids[i], v_text);
             ELSE
-                PERFORM pgq._chain_stop(v_chain, CASE WHEN p_outcome = 'failed' THEN 'failed' ELSE 'cancelled' END,
-                                        p_uuids[i], p_exception);
+                -- A step that cannot be queued (its class changed since the chain
+                -- was dispatched, say) must not make this completion fail again and
+                -- again: the chain fails at that step instead (S72).
+                BEGIN
+                    v_next := pgq._chain_dispatch_step(v_chain, v_chain.step + 1);
+                    IF v_next IS NULL THEN
+                        v_text := pgq._dropped_message(v_chain, v_chain.step + 1);
+                    END IF;
+                EXCEPTION WHEN OTHERS THEN
+                    v_next := NULL;
+                    v_text := format('StepNotQueued: step %s (%s) of chain %s could not be queued: %s (SQLSTATE %s)',
+                                     v_chain.step + 1, v_chain.steps -> v_chain.step ->> 'job', v_chain.id, SQLERRM, SQLSTATE);
+                END;
+                CONTINUE WHEN v_next IS NOT NULL;  -- the chain goes on: its member has not ended
+                v_outcome := 'failed';
+                v_chain.step := v_chain.step + 1;
+                UPDATE pgq.job_chains c SET step = v_chain.step, job_uuid = NULL WHERE c.id = v_chain.id;
+                PERFORM pgq._chain_stop(v_chain, 'failed', NULL, v_text);
             END IF;
-            CONTINUE WHEN v_chain.batch_id IS NULL;
-            v_batches := v_batches || v_chain.batch_id;
-            v_members := v_members || v_chain.id;
+        ELSIF p_outcome = 'succeeded' THEN
+            UPDATE pgq.job_chains c SET state = 'succeeded', finished_at = now() WHERE c.id = v_chain.id;
         ELSE
-            CONTINUE WHEN p_batches[i] IS NULL;
-            v_batches := v_batches || p_batches[i];
-            v_members := v_members || p_uuids[i];
+            PERFORM pgq._chain_stop(v_chain, CASE WHEN p_outcome = 'failed' THEN 'failed' ELSE 'cancelled' END,
+                                    p_uuids[i], p_exception);
         END IF;
+        CONTINUE WHEN v_chain.batch_id IS NULL;
+        v_batches := v_batches || v_chain.batch_id;
+        v_members := v_members || v_chain.id;
         v_outcomes := v_outcomes || v_outcome;
         v_jobs := v_jobs || p_uuids[i];
         v_texts := v_texts || v_text;
