@@ -10,6 +10,7 @@
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle            pgq only: what the semantics cost
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
+//	batch                                                                     pgq only, drain-go's backlog as one batch
 //
 // Every run is verified (each job ran exactly once and is recorded as done) and the
 // program exits non-zero if any run fails verification. Each figure is the median of
@@ -89,7 +90,7 @@ type options struct {
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
-	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50"}
+	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/pgq"
@@ -88,7 +89,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 }
 
 func (e *pgqEnv) truncate(ctx context.Context) error {
-	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.attempts, pgq.failed_jobs"); err != nil {
+	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	return nil
@@ -105,6 +106,7 @@ type pgqScenario struct {
 	concurrency int // 0: the worker's default
 	sqlHandler  bool
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
+	batch       bool                        // the backlog is one batch (DispatchBatch, then AddToBatch)
 	payload     func(i int) json.RawMessage // nil: {}
 	dispatch    []pgq.Option
 	workerOpts  []worker.Option
@@ -121,6 +123,9 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 	case "drain-go-c50":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain-go, %d jobs, jobs/s (concurrency %d)", o.jobs, o.highConc),
 			job: "noop", jobs: o.jobs, concurrency: o.highConc}
+	case "batch":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain one batch of %d no-op jobs, jobs/s (worker default concurrency): compare with drain-go", o.jobs),
+			job: "noop", jobs: o.jobs, batch: true}
 	case "drain-sql":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with a SQL-function handler, jobs/s (worker default concurrency, pool %d)", o.sqlJobs, o.poolSize),
 			job: "noop_sql", jobs: o.sqlJobs, sqlHandler: true}
@@ -208,6 +213,8 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	}
 
 	// Insert the backlog.
+	var batchID uuid.UUID
+	var err error
 	payloads := make([]any, min(o.batch, sc.jobs))
 	start := time.Now()
 	for done := 0; done < sc.jobs; done += len(payloads) {
@@ -219,6 +226,26 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 			} else {
 				payloads[i] = json.RawMessage(`{}`)
 			}
+		}
+		if sc.batch {
+			members := make([]pgq.BatchMember, n)
+			for i, p := range payloads {
+				members[i] = pgq.BatchJob(sc.job, p, sc.dispatch...)
+			}
+			var added int
+			if done == 0 {
+				batchID, err = e.client.DispatchBatch(ctx, members, pgq.BatchOptions{Name: "bench"})
+				added = n
+			} else {
+				added, err = e.client.AddToBatch(ctx, batchID, members)
+			}
+			if err != nil {
+				return fail(fmt.Errorf("insert: %w", err))
+			}
+			if added != n {
+				return fail(fmt.Errorf("insert: %d members added of %d", added, n))
+			}
+			continue
 		}
 		ids, err := e.client.DispatchMany(ctx, sc.job, payloads, sc.dispatch...)
 		if err != nil {
@@ -329,6 +356,15 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 			err = fmt.Errorf("%w (worker logged %d warnings, first: %s)", err, d.warnings, logs.first())
 		}
 		return fail(err)
+	}
+	if sc.batch {
+		var succeeded int
+		var finished bool
+		err := e.pool.QueryRow(ctx, `SELECT succeeded_jobs, finished_at IS NOT NULL FROM pgq.batches WHERE id = $1`, batchID).
+			Scan(&succeeded, &finished)
+		if err != nil || succeeded != sc.jobs || !finished {
+			return fail(fmt.Errorf("verify batch: want %d succeeded and finished, got %d, %v (%v)", sc.jobs, succeeded, finished, err))
+		}
 	}
 	if profile && o.fnStats {
 		if err := printServerStats(ctx, e.pool, sc.jobs); err != nil {

@@ -25,6 +25,9 @@ var (
 	// ErrNotMigrated: the database has no pgq schema (SQLSTATE 3F000). Run
 	// `pgq-worker migrate` (or Migrate) first.
 	ErrNotMigrated = errors.New("pgq: database is not migrated: run `pgq-worker migrate`")
+	// ErrBatchClosed: a batch has finished or was cancelled, so no job can be added to
+	// it (SQLSTATE PQ003, pgq.add_to_batch). Nothing was written.
+	ErrBatchClosed = errors.New("pgq: batch finished or cancelled")
 )
 
 // Error is a PostgreSQL error raised by a pgq function, mapped to one of the sentinel
@@ -70,6 +73,10 @@ func MapError(err error) error {
 		e.Kind = ErrHandlerMissing
 	case "3F000":
 		e.Kind = ErrNotMigrated
+	case "PQ003":
+		e.Kind = ErrBatchClosed
+	case "P0002":
+		e.Kind = ErrNotFound
 	}
 	return e
 }

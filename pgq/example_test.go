@@ -105,3 +105,45 @@ func ExampleClient_RetryFailed() {
 		}
 	}
 }
+
+// A chain: reserve_stock, then charge_card (its own tries and backoff), then ship; if a
+// step fails for good the rest never run and order_failed is queued with the chain id,
+// the step and the exception.
+func ExampleClient_DispatchChain() {
+	var client *pgq.Client // from pgq.NewClient
+	ctx := context.Background()
+	order := map[string]int{"order_id": 42}
+	id, err := client.DispatchChain(ctx, []pgq.Step{
+		{Job: "reserve_stock", Args: order},
+		{Job: "charge_card", Args: order, Options: []pgq.Option{pgq.Tries(3), pgq.Backoff(10 * time.Second)}},
+		{Job: "ship", Args: order},
+	}, pgq.ChainOptions{OnFailure: "order_failed"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("chain", id) // SELECT * FROM pgq.chains WHERE id = …
+}
+
+// A batch of jobs and a chain with callbacks; import_done runs once when every member
+// succeeded, import_finally once when every member has finished.
+func ExampleClient_DispatchBatch() {
+	var client *pgq.Client // from pgq.NewClient
+	ctx := context.Background()
+	members := []pgq.BatchMember{
+		pgq.BatchJob("resize", map[string]int{"image": 1}),
+		pgq.BatchJob("resize", map[string]int{"image": 2}, pgq.Tries(3)),
+		pgq.BatchChain("", pgq.Step{Job: "reserve_stock", Args: map[string]int{"order_id": 43}},
+			pgq.Step{Job: "ship", Args: map[string]int{"order_id": 43}}),
+	}
+	id, err := client.DispatchBatch(ctx, members, pgq.BatchOptions{
+		Name: "import", Then: "import_done", Catch: "import_failed", Finally: "import_finally", AllowFailures: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := client.Batch(ctx, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d of %d pending, %.0f%%\n", b.Name, b.PendingJobs, b.TotalJobs, b.Progress)
+}

@@ -146,6 +146,9 @@ CREATE TABLE pgq.jobs (
     interruptions integer DEFAULT 0 NOT NULL,
     cancel_requested_at timestamp with time zone,
     cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -229,6 +232,20 @@ COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a runnin
 
 
 --
+-- Name: COLUMN jobs.batch_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispatch_batch), or NULL.';
+
+
+--
+-- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
+
+
+--
 -- Name: _admit(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -309,6 +326,341 @@ COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, O
 
 
 --
+-- Name: job_batches; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_batches (
+    id uuid NOT NULL,
+    name text,
+    total_jobs integer DEFAULT 0 NOT NULL,
+    options jsonb NOT NULL,
+    failed_job_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    cancelled_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    then_at timestamp with time zone,
+    catch_at timestamp with time zone,
+    finally_at timestamp with time zone
+);
+
+
+--
+-- Name: TABLE job_batches; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_batches IS 'Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.';
+
+
+--
+-- Name: COLUMN job_batches.total_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_batches.total_jobs IS 'Members dispatched into the batch: jobs, and chains (a chain counts once).';
+
+
+--
+-- Name: COLUMN job_batches.finished_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_batches.finished_at IS 'When every member had finished (succeeded, failed for good or cancelled); cleared when pgq.retry_failed brings one back.';
+
+
+--
+-- Name: _batch_add(pgq.job_batches, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_queue   text := p_batch.options ->> 'queue';
+    v_plain   jsonb;
+    v_members uuid[];
+    v_chain   pgq.job_chains;
+    v_failed  pgq.job_chains[] := '{}';
+    v_entry   jsonb;
+BEGIN
+    SELECT coalesce(jsonb_agg(e ORDER BY n), '[]') INTO v_plain
+    FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS x(e, n) WHERE NOT e ? 'chain';
+    IF jsonb_array_length(v_plain) > 0 THEN
+        -- a dropped unique duplicate is no member: it never existed (S21)
+        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL)) u
+                           WHERE u IS NOT NULL);
+    ELSE
+        v_members := '{}';
+    END IF;
+    FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e WHERE e ? 'chain' LOOP
+        v_chain := pgq._chain_start((pgq._uuid7s(1))[1], v_entry -> 'chain', v_entry ->> 'on_failure',
+                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id);
+        v_members := v_members || v_chain.id;
+        IF v_chain.state = 'failed' THEN
+            v_failed := v_failed || v_chain;
+        END IF;
+    END LOOP;
+
+    -- Count the members: every shard first, in order (a chain that failed at once below
+    -- may cancel the batch, which takes them all), then the batch row.
+    PERFORM FROM pgq.batch_counts c WHERE c.batch_id = p_batch.id ORDER BY c.shard FOR UPDATE;
+    UPDATE pgq.batch_counts c SET pending = c.pending + d.n
+    FROM (SELECT pgq._batch_shard(m) AS shard, count(*)::int AS n FROM unnest(v_members) m GROUP BY 1) d
+    WHERE c.batch_id = p_batch.id AND c.shard = d.shard;
+    UPDATE pgq.job_batches b SET total_jobs = b.total_jobs + cardinality(v_members) WHERE b.id = p_batch.id;
+
+    FOREACH v_chain IN ARRAY v_failed LOOP
+        PERFORM pgq._batch_members_ended(p_batch.id, ARRAY[v_chain.id], 'failed', NULL, pgq._dropped_message(v_chain, 1));
+    END LOOP;
+    RETURN cardinality(v_members);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
+
+
+--
+-- Name: _batch_callback(pgq.job_batches, text, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb DEFAULT '{}'::jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_counts record;
+BEGIN
+    IF p_job IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed INTO v_counts
+    FROM pgq.batch_counts c WHERE c.batch_id = p_batch.id;
+    PERFORM pgq._dispatch_callback(p_job,
+        jsonb_build_object('batch_id', p_batch.id, 'name', p_batch.name, 'total_jobs', p_batch.total_jobs,
+                           'pending_jobs', v_counts.pending + v_counts.failed, 'failed_jobs', v_counts.failed,
+                           'failed_job_ids', to_jsonb(p_batch.failed_job_ids),
+                           'cancelled', p_batch.cancelled_at IS NOT NULL) || p_extra,
+        p_batch.options ->> 'queue');
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb) IS 'Queues a batch callback (then, catch, finally) with the batch''s id, name and figures.';
+
+
+--
+-- Name: _batch_cancel_waiting(uuid, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_members uuid[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgq.jobs j
+        WHERE j.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.jobs w
+                                  WHERE w.batch_id = p_batch AND w.reserved_at IS NULL
+                                  FOR UPDATE SKIP LOCKED))
+        RETURNING j.*
+    ), recorded AS (
+        INSERT INTO pgq.attempts (job_uuid, job, queue, attempt, finished_at, outcome, exception)
+        SELECT g.uuid, g.job, g.queue, g.attempts, now(), 'cancelled', p_reason FROM gone g
+    ), unique_gone AS (
+        DELETE FROM pgq.unique_locks u USING gone g
+        WHERE g.unique_key IS NOT NULL AND u.key = g.unique_key AND u.owner = g.unique_token
+    ), debounce_gone AS (
+        DELETE FROM pgq.debounce_tokens d USING gone g
+        WHERE g.debounce_key IS NOT NULL AND d.key = g.debounce_key AND d.token = g.debounce_token
+    ), chains AS (
+        UPDATE pgq.job_chains c SET state = 'cancelled', exception = p_reason, finished_at = now()
+        FROM gone g WHERE c.id = g.chain_id
+    )
+    SELECT coalesce(array_agg(coalesce(g.chain_id, g.uuid)), '{}') INTO v_members FROM gone g;
+    UPDATE pgq.batch_counts c SET pending = c.pending - d.n, cancelled = c.cancelled + d.n
+    FROM (SELECT pgq._batch_shard(m) AS shard, count(*) AS n FROM unnest(v_members) m GROUP BY 1) d
+    WHERE c.batch_id = p_batch AND c.shard = d.shard;
+    RETURN cardinality(v_members);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_cancel_waiting(p_batch uuid, p_reason text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) IS 'Cancels a batch''s waiting jobs not held by another transaction and counts them as cancelled (S74).';
+
+
+--
+-- Name: _batch_members_ended(uuid, uuid[], text, uuid, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_members_ended(p_batch uuid, p_members uuid[], p_outcome text, p_job uuid DEFAULT NULL::uuid, p_exception text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_zero  boolean;
+    v_first boolean;
+    v_batch pgq.job_batches;
+BEGIN
+    IF p_outcome = 'succeeded' THEN
+        PERFORM FROM pgq.batch_counts c
+        WHERE c.batch_id = p_batch AND c.shard IN (SELECT DISTINCT pgq._batch_shard(m) FROM unnest(p_members) m)
+        ORDER BY c.shard FOR UPDATE;
+    ELSE
+        PERFORM FROM pgq.batch_counts c WHERE c.batch_id = p_batch ORDER BY c.shard FOR UPDATE;
+    END IF;
+    WITH d AS (
+        SELECT pgq._batch_shard(m) AS shard, count(*)::int AS n FROM unnest(p_members) m GROUP BY 1
+    ), counted AS (
+        UPDATE pgq.batch_counts c
+        SET pending = c.pending - d.n,
+            failed = c.failed + CASE WHEN p_outcome = 'failed' THEN d.n ELSE 0 END,
+            cancelled = c.cancelled + CASE WHEN p_outcome = 'cancelled' THEN d.n ELSE 0 END
+        FROM d
+        WHERE c.batch_id = p_batch AND c.shard = d.shard
+        RETURNING c.pending
+    )
+    SELECT coalesce(bool_or(pending = 0), false) INTO v_zero FROM counted;
+
+    IF p_outcome = 'failed' THEN
+        SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = p_batch FOR UPDATE;
+        v_first := v_batch.catch_at IS NULL;
+        UPDATE pgq.job_batches b
+        SET failed_job_ids = CASE WHEN p_job IS NULL OR p_job = ANY (b.failed_job_ids) THEN b.failed_job_ids
+                                  ELSE b.failed_job_ids || p_job END,
+            catch_at = coalesce(b.catch_at, now())
+        WHERE b.id = p_batch
+        RETURNING * INTO v_batch;
+        IF v_first THEN
+            PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'catch_job',
+                                        jsonb_build_object('failed_job', p_job, 'exception', p_exception));
+            IF NOT coalesce((v_batch.options ->> 'allow_failures')::boolean, false) AND v_batch.cancelled_at IS NULL THEN
+                UPDATE pgq.job_batches b SET cancelled_at = now() WHERE b.id = p_batch;
+                PERFORM pgq._batch_cancel_waiting(p_batch,
+                    format('cancelled: batch %s failed at job %s and does not allow failures', p_batch, p_job));
+                v_zero := true;  -- settle sums the shards: it finds out
+            END IF;
+        END IF;
+    END IF;
+    IF v_zero THEN
+        PERFORM pgq._batch_settle(p_batch);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_members_ended(p_batch uuid, p_members uuid[], p_outcome text, p_job uuid, p_exception text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_members_ended(p_batch uuid, p_members uuid[], p_outcome text, p_job uuid, p_exception text) IS 'Counts ended members of a batch in their shards; the first failure queues catch_job and, without allow_failures, cancels the batch (S75); settles the batch when a shard reached 0 (S76).';
+
+
+--
+-- Name: _batch_settle(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_settle(p_batch uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_batch  pgq.job_batches;
+    v_counts record;
+BEGIN
+    SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = p_batch FOR UPDATE;
+    SELECT coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed,
+           coalesce(sum(c.cancelled), 0) AS cancelled
+    INTO v_counts
+    FROM pgq.batch_counts c WHERE c.batch_id = p_batch;
+    IF v_counts.pending > 0 THEN
+        RETURN;
+    END IF;
+    UPDATE pgq.job_batches b SET finished_at = coalesce(b.finished_at, now()) WHERE b.id = p_batch;
+    IF v_batch.then_at IS NULL AND v_counts.failed = 0 AND v_counts.cancelled = 0 AND v_batch.cancelled_at IS NULL THEN
+        UPDATE pgq.job_batches b SET then_at = now() WHERE b.id = p_batch;
+        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'then_job');
+    END IF;
+    IF v_batch.finally_at IS NULL THEN
+        UPDATE pgq.job_batches b SET finally_at = now() WHERE b.id = p_batch;
+        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'finally_job');
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_settle(p_batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_settle(p_batch uuid) IS 'Finds whether a batch has ended, under its row''s lock, and queues then_job and finally_job once each (S73, S75).';
+
+
+--
+-- Name: _batch_shard(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batch_shard(p_member uuid) RETURNS smallint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT (hashtext(p_member::text) & 15)::smallint;
+$$;
+
+
+--
+-- Name: FUNCTION _batch_shard(p_member uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batch_shard(p_member uuid) IS 'The pgq.batch_counts shard (0-15) a batch member counts in: its id hashed.';
+
+
+--
+-- Name: _batches_prune(interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._batches_prune(p_older_than interval) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_count bigint;
+    v_n     bigint;
+BEGIN
+    DELETE FROM pgq.job_chains c
+    WHERE c.state <> 'running' AND c.finished_at < now() - p_older_than
+      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.chain_id = c.id);
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    DELETE FROM pgq.job_batches b
+    WHERE b.finished_at < now() - p_older_than
+      AND NOT EXISTS (SELECT FROM pgq.batch_counts c WHERE c.batch_id = b.id AND c.pending > 0)
+      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_count + v_n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _batches_prune(p_older_than interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._batches_prune(p_older_than interval) IS 'Retention: deletes batches and chains that ended more than older_than ago and have no failed job left to retry.';
+
+
+--
 -- Name: _bury(pgq.jobs, text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -323,14 +675,20 @@ BEGIN
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, dispatched_at)
+         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
             p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
-            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at,
+            p_job.batch_id, p_job.chain_id, p_job.chain_step)
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
+        -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
+        PERFORM pgq._jobs_ended('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                ARRAY[p_job.chain_step], p_exception);
+    END IF;
     PERFORM pg_notify('pgq_events', json_build_object(
         'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
 END;
@@ -417,6 +775,10 @@ BEGIN
     PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
     PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
+        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
+    END IF;
     RETURN pgq._record(p_job, 'cancelled', p_now,
                        'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
 END;
@@ -428,6 +790,133 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_started boolean) IS 'Ends a job as cancelled: deleted with its locks, the attempt recorded as cancelled; not a failure.';
+
+
+--
+-- Name: job_chains; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_chains (
+    id uuid NOT NULL,
+    batch_id uuid,
+    steps jsonb NOT NULL,
+    on_failure text,
+    queue text,
+    step integer DEFAULT 1 NOT NULL,
+    job_uuid uuid,
+    state text DEFAULT 'running'::text NOT NULL,
+    exception text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT job_chains_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+
+--
+-- Name: TABLE job_chains; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_chains IS 'Chains (pgq.dispatch_chain): the steps, the step now queued and its job, the state; exception says why a failed or cancelled chain stopped.';
+
+
+--
+-- Name: _chain_dispatch_step(pgq.job_chains, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step integer) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_uuid uuid;
+BEGIN
+    v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
+                                     p_chain.batch_id, p_chain.id, p_step))[1];
+    UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
+    RETURN v_uuid;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _chain_dispatch_step(p_chain pgq.job_chains, p_step integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step integer) IS 'Queues one step of a chain; NULL when it was dropped as a unique duplicate.';
+
+
+--
+-- Name: _chain_start(uuid, jsonb, text, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) RETURNS pgq.job_chains
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_chain pgq.job_chains;
+    v_uuid  uuid;
+BEGIN
+    -- Steps after the first are queued later, inside other jobs' completions. Queue them
+    -- now on trial and roll the trial back (PQ999 below), so that a step pgq.dispatch
+    -- would refuse (a bad option, a timeout of 0, a missing key) is refused here, by the
+    -- caller, with nothing written.
+    IF jsonb_array_length(p_steps) > 1 THEN
+        BEGIN
+            PERFORM pgq._dispatch_entries(p_steps - 0, p_queue, NULL, NULL, NULL);
+            RAISE EXCEPTION 'pgq: trial dispatch of a chain''s steps' USING ERRCODE = 'PQ999';
+        EXCEPTION WHEN SQLSTATE 'PQ999' THEN
+            NULL;  -- every step can be queued
+        END;
+    END IF;
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
+    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    RETURNING * INTO v_chain;
+    v_uuid := pgq._chain_dispatch_step(v_chain, 1);
+    IF v_uuid IS NULL THEN
+        PERFORM pgq._chain_stop(v_chain, 'failed', NULL, pgq._dropped_message(v_chain, 1));
+        v_chain.state := 'failed';
+    END IF;
+    v_chain.job_uuid := v_uuid;
+    RETURN v_chain;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
+
+
+--
+-- Name: _chain_stop(pgq.job_chains, text, uuid, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE pgq.job_chains c SET state = p_state, exception = p_exception, finished_at = now()
+    WHERE c.id = p_chain.id;
+    IF p_state = 'failed' AND p_chain.on_failure IS NOT NULL THEN
+        PERFORM pgq._dispatch_callback(p_chain.on_failure,
+            jsonb_build_object('chain_id', p_chain.id, 'batch_id', p_chain.batch_id, 'step', p_chain.step,
+                               'job', p_chain.steps -> (p_chain.step - 1) ->> 'job', 'job_uuid', p_job,
+                               'exception', p_exception),
+            p_chain.queue);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text) IS 'Ends a chain as failed (dispatching on_failure) or cancelled (S71, S72, S74).';
 
 
 --
@@ -459,6 +948,58 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
+
+
+--
+-- Name: _check_entries(text, jsonb, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_entries(p_what text, p_entries jsonb, p_chains boolean) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_entry jsonb;
+    v_bad   text;
+    v_n     int := 0;
+BEGIN
+    IF jsonb_typeof(p_entries) IS DISTINCT FROM 'array' OR jsonb_array_length(p_entries) = 0 THEN
+        RAISE EXCEPTION 'pgq: % must be a non-empty JSON array, got %', p_what, left(coalesce(p_entries::text, 'NULL'), 200)
+            USING ERRCODE = '22023';
+    END IF;
+    FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e LOOP
+        v_n := v_n + 1;
+        IF p_chains AND jsonb_typeof(v_entry) = 'object' AND v_entry ? 'chain' THEN
+            SELECT string_agg(k, ', ') INTO v_bad FROM jsonb_object_keys(v_entry) k WHERE k NOT IN ('chain', 'on_failure', 'queue');
+            IF v_bad IS NOT NULL THEN
+                RAISE EXCEPTION 'pgq: % entry % is a chain and cannot have %', p_what, v_n, v_bad USING ERRCODE = '22023';
+            END IF;
+            PERFORM pgq._check_entries(format('%s entry %s: chain', p_what, v_n), v_entry -> 'chain', false);
+            CONTINUE;
+        END IF;
+        IF jsonb_typeof(v_entry) IS DISTINCT FROM 'object' OR jsonb_typeof(v_entry -> 'job') IS DISTINCT FROM 'string' THEN
+            RAISE EXCEPTION 'pgq: % entry % needs a "job" name, got %', p_what, v_n, left(v_entry::text, 200)
+                USING ERRCODE = '22023';
+        END IF;
+        SELECT string_agg(k, ', ') INTO v_bad FROM jsonb_object_keys(v_entry) k
+        WHERE k NOT IN ('job', 'payload', 'queue', 'delay', 'tries', 'backoff', 'retry_until', 'max_exceptions',
+                        'timeout', 'fail_on_timeout', 'priority', 'unique_key', 'unique_for', 'unique_until',
+                        'debounce_key', 'debounce_for', 'debounce_max_wait', 'middleware', 'retry_for');
+        IF v_bad IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: % entry % (%) has unknown keys: %', p_what, v_n, v_entry ->> 'job', v_bad
+                USING ERRCODE = '22023';
+        END IF;
+        PERFORM pgq._check_name('job', v_entry ->> 'job');
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_entries(p_what text, p_entries jsonb, p_chains boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_entries(p_what text, p_entries jsonb, p_chains boolean) IS 'Raises 22023 unless every entry is {"job", "payload", dispatch options} (or, in a batch, {"chain": [...]}).';
 
 
 --
@@ -1028,6 +1569,227 @@ COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure,
 
 
 --
+-- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_class     pgq.job_classes;
+    v_queue     text;
+    v_job       pgq.jobs;
+    v_unique    boolean;
+    v_debounce  boolean;
+    v_payload   jsonb;
+    v_burst     timestamptz;
+    v_unique_for interval;
+    v_debounce_for interval;
+    v_max_wait  interval;
+    v_uuids     uuid[];
+    i           int;
+BEGIN
+    PERFORM pgq._check_name('job', _dispatch.job);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = _dispatch.job;
+    v_queue := coalesce(_dispatch.queue, v_class.queue, 'default');
+    PERFORM pgq._check_name('queue', v_queue);
+    PERFORM pgq._check_settings(_dispatch.tries, _dispatch.backoff, _dispatch.max_exceptions,
+                                _dispatch.timeout, _dispatch.priority);
+    IF _dispatch.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _dispatch.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.retry_until IS NOT NULL AND _dispatch.retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', _dispatch.delay USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.payloads IS NULL OR array_position(_dispatch.payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    v_unique := _dispatch.unique_key IS NOT NULL OR _dispatch.unique_for IS NOT NULL
+             OR _dispatch.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
+    v_debounce := _dispatch.debounce_key IS NOT NULL OR _dispatch.debounce_for IS NOT NULL
+               OR _dispatch.debounce_max_wait IS NOT NULL
+               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
+    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
+                                       _dispatch.debounce_for, _dispatch.debounce_max_wait);
+    PERFORM pgq._check_middleware(_dispatch.middleware);
+
+    -- The frozen settings (S1), shared by every payload.
+    v_job.job := _dispatch.job;
+    v_job.queue := v_queue;
+    v_job.priority := _dispatch.priority;
+    v_job.handler := v_class.handler;
+    v_job.tries := coalesce(_dispatch.tries, v_class.tries);
+    v_job.backoff := coalesce(_dispatch.backoff, v_class.backoff);
+    v_job.max_exceptions := coalesce(_dispatch.max_exceptions, v_class.max_exceptions);
+    v_job.timeout := coalesce(_dispatch.timeout, v_class.timeout);
+    v_job.fail_on_timeout := coalesce(_dispatch.fail_on_timeout, v_class.fail_on_timeout, false);
+    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
+    v_job.retry_until := coalesce(_dispatch.retry_until, now() + _dispatch.retry_for, now() + v_class.retry_for);
+    v_job.available_at := now() + coalesce(_dispatch.delay, interval '0');
+    v_job.middleware := coalesce(_dispatch.middleware, v_class.middleware);
+    -- Every key of the middleware must be computable from every payload and storable:
+    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
+    IF v_job.middleware IS NOT NULL THEN
+        PERFORM pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
+    END IF;
+
+    IF NOT v_unique AND NOT v_debounce THEN
+        RETURN QUERY
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, middleware, batch_id, chain_id, chain_step)
+        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
+               v_job.middleware, _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+        FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
+        ORDER BY p.n
+        RETURNING j.uuid;
+    ELSE
+        v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
+        v_debounce_for := coalesce(_dispatch.debounce_for, v_class.debounce_for);
+        v_max_wait := coalesce(_dispatch.debounce_max_wait, v_class.debounce_max_wait);
+        IF v_debounce AND v_debounce_for IS NULL THEN
+            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
+        END IF;
+        v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
+        FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
+            v_payload := _dispatch.payloads[i];
+            v_job.uuid := v_uuids[i];
+            v_job.payload := v_payload;
+            IF v_unique THEN
+                v_job.unique_key := pgq._key(_dispatch.job, _dispatch.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_token := gen_random_uuid();
+                v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
+                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                    CONTINUE;
+                END IF;
+            ELSE
+                v_job.debounce_key := pgq._key(_dispatch.job, _dispatch.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_token := gen_random_uuid();
+                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+                v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
+                                               least(now() + v_debounce_for, v_burst + v_max_wait));
+            END IF;
+            INSERT INTO pgq.jobs
+                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+                 debounce_key, debounce_token, middleware, batch_id, chain_id, chain_step)
+            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
+                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
+                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware,
+                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
+            RETURN NEXT v_job.uuid;
+        END LOOP;
+    END IF;
+
+    IF coalesce(_dispatch.delay, interval '0') = interval '0' AND NOT v_debounce THEN
+        PERFORM pgq._notify(v_queue);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
+
+--
+-- Name: _dispatch_callback(text, jsonb, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue);
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
+    PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
+        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id', 'error', left(SQLERRM, 500))::text);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_callback(p_job text, p_payload jsonb, p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
+
+
+--
+-- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) RETURNS uuid[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_group record;
+    v_uuids uuid[];
+    v_out   uuid[] := array_fill(NULL::uuid, ARRAY[jsonb_array_length(p_entries)]);
+    i       int;
+BEGIN
+    FOR v_group IN
+        SELECT e.value - 'payload' AS o,
+               array_agg(coalesce(e.value -> 'payload', '{}') ORDER BY e.n) AS payloads,
+               array_agg(e.n ORDER BY e.n) AS ns
+        FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS e(value, n)
+        GROUP BY e.value - 'payload'
+        ORDER BY min(e.n)
+    LOOP
+        v_uuids := ARRAY(SELECT pgq._dispatch(
+            job => v_group.o ->> 'job',
+            payloads => v_group.payloads,
+            queue => coalesce(v_group.o ->> 'queue', p_queue),
+            delay => pgq._json_interval(v_group.o -> 'delay'),
+            tries => (v_group.o ->> 'tries')::int,
+            backoff => CASE jsonb_typeof(v_group.o -> 'backoff')
+                           WHEN 'array' THEN ARRAY(SELECT b::int FROM jsonb_array_elements_text(v_group.o -> 'backoff') b)
+                           WHEN 'number' THEN ARRAY[(v_group.o ->> 'backoff')::int] END,
+            retry_until => (v_group.o ->> 'retry_until')::timestamptz,
+            max_exceptions => (v_group.o ->> 'max_exceptions')::int,
+            timeout => (v_group.o ->> 'timeout')::int,
+            fail_on_timeout => (v_group.o ->> 'fail_on_timeout')::boolean,
+            priority => coalesce((v_group.o ->> 'priority')::int, 0),
+            unique_key => v_group.o ->> 'unique_key',
+            unique_for => pgq._json_interval(v_group.o -> 'unique_for'),
+            unique_until => v_group.o ->> 'unique_until',
+            debounce_key => v_group.o ->> 'debounce_key',
+            debounce_for => pgq._json_interval(v_group.o -> 'debounce_for'),
+            debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
+            middleware => nullif(v_group.o -> 'middleware', 'null'),
+            retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step));
+        FOR i IN 1 .. cardinality(v_uuids) LOOP
+            v_out[v_group.ns[i]] := v_uuids[i];
+        END LOOP;
+    END LOOP;
+    RETURN v_out;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+
+
+--
 -- Name: schedule_entries; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -1141,6 +1903,26 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone) IS 'Dispatches a schedule''s job: unique on schedule:tick for a tick (S61), not unique for a run now (NULL tick).';
+
+
+--
+-- Name: _dropped_message(pgq.job_chains, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step integer) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT format('DroppedAsDuplicate: step %s (%s) of chain %s was not queued: a unique lock on its key is held by another job',
+                  p_step, p_chain.steps -> (p_step - 1) ->> 'job', p_chain.id);
+$$;
+
+
+--
+-- Name: FUNCTION _dropped_message(p_chain pgq.job_chains, p_step integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step integer) IS 'The exception of a chain whose step was dropped as a unique duplicate (S72).';
 
 
 --
@@ -1269,6 +2051,177 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) IS 'The job a lease token holds, locked; NULL (and the call recorded as rejected) when it holds none (S15).';
+
+
+--
+-- Name: _jobs_ended(text, uuid[], uuid[], uuid[], integer[], text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_batches  uuid[] := '{}';  -- members of batches that ended: batch, member, outcome, job, exception
+    v_members  uuid[] := '{}';
+    v_outcomes text[] := '{}';
+    v_jobs     uuid[] := '{}';
+    v_texts    text[] := '{}';
+    v_chain    pgq.job_chains;
+    v_outcome  text;
+    v_text     text;
+    v_next     uuid;
+    v_group    record;
+    i          int;
+BEGIN
+    -- Lone jobs of batches, in one statement (a completion may carry hundreds).
+    SELECT coalesce(array_agg(e.b), '{}'), coalesce(array_agg(e.u), '{}'),
+           coalesce(array_agg(p_outcome), '{}'), coalesce(array_agg(e.u), '{}'), coalesce(array_agg(p_exception), '{}')
+    INTO v_batches, v_members, v_outcomes, v_jobs, v_texts
+    FROM unnest(p_uuids, p_batches, p_chains) AS e(u, b, c)
+    WHERE e.c IS NULL AND e.b IS NOT NULL;
+
+    -- Steps of chains, one by one.
+    FOR i IN 1 .. coalesce(cardinality(p_uuids), 0) LOOP
+        CONTINUE WHEN p_chains[i] IS NULL;
+        v_outcome := p_outcome;
+        v_text := p_exception;
+        SELECT * INTO v_chain FROM pgq.job_chains c WHERE c.id = p_chains[i] FOR UPDATE;
+        -- a chain already ended (or pruned) is not moved by a late or repeated end
+        CONTINUE WHEN NOT FOUND OR v_chain.state <> 'running' OR v_chain.step <> p_steps[i];
+        IF p_outcome = 'succeeded' AND v_chain.step < jsonb_array_length(v_chain.steps) THEN
+            IF v_chain.batch_id IS NOT NULL
+               AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_chain.batch_id AND b.cancelled_at IS NOT NULL) THEN
+                v_outcome := 'cancelled';
+                v_text := format('cancelled: batch %s was cancelled', v_chain.batch_id);
+                PERFORM pgq._chain_stop(v_chain, 'cancelled', p_uuids[i], v_text);
+            ELSE
+                -- A step that cannot be queued (its class changed since the chain
+                -- was dispatched, say) must not make this completion fail again and
+                -- again: the chain fails at that step instead (S72).
+                BEGIN
+                    v_next := pgq._chain_dispatch_step(v_chain, v_chain.step + 1);
+                    IF v_next IS NULL THEN
+                        v_text := pgq._dropped_message(v_chain, v_chain.step + 1);
+                    END IF;
+                EXCEPTION WHEN OTHERS THEN
+                    v_next := NULL;
+                    v_text := format('StepNotQueued: step %s (%s) of chain %s could not be queued: %s (SQLSTATE %s)',
+                                     v_chain.step + 1, v_chain.steps -> v_chain.step ->> 'job', v_chain.id, SQLERRM, SQLSTATE);
+                END;
+                CONTINUE WHEN v_next IS NOT NULL;  -- the chain goes on: its member has not ended
+                v_outcome := 'failed';
+                v_chain.step := v_chain.step + 1;
+                UPDATE pgq.job_chains c SET step = v_chain.step, job_uuid = NULL WHERE c.id = v_chain.id;
+                PERFORM pgq._chain_stop(v_chain, 'failed', NULL, v_text);
+            END IF;
+        ELSIF p_outcome = 'succeeded' THEN
+            UPDATE pgq.job_chains c SET state = 'succeeded', finished_at = now() WHERE c.id = v_chain.id;
+        ELSE
+            PERFORM pgq._chain_stop(v_chain, CASE WHEN p_outcome = 'failed' THEN 'failed' ELSE 'cancelled' END,
+                                    p_uuids[i], p_exception);
+        END IF;
+        CONTINUE WHEN v_chain.batch_id IS NULL;
+        v_batches := v_batches || v_chain.batch_id;
+        v_members := v_members || v_chain.id;
+        v_outcomes := v_outcomes || v_outcome;
+        v_jobs := v_jobs || p_uuids[i];
+        v_texts := v_texts || v_text;
+    END LOOP;
+
+    -- One call per batch and outcome (per member for failures: each is recorded), in
+    -- batch order: the locks of one batch are all taken before the next's.
+    FOR v_group IN
+        SELECT e.batch, e.outcome, array_agg(e.member) AS members, min(e.job::text)::uuid AS job, min(e.txt) AS txt
+        FROM unnest(v_batches, v_members, v_outcomes, v_jobs, v_texts) AS e(batch, member, outcome, job, txt)
+        GROUP BY e.batch, e.outcome, CASE WHEN e.outcome = 'failed' THEN e.member END
+        ORDER BY e.batch, e.outcome
+    LOOP
+        PERFORM pgq._batch_members_ended(v_group.batch, v_group.members, v_group.outcome, v_group.job, v_group.txt);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text) IS 'Moves the chains and batches of jobs that ended (succeeded, failed for good, cancelled): next step or chain stop (S70-S72, S74), batch counts and callbacks (S73-S76).';
+
+
+--
+-- Name: _jobs_retried(uuid[], uuid[], uuid[], integer[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_batches uuid[] := '{}';
+    v_members uuid[] := '{}';
+    v_jobs    uuid[] := '{}';
+    v_batch   uuid;
+    i         int;
+BEGIN
+    FOR i IN 1 .. cardinality(p_uuids) LOOP
+        IF p_chains[i] IS NOT NULL THEN
+            UPDATE pgq.job_chains c
+            SET state = 'running', step = p_steps[i], job_uuid = p_uuids[i], exception = NULL, finished_at = NULL
+            WHERE c.id = p_chains[i] AND c.state = 'failed' AND c.step = p_steps[i]
+            RETURNING c.batch_id INTO v_batch;
+            CONTINUE WHEN NOT FOUND OR v_batch IS NULL;
+            v_batches := v_batches || v_batch;
+            v_members := v_members || p_chains[i];
+        ELSE
+            CONTINUE WHEN p_batches[i] IS NULL;
+            v_batches := v_batches || p_batches[i];
+            v_members := v_members || p_uuids[i];
+        END IF;
+        v_jobs := v_jobs || p_uuids[i];
+    END LOOP;
+    FOR v_batch IN SELECT DISTINCT b FROM unnest(v_batches) b ORDER BY b LOOP
+        PERFORM FROM pgq.batch_counts c WHERE c.batch_id = v_batch ORDER BY c.shard FOR UPDATE;
+        UPDATE pgq.batch_counts c SET pending = c.pending + d.n, failed = c.failed - d.n
+        FROM (SELECT pgq._batch_shard(e.m) AS shard, count(*)::int AS n
+              FROM unnest(v_batches, v_members) AS e(b, m) WHERE e.b = v_batch GROUP BY 1) d
+        WHERE c.batch_id = v_batch AND c.shard = d.shard;
+        UPDATE pgq.job_batches b
+        SET failed_job_ids = ARRAY(SELECT f FROM unnest(b.failed_job_ids) f WHERE f <> ALL (v_jobs)), finished_at = NULL
+        WHERE b.id = v_batch;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[]) IS 'Retried failed jobs of chains and batches: the chain resumes at the step, the batch counts the member pending again (S73).';
+
+
+--
+-- Name: _json_interval(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._json_interval(p_value jsonb) RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE jsonb_typeof(p_value)
+               WHEN 'number' THEN make_interval(secs => (p_value #>> '{}')::double precision)
+               WHEN 'string' THEN (p_value #>> '{}')::interval
+           END;
+$$;
+
+
+--
+-- Name: FUNCTION _json_interval(p_value jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._json_interval(p_value jsonb) IS 'An interval from JSON: a number of seconds, or text such as ''10 minutes''.';
 
 
 --
@@ -2000,6 +2953,10 @@ BEGIN
         DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
         PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
         PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
+            PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                    ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
+        END IF;
         RETURN;
     END IF;
     UPDATE pgq.jobs j
@@ -2063,6 +3020,44 @@ COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as
 
 
 --
+-- Name: add_to_batch(uuid, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_batch pgq.job_batches;
+    v_n     int;
+BEGIN
+    PERFORM pgq._check_entries('batch jobs', add_to_batch.jobs, true);
+    SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = add_to_batch.batch;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: no batch %', add_to_batch.batch USING ERRCODE = 'P0002';
+    END IF;
+    v_n := pgq._batch_add(v_batch, add_to_batch.jobs);
+    -- Checked after counting, under the batch row's lock (taken last, like every path):
+    -- a batch that finished or was cancelled meanwhile is seen here, and this rolls back.
+    SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = add_to_batch.batch FOR UPDATE;
+    IF v_batch.finished_at IS NOT NULL OR v_batch.cancelled_at IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: batch % has % : no job can be added', add_to_batch.batch,
+            CASE WHEN v_batch.cancelled_at IS NOT NULL THEN 'been cancelled' ELSE 'finished' END
+            USING ERRCODE = 'PQ003';
+    END IF;
+    RETURN v_n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) IS 'Adds jobs (and chains) to a running batch (S73); PQ003 when it has finished or was cancelled. Returns how many members were added.';
+
+
+--
 -- Name: cancel(uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2095,6 +3090,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.cancel(uuid uuid) IS 'Cancels a job: a waiting one at once (''cancelled''), a running one through its worker (''cancelling''); NULL when there is no such live job. Not retried, not a failure.';
+
+
+--
+-- Name: cancel_batch(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.cancel_batch(batch uuid) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_batch pgq.job_batches;
+    v_n     int;
+BEGIN
+    PERFORM FROM pgq.batch_counts c WHERE c.batch_id = cancel_batch.batch ORDER BY c.shard FOR UPDATE;
+    SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = cancel_batch.batch FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    UPDATE pgq.job_batches b SET cancelled_at = coalesce(b.cancelled_at, now()) WHERE b.id = v_batch.id;
+    v_n := pgq._batch_cancel_waiting(v_batch.id, 'cancelled by ' || session_user || ' with its batch');
+    PERFORM pgq._record_action('cancel', NULL, v_batch.options ->> 'queue',
+                               format('batch %s cancelled: %s waiting jobs', v_batch.id, v_n));
+    PERFORM pgq._batch_settle(v_batch.id);
+    RETURN v_n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION cancel_batch(batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.cancel_batch(batch uuid) IS 'Cancels a batch: waiting jobs now, later pickups before they run, running ones finish; no callback but finally_job (S74). Returns the waiting jobs cancelled; NULL when there is no such batch.';
 
 
 --
@@ -2267,6 +3296,10 @@ DECLARE
     v_circuits text[];
     v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
     v_overlaps text[];
+    v_grouped  uuid[];  -- jobs of batches or chains, with theirs (S70, S73)
+    v_batches  uuid[];
+    v_chains   uuid[];
+    v_steps    int[];
 BEGIN
     IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
         RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
@@ -2280,6 +3313,7 @@ BEGIN
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
+                  j.batch_id, j.chain_id, j.chain_step,
                   CASE WHEN j.middleware IS NOT NULL
                        THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
                   END AS circuit
@@ -2297,8 +3331,13 @@ BEGIN
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
            array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
-           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k)
-    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps
+           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k),
+           array_agg(d.uuid) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.batch_id) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.chain_id) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.chain_step) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps,
+         v_grouped, v_batches, v_chains, v_steps
     FROM done d;
 
     IF v_unique IS NOT NULL THEN
@@ -2318,6 +3357,10 @@ BEGIN
     END IF;
     IF v_overlapped IS NOT NULL THEN
         PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
+    END IF;
+    IF v_grouped IS NOT NULL THEN
+        -- the next step of a chain is queued, and a batch counted, by this transaction
+        PERFORM pgq._jobs_ended('succeeded', v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN
@@ -2520,129 +3563,101 @@ COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay inte
 
 
 --
--- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_class     pgq.job_classes;
-    v_queue     text;
-    v_job       pgq.jobs;
-    v_unique    boolean;
-    v_debounce  boolean;
-    v_payload   jsonb;
-    v_burst     timestamptz;
-    v_unique_for interval;
-    v_debounce_for interval;
-    v_max_wait  interval;
-    v_uuids     uuid[];
-    i           int;
+    v_batch pgq.job_batches;
+    v_job   text;
 BEGIN
-    PERFORM pgq._check_name('job', dispatch_many.job);
-    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
-    v_queue := coalesce(dispatch_many.queue, v_class.queue, 'default');
-    PERFORM pgq._check_name('queue', v_queue);
-    PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
-                                dispatch_many.timeout, dispatch_many.priority);
-    IF dispatch_many.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', dispatch_many.retry_for USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.retry_until IS NOT NULL AND dispatch_many.retry_for IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.delay < interval '0' THEN
-        RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
-    END IF;
-    PERFORM pgq._check_dispatch_limits(dispatch_many.timeout, dispatch_many.priority, dispatch_many.payloads);
-    v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
-             OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
-    v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
-               OR dispatch_many.debounce_max_wait IS NOT NULL
-               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
-    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
-                                       dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
-    PERFORM pgq._check_middleware(dispatch_many.middleware);
-
-    -- The frozen settings (S1), shared by every payload.
-    v_job.job := dispatch_many.job;
-    v_job.queue := v_queue;
-    v_job.priority := dispatch_many.priority;
-    v_job.handler := v_class.handler;
-    v_job.tries := coalesce(dispatch_many.tries, v_class.tries);
-    v_job.backoff := coalesce(dispatch_many.backoff, v_class.backoff);
-    v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
-    v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
-    v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
-    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
-    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
-    v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
-    v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
-    -- Every key of the middleware must be computable from every payload and storable:
-    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
-    IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
-    END IF;
-
-    IF NOT v_unique AND NOT v_debounce THEN
-        RETURN QUERY
-        INSERT INTO pgq.jobs AS j
-            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware)
-        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
-               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware
-        FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
-        ORDER BY p.n
-        RETURNING j.uuid;
-    ELSE
-        v_unique_for := coalesce(dispatch_many.unique_for, v_class.unique_for);
-        v_debounce_for := coalesce(dispatch_many.debounce_for, v_class.debounce_for);
-        v_max_wait := coalesce(dispatch_many.debounce_max_wait, v_class.debounce_max_wait);
-        IF v_debounce AND v_debounce_for IS NULL THEN
-            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
+    PERFORM pgq._check_entries('batch jobs', dispatch_batch.jobs, true);
+    FOREACH v_job IN ARRAY ARRAY[dispatch_batch.then_job, dispatch_batch.catch_job, dispatch_batch.finally_job] LOOP
+        IF v_job IS NOT NULL THEN
+            PERFORM pgq._check_name('job', v_job);
         END IF;
-        v_uuids := pgq._uuid7s(cardinality(dispatch_many.payloads));
-        FOR i IN 1 .. cardinality(dispatch_many.payloads) LOOP
-            v_payload := dispatch_many.payloads[i];
-            v_job.uuid := v_uuids[i];
-            v_job.payload := v_payload;
-            IF v_unique THEN
-                v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
-                v_job.unique_token := gen_random_uuid();
-                v_job.unique_until := coalesce(dispatch_many.unique_until, v_class.unique_until, 'processed');
-                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
-                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
-                    CONTINUE;
-                END IF;
-            ELSE
-                v_job.debounce_key := pgq._key(dispatch_many.job, dispatch_many.debounce_key, v_class.debounce_by, v_payload);
-                v_job.debounce_token := gen_random_uuid();
-                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
-                v_job.available_at := greatest(now() + coalesce(dispatch_many.delay, interval '0'),
-                                               least(now() + v_debounce_for, v_burst + v_max_wait));
-            END IF;
-            INSERT INTO pgq.jobs
-                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware)
-            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
-                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
-                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
-            RETURN NEXT v_job.uuid;
-        END LOOP;
+    END LOOP;
+    IF dispatch_batch.queue IS NOT NULL THEN
+        PERFORM pgq._check_name('queue', dispatch_batch.queue);
     END IF;
-
-    IF coalesce(dispatch_many.delay, interval '0') = interval '0' AND NOT v_debounce THEN
-        PERFORM pgq._notify(v_queue);
+    IF length(dispatch_batch.name) > 1000 THEN
+        RAISE EXCEPTION 'pgq: a batch name is at most 1,000 characters, got %', length(dispatch_batch.name)
+            USING ERRCODE = '22023';
     END IF;
+    INSERT INTO pgq.job_batches (id, name, options)
+    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name,
+            jsonb_strip_nulls(jsonb_build_object(
+                'then_job', dispatch_batch.then_job, 'catch_job', dispatch_batch.catch_job,
+                'finally_job', dispatch_batch.finally_job,
+                'allow_failures', coalesce(dispatch_batch.allow_failures, false), 'queue', dispatch_batch.queue)))
+    RETURNING * INTO v_batch;
+    INSERT INTO pgq.batch_counts (batch_id, shard) SELECT v_batch.id, s FROM generate_series(0, 15) s;
+    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs);
+    -- Every member a dropped duplicate: nothing will end it, so it ends here.
+    PERFORM pgq._batch_settle(v_batch.id) WHERE NOT EXISTS (
+        SELECT FROM pgq.batch_counts c WHERE c.batch_id = v_batch.id AND c.pending > 0);
+    RETURN v_batch.id;
 END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
+
+
+--
+-- Name: dispatch_chain(jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_id uuid := (pgq._uuid7s(1))[1];
+BEGIN
+    PERFORM pgq._check_entries('chain steps', dispatch_chain.steps, false);
+    IF dispatch_chain.on_failure IS NOT NULL THEN
+        PERFORM pgq._check_name('job', dispatch_chain.on_failure);
+    END IF;
+    IF dispatch_chain.queue IS NOT NULL THEN
+        PERFORM pgq._check_name('queue', dispatch_chain.queue);
+    END IF;
+    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL);
+    RETURN v_id;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
+
+
+--
+-- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
+                                dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,
+                                dispatch_many.retry_until, dispatch_many.max_exceptions,
+                                dispatch_many.timeout, dispatch_many.fail_on_timeout, dispatch_many.priority,
+                                dispatch_many.unique_key, dispatch_many.unique_for,
+                                dispatch_many.unique_until, dispatch_many.debounce_key,
+                                dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
+                                dispatch_many.middleware, dispatch_many.retry_for);
 $$;
 
 
@@ -3019,6 +4034,25 @@ COMMENT ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp w
 
 
 --
+-- Name: job_batch(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.job_batch(job uuid) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT j.batch_id FROM pgq.jobs j WHERE j.uuid = job_batch.job;
+$$;
+
+
+--
+-- Name: FUNCTION job_batch(job uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.job_batch(job uuid) IS 'The batch a live job belongs to, or NULL (S73).';
+
+
+--
 -- Name: nap(text[], interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3242,7 +4276,8 @@ BEGIN
     WHERE d.updated_at < now() - interval '1 hour'
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN v_count + v_n;
+    v_count := v_count + v_n;
+    RETURN v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
 END;
 $$;
 
@@ -3403,6 +4438,8 @@ BEGIN
               AND j.debounce_key IS NULL
               AND j.middleware IS NULL
               AND j.unique_until IS DISTINCT FROM 'processing'
+              AND (j.batch_id IS NULL
+                   OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
               AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
                        ELSE coalesce(j.tries, reserve.default_tries) = 0
                             OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
@@ -3432,6 +4469,16 @@ BEGIN
                     RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
                     CONTINUE;
                 END IF;
+                -- Its batch was cancelled (pgq.cancel_batch, or a failure without
+                -- allow_failures) after the job was left waiting: it ends before it runs (S74).
+                IF v_job.batch_id IS NOT NULL AND EXISTS (
+                    SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL
+                ) THEN
+                    v_job.cancel_requested_by := format('the cancel of batch %s', v_job.batch_id);
+                    PERFORM pgq._cancel(v_job, v_now, false);
+                    RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
+                    CONTINUE;
+                END IF;
                 -- Pickup check S24: a debounced job whose token is no longer its key's
                 -- current one is deleted without running (first attempt and retries).
                 IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
@@ -3440,6 +4487,10 @@ BEGIN
                     PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
                                         p_started => false);
                     DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    IF v_job.batch_id IS NOT NULL OR v_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
+                        PERFORM pgq._jobs_ended('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
+                                                ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                    END IF;
                     -- No key in the event: keys come from payloads, and any role may LISTEN.
                     PERFORM pg_notify('pgq_events', json_build_object(
                         'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);
@@ -3577,6 +4628,10 @@ CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text, job t
 DECLARE
     v_uuids  uuid[];
     v_queues text[];
+    v_grouped uuid[];  -- jobs of batches or chains, with theirs (S73)
+    v_batches uuid[];
+    v_chains  uuid[];
+    v_steps   int[];
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
@@ -3593,24 +4648,32 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason)
+             middleware, wait_reason, batch_id, chain_id, chain_step)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried'
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step
         FROM gone g
         ORDER BY g.id
-        RETURNING j.uuid, j.queue
+        RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
     ), recorded AS (
         INSERT INTO pgq.actions (actor, action, job_uuid, queue)
         SELECT session_user, 'retry', b.uuid, b.queue FROM back b
     )
-    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
-    INTO v_uuids, v_queues
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}'),
+           array_agg(b.uuid) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.batch_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_step) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL)
+    INTO v_uuids, v_queues, v_grouped, v_batches, v_chains, v_steps
     FROM back b;
+    IF v_grouped IS NOT NULL THEN
+        -- a chain goes on from the retried step; its batch counts the member pending again
+        PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
+    END IF;
 
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
     RETURN QUERY SELECT unnest(v_uuids);
@@ -4008,6 +5071,98 @@ ALTER TABLE pgq.attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: batch_counts; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.batch_counts (
+    batch_id uuid NOT NULL,
+    shard smallint NOT NULL,
+    pending integer DEFAULT 0 NOT NULL,
+    failed integer DEFAULT 0 NOT NULL,
+    cancelled integer DEFAULT 0 NOT NULL
+);
+
+
+--
+-- Name: TABLE batch_counts; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.batch_counts IS 'A batch''s counters in 16 shards (member id hashed): members not yet finished, failed for good, cancelled. Sum them, or read pgq.batches.';
+
+
+--
+-- Name: batches; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.batches AS
+ SELECT b.id,
+    b.name,
+    b.total_jobs,
+    ((c.pending + c.failed))::integer AS pending_jobs,
+    (c.failed)::integer AS failed_jobs,
+    b.failed_job_ids,
+    b.options,
+    b.cancelled_at,
+    b.created_at,
+    b.finished_at,
+    (c.pending)::integer AS unfinished_jobs,
+    (c.cancelled)::integer AS cancelled_jobs,
+    ((((b.total_jobs - c.pending) - c.failed) - c.cancelled))::integer AS succeeded_jobs,
+    (
+        CASE
+            WHEN (b.total_jobs = 0) THEN (100)::numeric
+            ELSE round(((100.0 * ((b.total_jobs - c.pending))::numeric) / (b.total_jobs)::numeric), 1)
+        END)::double precision AS progress,
+    b.then_at,
+    b.catch_at,
+    b.finally_at
+   FROM (pgq.job_batches b
+     CROSS JOIN LATERAL ( SELECT COALESCE(sum(s.pending), (0)::bigint) AS pending,
+            COALESCE(sum(s.failed), (0)::bigint) AS failed,
+            COALESCE(sum(s.cancelled), (0)::bigint) AS cancelled
+           FROM pgq.batch_counts s
+          WHERE (s.batch_id = b.id)) c);
+
+
+--
+-- Name: VIEW batches; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.batches IS 'Batches with Laravel''s job_batches columns (pending_jobs counts failed members too, as Laravel''s does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.';
+
+
+--
+-- Name: chains; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.chains AS
+ SELECT c.id,
+    c.batch_id,
+    c.state,
+    c.step,
+    jsonb_array_length(c.steps) AS total_steps,
+    ((c.steps -> (c.step - 1)) ->> 'job'::text) AS job,
+    c.job_uuid,
+    c.on_failure,
+    c.queue,
+    c.exception,
+    c.created_at,
+    c.finished_at,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN c.steps
+            ELSE NULL::jsonb
+        END AS steps
+   FROM pgq.job_chains c;
+
+
+--
+-- Name: VIEW chains; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.';
+
+
+--
 -- Name: circuits; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -4077,7 +5232,10 @@ CREATE TABLE pgq.failed_jobs (
     debounce_key text,
     debounce_token uuid,
     middleware jsonb,
-    dispatched_at timestamp with time zone NOT NULL
+    dispatched_at timestamp with time zone NOT NULL,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer
 );
 
 
@@ -4639,6 +5797,14 @@ ALTER TABLE ONLY pgq.attempts
 
 
 --
+-- Name: batch_counts batch_counts_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.batch_counts
+    ADD CONSTRAINT batch_counts_pkey PRIMARY KEY (batch_id, shard);
+
+
+--
 -- Name: circuits circuits_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -4668,6 +5834,22 @@ ALTER TABLE ONLY pgq.failed_jobs
 
 ALTER TABLE ONLY pgq.failed_jobs
     ADD CONSTRAINT failed_jobs_uuid_key UNIQUE (uuid);
+
+
+--
+-- Name: job_batches job_batches_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_batches
+    ADD CONSTRAINT job_batches_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: job_chains job_chains_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_chains
+    ADD CONSTRAINT job_chains_pkey PRIMARY KEY (id);
 
 
 --
@@ -4764,6 +5946,20 @@ CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at
 
 
 --
+-- Name: job_chains_batch_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_chains_batch_idx ON pgq.job_chains USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: jobs_batch_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_batch_idx ON pgq.jobs USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
 -- Name: jobs_cancel_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -4792,6 +5988,22 @@ CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btre
 
 
 --
+-- Name: batch_counts batch_counts_batch_id_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.batch_counts
+    ADD CONSTRAINT batch_counts_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES pgq.job_batches(id) ON DELETE CASCADE;
+
+
+--
+-- Name: job_chains job_chains_batch_id_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_chains
+    ADD CONSTRAINT job_chains_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES pgq.job_batches(id) ON DELETE CASCADE;
+
+
+--
 -- Name: rate_limit_windows rate_limit_windows_limit_name_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -4817,6 +6029,55 @@ REVOKE ALL ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone
 
 
 --
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batch_cancel_waiting(p_batch uuid, p_reason text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batch_members_ended(p_batch uuid, p_members uuid[], p_outcome text, p_job uuid, p_exception text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_members_ended(p_batch uuid, p_members uuid[], p_outcome text, p_job uuid, p_exception text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batch_settle(p_batch uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_settle(p_batch uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batch_shard(p_member uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batch_shard(p_member uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _batches_prune(p_older_than interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._batches_prune(p_older_than interval) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4838,10 +6099,38 @@ REVOKE ALL ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zon
 
 
 --
+-- Name: FUNCTION _chain_dispatch_step(p_chain pgq.job_chains, p_step integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_entries(p_what text, p_entries jsonb, p_chains boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_entries(p_what text, p_entries jsonb, p_chains boolean) FROM PUBLIC;
 
 
 --
@@ -4932,10 +6221,38 @@ GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedur
 
 
 --
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _dispatch_callback(p_job text, p_payload jsonb, p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _dropped_message(p_chain pgq.job_chains, p_step integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step integer) FROM PUBLIC;
 
 
 --
@@ -4965,6 +6282,27 @@ GRANT ALL ON FUNCTION pgq._handler_proc(p_handler text) TO pgq_admin;
 --
 
 REVOKE ALL ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _json_interval(p_value jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._json_interval(p_value jsonb) FROM PUBLIC;
 
 
 --
@@ -5209,11 +6547,28 @@ REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) TO pgq_producer;
+GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) TO pgq_worker;
+
+
+--
 -- Name: FUNCTION cancel(uuid uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq.cancel(uuid uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.cancel(uuid uuid) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION cancel_batch(batch uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.cancel_batch(batch uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.cancel_batch(batch uuid) TO pgq_admin;
 
 
 --
@@ -5296,6 +6651,22 @@ GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay in
 
 
 --
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) TO pgq_producer;
+
+
+--
 -- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -5365,6 +6736,14 @@ GRANT ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, st
 
 REVOKE ALL ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION job_batch(job uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.job_batch(job uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.job_batch(job uuid) TO pgq_worker;
 
 
 --
@@ -5523,6 +6902,20 @@ GRANT ALL ON FUNCTION pgq.wake() TO pgq_worker;
 --
 
 GRANT SELECT ON TABLE pgq.actions TO pgq_reader;
+
+
+--
+-- Name: TABLE batches; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.batches TO pgq_reader;
+
+
+--
+-- Name: TABLE chains; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.chains TO pgq_reader;
 
 
 --

@@ -73,6 +73,9 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 
 		{pgqtest.ProducerRole, `SELECT pgq.dispatch('j', '{"n": 1}')`, allowed},
 		{pgqtest.ProducerRole, `SELECT pgq.dispatch_many('j', ARRAY['{"n": 2}'::jsonb])`, allowed},
+		{pgqtest.ProducerRole, `SELECT pgq.dispatch_chain('[{"job": "j"}, {"job": "j"}]')`, allowed},
+		{pgqtest.ProducerRole, `SELECT pgq.dispatch_batch('[{"job": "j"}]')`, allowed},
+		{pgqtest.ProducerRole, `SELECT count(*) FROM pgq.batches`, denied},
 		{pgqtest.ProducerRole, `SELECT payload FROM pgq.jobs`, denied},
 		{pgqtest.ProducerRole, `INSERT INTO pgq.jobs (job, handler) VALUES ('x', 'public.noop(jsonb)')`, denied},
 		{pgqtest.ProducerRole, `SELECT pgq.define_job('x', handler => 'public.noop')`, denied},
@@ -91,6 +94,9 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 		{pgqtest.ReaderRole, `SELECT count(*) FROM pgq.ready`, allowed},
 		{pgqtest.ReaderRole, `SELECT count(*) FROM pgq.attempts`, allowed},
 		{pgqtest.ReaderRole, `SELECT * FROM pgq.check()`, allowed},
+		{pgqtest.ReaderRole, `SELECT count(*) FROM pgq.batches`, allowed},
+		{pgqtest.ReaderRole, `SELECT count(*) FROM pgq.chains`, allowed},
+		{pgqtest.ReaderRole, `SELECT pgq.cancel_batch(gen_random_uuid())`, denied},
 		{pgqtest.ReaderRole, `SELECT payload FROM pgq.jobs`, denied},
 		{pgqtest.ReaderRole, `SELECT pgq.dispatch('j')`, denied},
 		{pgqtest.ReaderRole, `SELECT pgq.pause_queue('default')`, denied},
@@ -103,6 +109,7 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 		{pgqtest.ReaderRole, `SELECT pgq.run_schedule('nightly')`, denied},
 		{pgqtest.WorkerRole, `SELECT pgq.schedule('w', '@hourly', 'j')`, denied},
 		{pgqtest.AdminRole, `SELECT count(*) FROM pgq.failed`, allowed},
+		{pgqtest.AdminRole, `SELECT pgq.cancel_batch(gen_random_uuid())`, allowed},
 		{pgqtest.AdminRole, `DELETE FROM pgq.failed_jobs`, denied},
 		{pgqtest.AdminRole, `SELECT * FROM pgq.reserve('a', '{default}', 1, 1)`, denied},
 	}

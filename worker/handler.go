@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/pgq"
 )
 
 // Job is one attempt of a job as its handler sees it, with the payload decoded into Args.
@@ -21,6 +23,34 @@ type Job[T any] struct {
 	Payload       json.RawMessage
 	Args          T
 	ReservedUntil time.Time // the lease; the worker extends it while the handler runs
+
+	pool *pgxpool.Pool
+}
+
+// JobBatch is the batch a running job belongs to (S73).
+type JobBatch struct {
+	ID     uuid.UUID
+	client *pgq.Client
+}
+
+// Add adds members to the batch while it runs (pgq.add_to_batch) and returns how many
+// were added; errors wrap pgq.ErrBatchClosed when the batch finished or was cancelled.
+func (b *JobBatch) Add(ctx context.Context, members ...pgq.BatchMember) (int, error) {
+	return b.client.AddToBatch(ctx, b.ID, members)
+}
+
+// Batch returns the batch the job belongs to, or nil when it belongs to none. It asks
+// PostgreSQL (pgq.job_batch) on each call.
+func (j *Job[T]) Batch(ctx context.Context) (*JobBatch, error) {
+	client, err := pgq.NewClient(j.pool)
+	if err != nil {
+		return nil, err
+	}
+	id, err := client.JobBatch(ctx, j.UUID)
+	if err != nil || id == uuid.Nil {
+		return nil, err
+	}
+	return &JobBatch{ID: id, client: client}, nil
 }
 
 // Handler runs jobs of one name. Run is required. Failed, when set, runs once when
@@ -49,7 +79,7 @@ func Handle[T any](w *Worker, name string, h Handler[T]) {
 	}
 	decode := func(row *dbsqlc.JobReserveRow) (*Job[T], error) {
 		j := &Job[T]{UUID: row.Uuid, Name: row.Job, Queue: row.Queue, Attempt: int(row.Attempts), Payload: row.Payload,
-			ReservedUntil: row.ReservedUntil}
+			ReservedUntil: row.ReservedUntil, pool: w.pool}
 		if raw, ok := any(&j.Args).(*json.RawMessage); ok {
 			*raw = row.Payload // already JSON: no decoding to do
 		} else if err := json.Unmarshal(row.Payload, &j.Args); err != nil {

@@ -109,7 +109,7 @@ Exit codes: 0 success, 1 runtime failure (check: problems found), 2 usage error.
 	root.SetErr(a.stderr)
 	root.SetUsageTemplate(usageTemplate)
 	root.AddCommand(newMigrateCommand(a), newWorkCommand(a), newDispatchCommand(a), newFailedCommand(a),
-		newSchedulesCommand(a), newStatusCommand(a), newCheckCommand(a), newDashboardCommand(a))
+		newSchedulesCommand(a), newBatchesCommand(a), newStatusCommand(a), newCheckCommand(a), newDashboardCommand(a))
 	return root
 }
 

@@ -94,7 +94,7 @@ func (q *Queries) FailedJobForget(ctx context.Context, argUuid uuid.UUID) (bool,
 }
 
 const failedJobGet = `-- name: FailedJobGet :one
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at FROM pgq.failed_jobs WHERE uuid = $1::uuid
+SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step FROM pgq.failed_jobs WHERE uuid = $1::uuid
 `
 
 func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqFailedJob, error) {
@@ -125,12 +125,15 @@ func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqFail
 		&i.DebounceToken,
 		&i.Middleware,
 		&i.DispatchedAt,
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
 	)
 	return &i, err
 }
 
 const failedJobList = `-- name: FailedJobList :many
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at
+SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step
 FROM pgq.failed_jobs
 WHERE $1::text IS NULL OR queue = $1::text
 ORDER BY failed_at DESC, id DESC
@@ -176,6 +179,9 @@ func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([
 			&i.DebounceToken,
 			&i.Middleware,
 			&i.DispatchedAt,
+			&i.BatchID,
+			&i.ChainID,
+			&i.ChainStep,
 		); err != nil {
 			return nil, err
 		}

@@ -98,6 +98,53 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
+// Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.
+type PgqBatch struct {
+	ID             uuid.UUID
+	Name           *string
+	TotalJobs      int32
+	PendingJobs    int32
+	FailedJobs     int32
+	FailedJobIds   []uuid.UUID
+	Options        json.RawMessage
+	CancelledAt    *time.Time
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	UnfinishedJobs int32
+	CancelledJobs  int32
+	SucceededJobs  int32
+	Progress       float64
+	ThenAt         *time.Time
+	CatchAt        *time.Time
+	FinallyAt      *time.Time
+}
+
+// A batch's counters in 16 shards (member id hashed): members not yet finished, failed for good, cancelled. Sum them, or read pgq.batches.
+type PgqBatchCount struct {
+	BatchID   uuid.UUID
+	Shard     int16
+	Pending   int32
+	Failed    int32
+	Cancelled int32
+}
+
+// Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.
+type PgqChain struct {
+	ID         uuid.UUID
+	BatchID    *uuid.UUID
+	State      string
+	Step       int32
+	TotalSteps int32
+	Job        string
+	JobUuid    *uuid.UUID
+	OnFailure  *string
+	Queue      *string
+	Exception  *string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+	Steps      json.RawMessage
+}
+
 type PgqCheckFinding struct {
 	Object string
 	Rule   string
@@ -164,6 +211,9 @@ type PgqFailedJob struct {
 	DebounceToken *uuid.UUID
 	Middleware    json.RawMessage
 	DispatchedAt  time.Time
+	BatchID       *uuid.UUID
+	ChainID       *uuid.UUID
+	ChainStep     *int32
 }
 
 // Each failed job's frozen settings (S1) and its failure (failed_at, exception), without its payload.
@@ -238,6 +288,43 @@ type PgqJob struct {
 	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
 	CancelRequestedAt *time.Time
 	CancelRequestedBy *string
+	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
+	BatchID *uuid.UUID
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	ChainID   *uuid.UUID
+	ChainStep *int32
+}
+
+// Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.
+type PgqJobBatch struct {
+	ID   uuid.UUID
+	Name *string
+	// Members dispatched into the batch: jobs, and chains (a chain counts once).
+	TotalJobs    int32
+	Options      json.RawMessage
+	FailedJobIds []uuid.UUID
+	CancelledAt  *time.Time
+	CreatedAt    time.Time
+	// When every member had finished (succeeded, failed for good or cancelled); cleared when pgq.retry_failed brings one back.
+	FinishedAt *time.Time
+	ThenAt     *time.Time
+	CatchAt    *time.Time
+	FinallyAt  *time.Time
+}
+
+// Chains (pgq.dispatch_chain): the steps, the step now queued and its job, the state; exception says why a failed or cancelled chain stopped.
+type PgqJobChain struct {
+	ID         uuid.UUID
+	BatchID    *uuid.UUID
+	Steps      json.RawMessage
+	OnFailure  *string
+	Queue      *string
+	Step       int32
+	JobUuid    *uuid.UUID
+	State      string
+	Exception  *string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).

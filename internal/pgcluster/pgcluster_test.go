@@ -34,7 +34,7 @@ func TestCluster(t *testing.T) {
 	t.Run("RoleSettingsDoNotReachTheTestsConnections", func(t *testing.T) {
 		c.Exec(t, `ALTER ROLE postgres SET statement_timeout = '1ms'`)
 		defer c.Exec(t, `ALTER ROLE postgres RESET statement_timeout`)
-		other, err := pgx.Connect(context.Background(), db.URL)
+		other, err := pgx.Connect(context.Background(), c.URL(db.Name))
 		require.NoError(t, err)
 		defer other.Close(context.Background())
 		var v string

@@ -52,6 +52,158 @@ $$;
 
 COMMENT ON FUNCTION pgq._check_dispatch_limits(int, int, jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
 
+-- pgq._dispatch: the body of pgq.dispatch_many (see there), with the batch and chain the
+-- jobs belong to (pgq.dispatch_batch, pgq.dispatch_chain: S70-S76) written by the same
+-- insert. Not SECURITY DEFINER: only pgq's own functions call it.
+CREATE OR REPLACE FUNCTION pgq._dispatch(
+    job             text,
+    payloads        jsonb[],
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL,
+    p_batch_id      uuid DEFAULT NULL,
+    p_chain_id      uuid DEFAULT NULL,
+    p_chain_step    int DEFAULT NULL
+) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_class     pgq.job_classes;
+    v_queue     text;
+    v_job       pgq.jobs;
+    v_unique    boolean;
+    v_debounce  boolean;
+    v_payload   jsonb;
+    v_burst     timestamptz;
+    v_unique_for interval;
+    v_debounce_for interval;
+    v_max_wait  interval;
+    v_uuids     uuid[];
+    i           int;
+BEGIN
+    PERFORM pgq._check_name('job', _dispatch.job);
+    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = _dispatch.job;
+    v_queue := coalesce(_dispatch.queue, v_class.queue, 'default');
+    PERFORM pgq._check_name('queue', v_queue);
+    PERFORM pgq._check_settings(_dispatch.tries, _dispatch.backoff, _dispatch.max_exceptions,
+                                _dispatch.timeout, _dispatch.priority);
+    IF _dispatch.retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _dispatch.retry_for USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.retry_until IS NOT NULL AND _dispatch.retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', _dispatch.delay USING ERRCODE = '22023';
+    END IF;
+    IF _dispatch.payloads IS NULL OR array_position(_dispatch.payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
+    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    v_unique := _dispatch.unique_key IS NOT NULL OR _dispatch.unique_for IS NOT NULL
+             OR _dispatch.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
+    v_debounce := _dispatch.debounce_key IS NOT NULL OR _dispatch.debounce_for IS NOT NULL
+               OR _dispatch.debounce_max_wait IS NOT NULL
+               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
+    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
+                                       _dispatch.debounce_for, _dispatch.debounce_max_wait);
+    PERFORM pgq._check_middleware(_dispatch.middleware);
+
+    -- The frozen settings (S1), shared by every payload.
+    v_job.job := _dispatch.job;
+    v_job.queue := v_queue;
+    v_job.priority := _dispatch.priority;
+    v_job.handler := v_class.handler;
+    v_job.tries := coalesce(_dispatch.tries, v_class.tries);
+    v_job.backoff := coalesce(_dispatch.backoff, v_class.backoff);
+    v_job.max_exceptions := coalesce(_dispatch.max_exceptions, v_class.max_exceptions);
+    v_job.timeout := coalesce(_dispatch.timeout, v_class.timeout);
+    v_job.fail_on_timeout := coalesce(_dispatch.fail_on_timeout, v_class.fail_on_timeout, false);
+    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
+    v_job.retry_until := coalesce(_dispatch.retry_until, now() + _dispatch.retry_for, now() + v_class.retry_for);
+    v_job.available_at := now() + coalesce(_dispatch.delay, interval '0');
+    v_job.middleware := coalesce(_dispatch.middleware, v_class.middleware);
+    -- Every key of the middleware must be computable from every payload and storable:
+    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
+    IF v_job.middleware IS NOT NULL THEN
+        PERFORM pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
+    END IF;
+
+    IF NOT v_unique AND NOT v_debounce THEN
+        RETURN QUERY
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, middleware, batch_id, chain_id, chain_step)
+        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
+               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
+               v_job.middleware, _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+        FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
+        ORDER BY p.n
+        RETURNING j.uuid;
+    ELSE
+        v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
+        v_debounce_for := coalesce(_dispatch.debounce_for, v_class.debounce_for);
+        v_max_wait := coalesce(_dispatch.debounce_max_wait, v_class.debounce_max_wait);
+        IF v_debounce AND v_debounce_for IS NULL THEN
+            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
+        END IF;
+        v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
+        FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
+            v_payload := _dispatch.payloads[i];
+            v_job.uuid := v_uuids[i];
+            v_job.payload := v_payload;
+            IF v_unique THEN
+                v_job.unique_key := pgq._key(_dispatch.job, _dispatch.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_token := gen_random_uuid();
+                v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
+                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                    CONTINUE;
+                END IF;
+            ELSE
+                v_job.debounce_key := pgq._key(_dispatch.job, _dispatch.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_token := gen_random_uuid();
+                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+                v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
+                                               least(now() + v_debounce_for, v_burst + v_max_wait));
+            END IF;
+            INSERT INTO pgq.jobs
+                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+                 debounce_key, debounce_token, middleware, batch_id, chain_id, chain_step)
+            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
+                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
+                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware,
+                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
+            RETURN NEXT v_job.uuid;
+        END LOOP;
+    END IF;
+
+    IF coalesce(_dispatch.delay, interval '0') = interval '0' AND NOT v_debounce THEN
+        PERFORM pgq._notify(v_queue);
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int) IS
+    'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
 -- options, in the caller's transaction (S2). Per-dispatch options override the job
 -- class; a job with no class is allowed (worker defaults apply). Napping workers of the
@@ -83,125 +235,17 @@ CREATE OR REPLACE FUNCTION pgq.dispatch_many(
     middleware      jsonb DEFAULT NULL,
     retry_for       interval DEFAULT NULL
 ) RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_class     pgq.job_classes;
-    v_queue     text;
-    v_job       pgq.jobs;
-    v_unique    boolean;
-    v_debounce  boolean;
-    v_payload   jsonb;
-    v_burst     timestamptz;
-    v_unique_for interval;
-    v_debounce_for interval;
-    v_max_wait  interval;
-    v_uuids     uuid[];
-    i           int;
-BEGIN
-    PERFORM pgq._check_name('job', dispatch_many.job);
-    SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = dispatch_many.job;
-    v_queue := coalesce(dispatch_many.queue, v_class.queue, 'default');
-    PERFORM pgq._check_name('queue', v_queue);
-    PERFORM pgq._check_settings(dispatch_many.tries, dispatch_many.backoff, dispatch_many.max_exceptions,
-                                dispatch_many.timeout, dispatch_many.priority);
-    IF dispatch_many.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', dispatch_many.retry_for USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.retry_until IS NOT NULL AND dispatch_many.retry_for IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.delay < interval '0' THEN
-        RAISE EXCEPTION 'pgq: delay must not be negative, got %', dispatch_many.delay USING ERRCODE = '22023';
-    END IF;
-    IF dispatch_many.payloads IS NULL OR array_position(dispatch_many.payloads, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
-    END IF;
-    PERFORM pgq._check_dispatch_limits(dispatch_many.timeout, dispatch_many.priority, dispatch_many.payloads);
-    v_unique := dispatch_many.unique_key IS NOT NULL OR dispatch_many.unique_for IS NOT NULL
-             OR dispatch_many.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
-    v_debounce := dispatch_many.debounce_key IS NOT NULL OR dispatch_many.debounce_for IS NOT NULL
-               OR dispatch_many.debounce_max_wait IS NOT NULL
-               OR v_class.debounce_for IS NOT NULL OR v_class.debounce_by IS NOT NULL;
-    PERFORM pgq._check_unique_debounce(v_unique, v_debounce, dispatch_many.unique_for, dispatch_many.unique_until,
-                                       dispatch_many.debounce_for, dispatch_many.debounce_max_wait);
-    PERFORM pgq._check_middleware(dispatch_many.middleware);
-
-    -- The frozen settings (S1), shared by every payload.
-    v_job.job := dispatch_many.job;
-    v_job.queue := v_queue;
-    v_job.priority := dispatch_many.priority;
-    v_job.handler := v_class.handler;
-    v_job.tries := coalesce(dispatch_many.tries, v_class.tries);
-    v_job.backoff := coalesce(dispatch_many.backoff, v_class.backoff);
-    v_job.max_exceptions := coalesce(dispatch_many.max_exceptions, v_class.max_exceptions);
-    v_job.timeout := coalesce(dispatch_many.timeout, v_class.timeout);
-    v_job.fail_on_timeout := coalesce(dispatch_many.fail_on_timeout, v_class.fail_on_timeout, false);
-    -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
-    v_job.retry_until := coalesce(dispatch_many.retry_until, now() + dispatch_many.retry_for, now() + v_class.retry_for);
-    v_job.available_at := now() + coalesce(dispatch_many.delay, interval '0');
-    v_job.middleware := coalesce(dispatch_many.middleware, v_class.middleware);
-    -- Every key of the middleware must be computable from every payload and storable:
-    -- a bad key would otherwise only surface when the job is reserved or reported (S38).
-    IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
-    END IF;
-
-    IF NOT v_unique AND NOT v_debounce THEN
-        RETURN QUERY
-        INSERT INTO pgq.jobs AS j
-            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware)
-        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
-               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware
-        FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
-        ORDER BY p.n
-        RETURNING j.uuid;
-    ELSE
-        v_unique_for := coalesce(dispatch_many.unique_for, v_class.unique_for);
-        v_debounce_for := coalesce(dispatch_many.debounce_for, v_class.debounce_for);
-        v_max_wait := coalesce(dispatch_many.debounce_max_wait, v_class.debounce_max_wait);
-        IF v_debounce AND v_debounce_for IS NULL THEN
-            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', dispatch_many.job USING ERRCODE = '22023';
-        END IF;
-        v_uuids := pgq._uuid7s(cardinality(dispatch_many.payloads));
-        FOR i IN 1 .. cardinality(dispatch_many.payloads) LOOP
-            v_payload := dispatch_many.payloads[i];
-            v_job.uuid := v_uuids[i];
-            v_job.payload := v_payload;
-            IF v_unique THEN
-                v_job.unique_key := pgq._key(dispatch_many.job, dispatch_many.unique_key, v_class.unique_by, v_payload);
-                v_job.unique_token := gen_random_uuid();
-                v_job.unique_until := coalesce(dispatch_many.unique_until, v_class.unique_until, 'processed');
-                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
-                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
-                    CONTINUE;
-                END IF;
-            ELSE
-                v_job.debounce_key := pgq._key(dispatch_many.job, dispatch_many.debounce_key, v_class.debounce_by, v_payload);
-                v_job.debounce_token := gen_random_uuid();
-                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
-                v_job.available_at := greatest(now() + coalesce(dispatch_many.delay, interval '0'),
-                                               least(now() + v_debounce_for, v_burst + v_max_wait));
-            END IF;
-            INSERT INTO pgq.jobs
-                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware)
-            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
-                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
-                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
-            RETURN NEXT v_job.uuid;
-        END LOOP;
-    END IF;
-
-    IF coalesce(dispatch_many.delay, interval '0') = interval '0' AND NOT v_debounce THEN
-        PERFORM pgq._notify(v_queue);
-    END IF;
-END;
+    SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
+                                dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,
+                                dispatch_many.retry_until, dispatch_many.max_exceptions,
+                                dispatch_many.timeout, dispatch_many.fail_on_timeout, dispatch_many.priority,
+                                dispatch_many.unique_key, dispatch_many.unique_for,
+                                dispatch_many.unique_until, dispatch_many.debounce_key,
+                                dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
+                                dispatch_many.middleware, dispatch_many.retry_for);
 $$;
 
 COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS

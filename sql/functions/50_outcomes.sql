@@ -94,7 +94,8 @@ $$;
 COMMENT ON FUNCTION pgq._exhausted_message(pgq.jobs, timestamptz) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';
 
 -- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
--- written and a job_failed event is sent on commit. State change: reserved -> failed.
+-- written and a job_failed event is sent on commit; its chain stops and its batch counts
+-- the failure (S71, S75). State change: reserved -> failed.
 CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -106,14 +107,20 @@ BEGIN
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, dispatched_at)
+         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
             p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
-            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at)
+            p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at,
+            p_job.batch_id, p_job.chain_id, p_job.chain_step)
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
+        -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
+        PERFORM pgq._jobs_ended('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                ARRAY[p_job.chain_step], p_exception);
+    END IF;
     PERFORM pg_notify('pgq_events', json_build_object(
         'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
 END;
@@ -141,6 +148,10 @@ BEGIN
         DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
         PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
         PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
+            PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                    ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
+        END IF;
         RETURN;
     END IF;
     UPDATE pgq.jobs j

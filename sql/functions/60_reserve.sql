@@ -143,6 +143,8 @@ BEGIN
               AND j.debounce_key IS NULL
               AND j.middleware IS NULL
               AND j.unique_until IS DISTINCT FROM 'processing'
+              AND (j.batch_id IS NULL
+                   OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
               AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
                        ELSE coalesce(j.tries, reserve.default_tries) = 0
                             OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
@@ -172,6 +174,16 @@ BEGIN
                     RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
                     CONTINUE;
                 END IF;
+                -- Its batch was cancelled (pgq.cancel_batch, or a failure without
+                -- allow_failures) after the job was left waiting: it ends before it runs (S74).
+                IF v_job.batch_id IS NOT NULL AND EXISTS (
+                    SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL
+                ) THEN
+                    v_job.cancel_requested_by := format('the cancel of batch %s', v_job.batch_id);
+                    PERFORM pgq._cancel(v_job, v_now, false);
+                    RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
+                    CONTINUE;
+                END IF;
                 -- Pickup check S24: a debounced job whose token is no longer its key's
                 -- current one is deleted without running (first attempt and retries).
                 IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
@@ -180,6 +192,10 @@ BEGIN
                     PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
                                         p_started => false);
                     DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+                    IF v_job.batch_id IS NOT NULL OR v_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
+                        PERFORM pgq._jobs_ended('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
+                                                ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                    END IF;
                     -- No key in the event: keys come from payloads, and any role may LISTEN.
                     PERFORM pg_notify('pgq_events', json_build_object(
                         'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);

@@ -4,7 +4,8 @@
 -- lease token still holds it; the attempt is recorded as succeeded. Calls whose token lost
 -- its lease are rejected and recorded on that token's attempt (S15). A unique lock (S21,
 -- S22), a debounce token and an overlap lease (S34) go only if this job still owns them;
--- a success clears the circuit of a throttles_exceptions breaker (S29).
+-- a success clears the circuit of a throttles_exceptions breaker (S29). A chain's next
+-- step is queued and a batch's counters move in the same transaction (S70, S73).
 -- Returns the uuids completed. State change: reserved -> finished.
 CREATE OR REPLACE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
@@ -23,6 +24,10 @@ DECLARE
     v_circuits text[];
     v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
     v_overlaps text[];
+    v_grouped  uuid[];  -- jobs of batches or chains, with theirs (S70, S73)
+    v_batches  uuid[];
+    v_chains   uuid[];
+    v_steps    int[];
 BEGIN
     IF cardinality(complete.uuids) IS DISTINCT FROM cardinality(complete.tokens) THEN
         RAISE EXCEPTION 'pgq: complete needs one token per uuid, got % uuids and % tokens',
@@ -36,6 +41,7 @@ BEGIN
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
+                  j.batch_id, j.chain_id, j.chain_step,
                   CASE WHEN j.middleware IS NOT NULL
                        THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
                   END AS circuit
@@ -53,8 +59,13 @@ BEGIN
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
            array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
-           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k)
-    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps
+           (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k),
+           array_agg(d.uuid) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.batch_id) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.chain_id) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
+           array_agg(d.chain_step) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL)
+    INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps,
+         v_grouped, v_batches, v_chains, v_steps
     FROM done d;
 
     IF v_unique IS NOT NULL THEN
@@ -74,6 +85,10 @@ BEGIN
     END IF;
     IF v_overlapped IS NOT NULL THEN
         PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
+    END IF;
+    IF v_grouped IS NOT NULL THEN
+        -- the next step of a chain is queued, and a batch counted, by this transaction
+        PERFORM pgq._jobs_ended('succeeded', v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN

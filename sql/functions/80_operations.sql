@@ -29,7 +29,8 @@ COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20
 -- uuid NULL retries every failed job matching the filters given (queue, job, failed more
 -- than older_than ago), oldest failure first. Returns the uuids requeued. A job that a
 -- concurrent retry or flush takes first is skipped, so each is requeued once. Each is
--- recorded in pgq.actions.
+-- recorded in pgq.actions. A job of a chain resumes the chain at its step; a job of a
+-- batch counts as pending again there, and no longer as failed (S73).
 -- State change: failed -> waiting.
 CREATE OR REPLACE FUNCTION pgq.retry_failed(
     uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
@@ -40,6 +41,10 @@ AS $$
 DECLARE
     v_uuids  uuid[];
     v_queues text[];
+    v_grouped uuid[];  -- jobs of batches or chains, with theirs (S73)
+    v_batches uuid[];
+    v_chains  uuid[];
+    v_steps   int[];
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
@@ -56,24 +61,32 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason)
+             middleware, wait_reason, batch_id, chain_id, chain_step)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried'
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step
         FROM gone g
         ORDER BY g.id
-        RETURNING j.uuid, j.queue
+        RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
     ), recorded AS (
         INSERT INTO pgq.actions (actor, action, job_uuid, queue)
         SELECT session_user, 'retry', b.uuid, b.queue FROM back b
     )
-    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}')
-    INTO v_uuids, v_queues
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}'),
+           array_agg(b.uuid) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.batch_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_step) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL)
+    INTO v_uuids, v_queues, v_grouped, v_batches, v_chains, v_steps
     FROM back b;
+    IF v_grouped IS NOT NULL THEN
+        -- a chain goes on from the retried step; its batch counts the member pending again
+        PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
+    END IF;
 
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
     RETURN QUERY SELECT unnest(v_uuids);
@@ -159,8 +172,8 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- turn-aways of live ones) older than history_older_than, failed jobs older than
 -- failed_older_than (NULL: keep), and the coordination rows that no longer say anything:
 -- expired unique locks and overlap leases, rate-limit windows that have ended, circuits
--- whose decay has passed, and debounce tokens whose job is gone (an hour after their last
--- dispatch). Each of these deletes re-reads the row it deletes, so a row a concurrent
+-- whose decay has passed, debounce tokens whose job is gone (an hour after their last
+-- dispatch), and batches and chains that ended more than history_older_than ago. Each of these deletes re-reads the row it deletes, so a row a concurrent
 -- dispatch or reserve just renewed stays. Only one caller at a time does the work (a
 -- transaction advisory lock); the others return NULL at once, so workers can all call it
 -- without piling up. Returns the rows deleted.
@@ -198,7 +211,8 @@ BEGIN
     WHERE d.updated_at < now() - interval '1 hour'
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN v_count + v_n;
+    v_count := v_count + v_n;
+    RETURN v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
 END;
 $$;
 

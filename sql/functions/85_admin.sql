@@ -28,6 +28,10 @@ BEGIN
     PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
     PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
+        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
+    END IF;
     RETURN pgq._record(p_job, 'cancelled', p_now,
                        'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
 END;
