@@ -30,6 +30,28 @@ COMMENT ON SCHEMA pgq IS 'pgq job queue: tables, views and the functions that ar
 
 
 --
+-- Name: admission; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.admission AS (
+	ord integer,
+	turned_by text,
+	note text,
+	delay integer,
+	drop boolean,
+	held text[],
+	error text
+);
+
+
+--
+-- Name: TYPE admission; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased), turned away, or failed.';
+
+
+--
 -- Name: check_finding; Type: TYPE; Schema: pgq; Owner: -
 --
 
@@ -229,83 +251,202 @@ COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a runnin
 
 
 --
--- Name: _admit(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _admit(pgq.jobs[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) RETURNS record
+CREATE FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_mw      jsonb;
-    v_name    text;
-    v_cfg     jsonb;
-    v_key     text;
-    v_limit   pgq.rate_limits;
-    v_window  pgq.rate_limit_windows;
-    v_circuit pgq.circuits;
+    v_n     int := coalesce(cardinality(p_jobs), 0);
+    v_steps int;
+    v_pos   int;
+    v_alive boolean[];                  -- per job: not turned away or failed yet
+    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_dec   pgq.admission[];            -- decided at this position
+    -- This position's middleware of each job still in: batch position, name, settings, key.
+    v_ord   int[];
+    v_name  text[];
+    v_cfg   jsonb[];
+    v_key   text[];
+    v_won_ord int[];
+    v_won_key text[];
+    v_lost    text[];
+    v_lost_by uuid[];
 BEGIN
-    held := '{}';
-    drop := false;
-    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
-        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
-        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
-        IF v_key IS NULL THEN
-            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
-            EXIT;
-        END IF;
-        IF v_name = 'without_overlapping' THEN
-            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
-                held := held || v_key;
-                CONTINUE;
+    SELECT max(jsonb_array_length(j.middleware)) INTO v_steps FROM unnest(p_jobs) j;
+    v_alive := array_fill(true, ARRAY[v_n]);
+    v_held := array_fill(NULL::text, ARRAY[v_n]);
+    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
+        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
+               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
+                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
+        INTO v_ord, v_name, v_cfg, v_key
+        FROM (SELECT j.ordinality::int AS ord, j.job, j.payload, m.key AS name, m.value AS cfg
+              FROM unnest(p_jobs) WITH ORDINALITY AS j, jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ordinality]) s;
+        EXIT WHEN v_ord IS NULL;
+        v_dec := '{}';
+
+        -- A key that cannot be computed fails the job.
+        v_dec := v_dec || ARRAY(
+            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+            WHERE s.key IS NULL);
+
+        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
+        -- lease when no unexpired lease holds it; then no transaction may hold the key's
+        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
+        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        IF 'without_overlapping' = ANY (v_name) THEN
+            WITH firsts AS (
+                SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                ORDER BY s.key, s.ord
+            ), taken AS (
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                SELECT f.key, (p_jobs[f.ord]).uuid, p_tokens[f.ord], p_worker, p_now,
+                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
+                FROM firsts f
+                ORDER BY f.key
+                ON CONFLICT (key) DO UPDATE
+                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                    WHERE o.expires_at <= p_now
+                RETURNING o.key, o.job_uuid
+            ), tested AS (
+                SELECT t.key, t.job_uuid, pg_try_advisory_xact_lock(pgq._overlap_lock_id(t.key)) AS free
+                FROM taken t
+            )
+            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(t.key) FILTER (WHERE NOT t.free), array_agg(t.job_uuid) FILTER (WHERE NOT t.free)
+            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            FROM tested t JOIN firsts f ON f.key = t.key;
+            IF v_lost IS NOT NULL THEN
+                DELETE FROM pgq.overlap_locks o
+                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
+                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
             END IF;
-            turned_by := v_name;
-            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
-            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
-            note := format('turned away by without_overlapping (key %s), %s', v_key,
-                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
-        ELSIF v_name = 'rate_limited' THEN
-            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
-            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            -- Fixed window, exact under concurrency: the hit is counted under the row lock
-            -- and the WHERE reads only that row.
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            VALUES (v_limit.name, v_key, p_now, 1)
-            ON CONFLICT (limit_name, key) DO UPDATE
-                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
-                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
-                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
-            RETURNING * INTO v_window;
-            CONTINUE WHEN FOUND;
-            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
-        ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
-            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
-                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+            IF v_won_ord IS NOT NULL THEN
+                v_held := ARRAY(
+                    SELECT CASE WHEN w.ord IS NULL THEN h.held
+                                ELSE (coalesce(h.held::text[], '{}') || w.key)::text END
+                    FROM unnest(v_held) WITH ORDINALITY h(held, ord)
+                    LEFT JOIN unnest(v_won_ord, v_won_key) w(ord, key) ON w.ord = h.ord
+                    ORDER BY h.ord);
+            END IF;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by without_overlapping (key %s), %s', s.key,
+                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                           coalesce((s.cfg ->> 'release_after')::int, 0),
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  AND s.ord <> ALL (coalesce(v_won_ord, '{}')));
         END IF;
-        EXIT;  -- turned away
+
+        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
+        -- the windows are created or locked first (the upsert locks without writing an
+        -- existing row), then read, then each written once with the hits of this call.
+        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
+        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        IF 'rate_limited' = ANY (v_name) THEN
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            SELECT DISTINCT l.name, s.key, p_now, 0
+            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            WITH hit AS (
+                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ), budget AS (
+                -- the window as this call leaves it: reset when it has ended
+                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+                       w.window_start + h.per <= p_now AS reset,
+                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+                FROM hit h
+                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+            ), counted AS (
+                UPDATE pgq.rate_limit_windows w
+                SET window_start = b.window_start,
+                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+                FROM budget b
+                WHERE w.limit_name = b.limit_name AND w.key = b.key
+                  AND (b.reset OR b.max > b.used)
+            )
+            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+                       false, NULL, NULL)::pgq.admission), '{}')
+            INTO v_dec
+            FROM hit h
+            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+            WHERE h.n > b.max - b.used;
+        END IF;
+
+        -- throttles_exceptions (S29): an open circuit turns its jobs away.
+        IF 'throttles_exceptions' = ANY (v_name) THEN
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                                  c.key, c.failures, c.decay,
+                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                           false, NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
+                JOIN pgq.circuits c ON c.key = s.key
+                WHERE s.name = 'throttles_exceptions'
+                  AND c.failures >= c.max_exceptions
+                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+        END IF;
+
+        IF cardinality(v_dec) > 0 THEN
+            v_out := v_out || v_dec;
+            v_alive := ARRAY(
+                SELECT a.alive AND d.ord IS NULL
+                FROM unnest(v_alive) WITH ORDINALITY a(alive, ord)
+                LEFT JOIN unnest(v_dec) d ON d.ord = a.ord
+                ORDER BY a.ord);
+        END IF;
     END LOOP;
-    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
-        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
-        held := '{}';
+
+    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    IF cardinality(v_out) > 0 THEN
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = (p_jobs[d.ord]).uuid;
     END IF;
+
+    RETURN QUERY
+    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+    FROM generate_series(1, v_n) a(ord)
+    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
+    ORDER BY a.ord;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';
+COMMENT ON FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
 
 
 --
@@ -547,14 +688,28 @@ CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_pay
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_names    text[];
+    v_cfgs     jsonb[];
+    v_payloads jsonb[];
+    v_keys     text[];
+    v_max      int := pgq._max_key_bytes();
 BEGIN
-    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
-                     pgq._texts(m.value -> 'by'), p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
-    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+    SELECT array_agg(m.key ORDER BY mw.n, p.n), array_agg(m.value ORDER BY mw.n, p.n), array_agg(p.payload ORDER BY mw.n, p.n)
+    INTO v_names, v_cfgs, v_payloads
+    FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
+         unnest(p_payloads) WITH ORDINALITY p(payload, n);
+    IF v_names IS NULL THEN
+        RETURN;
+    END IF;
+    v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
+    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE v_keys[i] IS NULL;
+    PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE octet_length(v_keys[i]) > v_max;
 END;
 $$;
 
@@ -997,12 +1152,7 @@ CREATE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_pay
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE
-        WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
-        WHEN p_by IS NULL THEN p_job
-        WHEN p_payload ?& p_by
-        THEN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text
-    END;
+    SELECT (pgq._keys_or_null(ARRAY[p_job], ARRAY[p_explicit], ARRAY[to_jsonb(p_by)], ARRAY[p_payload]))[1];
 $$;
 
 
@@ -1011,6 +1161,33 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) IS 'A key scoped to the job name (explicit, or from payload fields), NULL when a field is missing; never raises.';
+
+
+--
+-- Name: _keys_or_null(text[], text[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(array_agg(
+        CASE
+            WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
+            WHEN u.by IS NULL THEN u.job
+            WHEN u.payload ?& ARRAY(SELECT jsonb_array_elements_text(u.by))
+            THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
+                                  FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
+        END ORDER BY u.n), '{}')
+    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n);
+$$;
+
+
+--
+-- Name: FUNCTION _keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) IS 'Keys scoped to the job name (explicit, or from payload fields), one per element, NULL where a field is missing; never raises.';
 
 
 --
@@ -1113,13 +1290,7 @@ CREATE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payl
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq._key_or_null(
-        CASE p_name
-            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
-            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
-            ELSE p_job END,
-        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
-        pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
 $$;
 
 
@@ -1128,6 +1299,33 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
+
+
+--
+-- Name: _middleware_keys(text[], text[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq._keys_or_null(
+        array_agg(CASE u.name
+                      WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
+                      ELSE u.job END ORDER BY u.n),
+        array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
+        array_agg(u.cfg -> 'by' ORDER BY u.n),
+        array_agg(u.payload ORDER BY u.n))
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+$$;
+
+
+--
+-- Name: FUNCTION _middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) IS 'The overlap, rate-limit or circuit key a middleware uses for each job of a batch; NULL where a by field is missing.';
 
 
 --
@@ -1852,10 +2050,11 @@ BEGIN
         WHERE j.uuid = t.uuid
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
-                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
-                  CASE WHEN j.middleware IS NOT NULL
-                       THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
-                  END AS circuit
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
+                  -- the first throttles_exceptions of the job, as pgq._middleware finds it:
+                  -- a call per job would cost more than the rest of the statement
+                  (SELECT m -> 'throttles_exceptions' FROM jsonb_array_elements(j.middleware) m
+                   WHERE m ? 'throttles_exceptions' LIMIT 1) AS breaker
     ), history AS (
         INSERT INTO pgq.attempts
             (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
@@ -1868,7 +2067,10 @@ BEGIN
            array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
            array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
-           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
+           pgq._middleware_keys(array_agg(d.job) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg('throttles_exceptions'::text) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.breaker) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.payload) FILTER (WHERE d.breaker IS NOT NULL)),
            array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
            (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k)
     INTO v_done, v_unique, v_owners, v_debounce, v_tokens, v_circuits, v_overlapped, v_overlaps
@@ -1885,7 +2087,7 @@ BEGIN
         USING unnest(v_debounce, v_tokens) AS t(key, token)
         WHERE d.key = t.key AND d.token = t.token;
     END IF;
-    IF v_circuits IS NOT NULL THEN
+    IF cardinality(v_circuits) > 0 THEN
         -- S29: a success clears the circuit's count
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
     END IF;
@@ -2703,7 +2905,15 @@ CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tri
     AS $_$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
-    v_admit record;
+    v_admit pgq.admission;
+    v_mw    pgq.jobs[];   -- the picked jobs for the set-based middleware path, in pick order
+    v_mw_tids tid[];
+    v_mw_tokens uuid[];
+    v_adm   pgq.admission[];
+    v_rec   record;
+    v_rep   pgq.reservation[];  -- the middleware path's jobs turned away or failed, and their positions
+    v_rep_ord int[];
+    v_done  int;
     v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
     v_left  int := reserve.max;
     v_queue text;
@@ -2811,6 +3021,90 @@ BEGIN
                       NULL::pgq.pickup, NULL::text, NULL::text;
             GET DIAGNOSTICS v_fast = ROW_COUNT;
             v_left := v_left - v_fast;
+            v_done := v_fast;
+
+            -- Middleware path, set-based (S26-S29, S67): jobs whose only pickup check is
+            -- their middleware are admitted by one pgq._admit call for the whole batch,
+            -- then reserved: those admitted in one statement, with their overlap keys;
+            -- those turned away or failed one by one below, as before.
+            IF v_done < v_picked THEN
+                SELECT array_agg(j ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid
+                                 ORDER BY j.priority DESC, j.available_at, j.id)
+                INTO v_mw, v_mw_tids, v_mw_tokens
+                FROM pgq.jobs j
+                WHERE j.ctid = ANY (v_ids)
+                  AND j.reserved_at IS NULL
+                  AND j.middleware IS NOT NULL
+                  AND j.cancel_requested_at IS NULL
+                  AND j.debounce_key IS NULL
+                  AND j.unique_until IS DISTINCT FROM 'processing'
+                  AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                           ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END;
+                IF v_mw IS NOT NULL THEN
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw, v_mw_tokens, reserve.worker, v_now) a);
+                    -- Turned away (S27-S29: the attempt is used, recorded, and an
+                    -- until-processing lock kept, S23) or failed by its middleware: one
+                    -- by one, kept aside so that the call returns the batch in pick order.
+                    v_rep := '{}';
+                    v_rep_ord := '{}';
+                    FOR v_rec IN
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
+                        WHERE j.ctid = a.tid
+                          AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
+                    LOOP
+                        v_job := v_rec.job;
+                        v_admit := v_rec.adm;
+                        v_rep_ord := v_rep_ord || v_admit.ord;
+                        IF v_admit.error IS NOT NULL THEN
+                            PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                            PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                            v_rep := v_rep || pgq._reported(v_job, 'failed', v_admit.error);
+                            CONTINUE;
+                        END IF;
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        v_rep := v_rep || pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
+                    END LOOP;
+                    -- The admitted, reserved in one statement with their overlap keys.
+                    RETURN QUERY
+                    WITH admitted AS (
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now,
+                            overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        WHERE j.ctid = a.tid
+                          AND a.turned_by IS NULL AND a.error IS NULL
+                        RETURNING a.ord,
+                                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
+                                      j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
+                                      j.created_at, NULL, NULL, NULL)::pgq.reservation AS r
+                    ), reported AS (
+                        SELECT x.ord, x.r FROM admitted x
+                        UNION ALL
+                        SELECT v_rep_ord[i], v_rep[i] FROM generate_subscripts(v_rep, 1) i
+                    )
+                    SELECT (x.r).* FROM reported x ORDER BY x.ord;
+                    GET DIAGNOSTICS v_fast = ROW_COUNT;
+                    v_left := v_left - (v_fast - cardinality(v_rep));
+                    v_done := v_done + v_fast;
+                END IF;
+            END IF;
 
             -- The others, one by one: reserved here, then checked.
             FOR v_job IN
@@ -2821,7 +3115,7 @@ BEGIN
                     reserved_by = reserve.worker,
                     lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                     started_at = v_now
-                WHERE v_fast < v_picked
+                WHERE v_done < v_picked
                   AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
@@ -2860,7 +3154,7 @@ BEGIN
                 -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
-                    v_admit := pgq._admit(v_job, v_now);
+                    SELECT * INTO v_admit FROM pgq._admit(ARRAY[v_job], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
@@ -3816,10 +4110,10 @@ GRANT USAGE ON SCHEMA pgq TO pgq_admin;
 
 
 --
--- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -3964,6 +4258,13 @@ REVOKE ALL ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[]
 
 
 --
+-- Name: FUNCTION _keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _lock_id(p_name text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4003,6 +4304,13 @@ REVOKE ALL ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) FROM PUB
 --
 
 REVOKE ALL ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) FROM PUBLIC;
 
 
 --

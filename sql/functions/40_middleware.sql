@@ -116,40 +116,69 @@ $$;
 
 COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first middleware of that name, or NULL.';
 
--- pgq._middleware_key: the key a middleware counts or locks for a job: a
--- without_overlapping key (scoped to the job name, or to "shared"), a rate limit's key
--- (the limit's name, per by value when given) or a circuit's key (the job name by
--- default). NULL when the payload lacks a field of by. Never raises.
+-- pgq._middleware_keys: the key a middleware counts or locks for each job, one per
+-- element of the arrays (which have one length): a without_overlapping key (scoped to
+-- the job name, or to "shared"), a rate limit's key (the limit's name, per by value when
+-- given) or a circuit's key (the job name by default). NULL where the payload lacks a
+-- field of by. Never raises; one call for a batch (see pgq._keys_or_null).
+CREATE OR REPLACE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pgq._keys_or_null(
+        array_agg(CASE u.name
+                      WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
+                      ELSE u.job END ORDER BY u.n),
+        array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
+        array_agg(u.cfg -> 'by' ORDER BY u.n),
+        array_agg(u.payload ORDER BY u.n))
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+$$;
+
+COMMENT ON FUNCTION pgq._middleware_keys(text[], text[], jsonb[], jsonb[]) IS 'The overlap, rate-limit or circuit key a middleware uses for each job of a batch; NULL where a by field is missing.';
+
+-- pgq._middleware_key: pgq._middleware_keys for one job.
 CREATE OR REPLACE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq._key_or_null(
-        CASE p_name
-            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
-            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
-            ELSE p_job END,
-        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
-        pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
 $$;
 
 COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
 
 -- pgq._check_middleware_keys: at dispatch, every key of every middleware must be
 -- computable from every payload and no longer than pgq._max_key_bytes(): a key that
--- cannot be stored would otherwise only fail at reserve or report time (S38).
+-- cannot be stored would otherwise only fail at reserve or report time (S38). The keys
+-- of the whole batch are computed in one call; pgq._key then raises for the first bad
+-- one (middleware in order, then payloads in order).
 CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_names    text[];
+    v_cfgs     jsonb[];
+    v_payloads jsonb[];
+    v_keys     text[];
+    v_max      int := pgq._max_key_bytes();
 BEGIN
-    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
-                     pgq._texts(m.value -> 'by'), p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
-    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+    SELECT array_agg(m.key ORDER BY mw.n, p.n), array_agg(m.value ORDER BY mw.n, p.n), array_agg(p.payload ORDER BY mw.n, p.n)
+    INTO v_names, v_cfgs, v_payloads
+    FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
+         unnest(p_payloads) WITH ORDINALITY p(payload, n);
+    IF v_names IS NULL THEN
+        RETURN;
+    END IF;
+    v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
+    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE v_keys[i] IS NULL;
+    PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE octet_length(v_keys[i]) > v_max;
 END;
 $$;
 
@@ -243,82 +272,207 @@ $$;
 
 COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
 
--- pgq._admit: runs a reserved job's middleware in order, before its handler (S26-S29).
--- Returns turned_by NULL and the overlap keys now leased to the job when every
--- middleware admits it; otherwise the middleware that turned it away, a note, the delay
--- and whether to drop it (dont_release), having ended any lease an earlier middleware
--- took; or error when a key cannot be computed. Never raises for a job's settings, and
--- opens no subtransaction: dispatch validated them, and a broken job must not stop
--- reserve.
-CREATE OR REPLACE FUNCTION pgq._admit(
-    p_job pgq.jobs, p_now timestamptz,
-    OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[], OUT error text
-)
+-- pgq._admit: runs the middleware of a batch of jobs being reserved, before their
+-- handlers (S26-S29), set-based: for each position in the middleware lists, one
+-- statement per middleware kind decides every job still in, in batch order (p_jobs is
+-- in pick order; p_tokens[i] is the lease token job i will get, p_worker the worker).
+-- Returns one pgq.admission per job (ord = its position in p_jobs): turned_by NULL and
+-- the overlap keys now leased to it when every middleware admits it; otherwise the
+-- middleware that turned it away, a note, the delay and whether to drop it
+-- (dont_release), having ended any lease an earlier middleware took; or error when a
+-- key cannot be computed. Never raises for a job's settings and opens no
+-- subtransaction (S67): dispatch validated them, and a broken job must not stop reserve.
+-- Within one batch, a key is offered to the first job (in batch order) that reaches it
+-- at a position; a rate limit's budget goes to its jobs in batch order, and its window
+-- row is written once per call, not once per job.
+-- Hazard: rate-limit windows are locked in (limit, key) order, overlap leases in key
+-- order, so that two reserves cannot deadlock on them.
+CREATE OR REPLACE FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamptz)
+RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_mw      jsonb;
-    v_name    text;
-    v_cfg     jsonb;
-    v_key     text;
-    v_limit   pgq.rate_limits;
-    v_window  pgq.rate_limit_windows;
-    v_circuit pgq.circuits;
+    v_n     int := coalesce(cardinality(p_jobs), 0);
+    v_steps int;
+    v_pos   int;
+    v_alive boolean[];                  -- per job: not turned away or failed yet
+    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_dec   pgq.admission[];            -- decided at this position
+    -- This position's middleware of each job still in: batch position, name, settings, key.
+    v_ord   int[];
+    v_name  text[];
+    v_cfg   jsonb[];
+    v_key   text[];
+    v_won_ord int[];
+    v_won_key text[];
+    v_lost    text[];
+    v_lost_by uuid[];
 BEGIN
-    held := '{}';
-    drop := false;
-    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
-        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
-        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
-        IF v_key IS NULL THEN
-            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
-            EXIT;
-        END IF;
-        IF v_name = 'without_overlapping' THEN
-            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
-                held := held || v_key;
-                CONTINUE;
+    SELECT max(jsonb_array_length(j.middleware)) INTO v_steps FROM unnest(p_jobs) j;
+    v_alive := array_fill(true, ARRAY[v_n]);
+    v_held := array_fill(NULL::text, ARRAY[v_n]);
+    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
+        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
+               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
+                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
+        INTO v_ord, v_name, v_cfg, v_key
+        FROM (SELECT j.ordinality::int AS ord, j.job, j.payload, m.key AS name, m.value AS cfg
+              FROM unnest(p_jobs) WITH ORDINALITY AS j, jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ordinality]) s;
+        EXIT WHEN v_ord IS NULL;
+        v_dec := '{}';
+
+        -- A key that cannot be computed fails the job.
+        v_dec := v_dec || ARRAY(
+            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+            WHERE s.key IS NULL);
+
+        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
+        -- lease when no unexpired lease holds it; then no transaction may hold the key's
+        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
+        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        IF 'without_overlapping' = ANY (v_name) THEN
+            WITH firsts AS (
+                SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                ORDER BY s.key, s.ord
+            ), taken AS (
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                SELECT f.key, (p_jobs[f.ord]).uuid, p_tokens[f.ord], p_worker, p_now,
+                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
+                FROM firsts f
+                ORDER BY f.key
+                ON CONFLICT (key) DO UPDATE
+                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                    WHERE o.expires_at <= p_now
+                RETURNING o.key, o.job_uuid
+            ), tested AS (
+                SELECT t.key, t.job_uuid, pg_try_advisory_xact_lock(pgq._overlap_lock_id(t.key)) AS free
+                FROM taken t
+            )
+            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(t.key) FILTER (WHERE NOT t.free), array_agg(t.job_uuid) FILTER (WHERE NOT t.free)
+            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            FROM tested t JOIN firsts f ON f.key = t.key;
+            IF v_lost IS NOT NULL THEN
+                DELETE FROM pgq.overlap_locks o
+                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
+                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
             END IF;
-            turned_by := v_name;
-            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
-            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
-            note := format('turned away by without_overlapping (key %s), %s', v_key,
-                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
-        ELSIF v_name = 'rate_limited' THEN
-            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
-            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            -- Fixed window, exact under concurrency: the hit is counted under the row lock
-            -- and the WHERE reads only that row.
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            VALUES (v_limit.name, v_key, p_now, 1)
-            ON CONFLICT (limit_name, key) DO UPDATE
-                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
-                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
-                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
-            RETURNING * INTO v_window;
-            CONTINUE WHEN FOUND;
-            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
-        ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
-            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
-                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+            IF v_won_ord IS NOT NULL THEN
+                v_held := ARRAY(
+                    SELECT CASE WHEN w.ord IS NULL THEN h.held
+                                ELSE (coalesce(h.held::text[], '{}') || w.key)::text END
+                    FROM unnest(v_held) WITH ORDINALITY h(held, ord)
+                    LEFT JOIN unnest(v_won_ord, v_won_key) w(ord, key) ON w.ord = h.ord
+                    ORDER BY h.ord);
+            END IF;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by without_overlapping (key %s), %s', s.key,
+                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                           coalesce((s.cfg ->> 'release_after')::int, 0),
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  AND s.ord <> ALL (coalesce(v_won_ord, '{}')));
         END IF;
-        EXIT;  -- turned away
+
+        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
+        -- the windows are created or locked first (the upsert locks without writing an
+        -- existing row), then read, then each written once with the hits of this call.
+        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
+        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        IF 'rate_limited' = ANY (v_name) THEN
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            SELECT DISTINCT l.name, s.key, p_now, 0
+            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            WITH hit AS (
+                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ), budget AS (
+                -- the window as this call leaves it: reset when it has ended
+                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+                       w.window_start + h.per <= p_now AS reset,
+                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+                FROM hit h
+                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+            ), counted AS (
+                UPDATE pgq.rate_limit_windows w
+                SET window_start = b.window_start,
+                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+                FROM budget b
+                WHERE w.limit_name = b.limit_name AND w.key = b.key
+                  AND (b.reset OR b.max > b.used)
+            )
+            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+                       false, NULL, NULL)::pgq.admission), '{}')
+            INTO v_dec
+            FROM hit h
+            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+            WHERE h.n > b.max - b.used;
+        END IF;
+
+        -- throttles_exceptions (S29): an open circuit turns its jobs away.
+        IF 'throttles_exceptions' = ANY (v_name) THEN
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                                  c.key, c.failures, c.decay,
+                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                           false, NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
+                JOIN pgq.circuits c ON c.key = s.key
+                WHERE s.name = 'throttles_exceptions'
+                  AND c.failures >= c.max_exceptions
+                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+        END IF;
+
+        IF cardinality(v_dec) > 0 THEN
+            v_out := v_out || v_dec;
+            v_alive := ARRAY(
+                SELECT a.alive AND d.ord IS NULL
+                FROM unnest(v_alive) WITH ORDINALITY a(alive, ord)
+                LEFT JOIN unnest(v_dec) d ON d.ord = a.ord
+                ORDER BY a.ord);
+        END IF;
     END LOOP;
-    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
-        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
-        held := '{}';
+
+    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    IF cardinality(v_out) > 0 THEN
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = (p_jobs[d.ord]).uuid;
     END IF;
+
+    RETURN QUERY
+    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+    FROM generate_series(1, v_n) a(ord)
+    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
+    ORDER BY a.ord;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(pgq.jobs, timestamptz) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';
+COMMENT ON FUNCTION pgq._admit(pgq.jobs[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
