@@ -122,6 +122,210 @@ CREATE TYPE pgq.reservation AS (
 COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup NULL) with its lease, or a job reserve handled at pickup (pickup says how, pickup_note why).';
 
 
+--
+-- Name: _admit(text[], jsonb[], jsonb[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_n     int := coalesce(cardinality(p_jobs), 0);
+    v_steps int;
+    v_pos   int;
+    v_alive boolean[];                  -- per job: not turned away or failed yet
+    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_dec   pgq.admission[];            -- decided at this position
+    -- This position's middleware of each job still in: batch position, name, settings, key.
+    v_ord   int[];
+    v_name  text[];
+    v_cfg   jsonb[];
+    v_key   text[];
+    v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
+    v_f_key   text[];
+    v_f_exp   int[];
+    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
+    v_free    boolean[];
+    v_won     boolean[];                -- per job: took its lease at this position
+    v_won_ord int[];
+    v_won_key text[];
+    v_lost    text[];
+    v_lost_by uuid[];
+BEGIN
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
+    v_alive := array_fill(true, ARRAY[v_n]);
+    v_held := array_fill(NULL::text, ARRAY[v_n]);
+    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
+        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
+               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
+                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
+        INTO v_ord, v_name, v_cfg, v_key
+        FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
+              FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
+                   jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ord]) s;
+        EXIT WHEN v_ord IS NULL;
+        v_dec := '{}';
+
+        -- A key that cannot be computed fails the job.
+        v_dec := v_dec || ARRAY(
+            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+            WHERE s.key IS NULL);
+
+        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
+        -- lease when no unexpired lease holds it; then no transaction may hold the key's
+        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
+        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        IF 'without_overlapping' = ANY (v_name) THEN
+            SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
+            INTO v_f_ord, v_f_key, v_f_exp
+            FROM (SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                  FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                  WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  ORDER BY s.key, s.ord) f;
+            WITH taken AS (
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
+                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
+                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
+                ORDER BY f.key
+                ON CONFLICT (key) DO UPDATE
+                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                    WHERE o.expires_at <= p_now
+                RETURNING o.key
+            )
+            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
+            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
+            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            FROM unnest(v_taken, v_free) t(key, free)
+            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
+            IF v_lost IS NOT NULL THEN
+                DELETE FROM pgq.overlap_locks o
+                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
+                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
+            END IF;
+            -- Element assignments: O(1) each, where a join of arrays gets a nested loop
+            -- (the planner cannot know their length).
+            v_won := array_fill(false, ARRAY[v_n]);
+            FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
+                v_won[v_won_ord[i]] := true;
+                v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+            END LOOP;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by without_overlapping (key %s), %s', s.key,
+                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                           coalesce((s.cfg ->> 'release_after')::int, 0),
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
+        END IF;
+
+        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
+        -- the windows are created or locked first (the upsert locks without writing an
+        -- existing row), then read, then each written once with the hits of this call.
+        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
+        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        IF 'rate_limited' = ANY (v_name) THEN
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            SELECT DISTINCT l.name, s.key, p_now, 0
+            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            WITH hit AS (
+                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ), budget AS (
+                -- the window as this call leaves it: reset when it has ended
+                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+                       w.window_start + h.per <= p_now AS reset,
+                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+                FROM hit h
+                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+            ), counted AS (
+                UPDATE pgq.rate_limit_windows w
+                SET window_start = b.window_start,
+                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+                FROM budget b
+                WHERE w.limit_name = b.limit_name AND w.key = b.key
+                  AND (b.reset OR b.max > b.used)
+            )
+            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+                       false, NULL, NULL)::pgq.admission), '{}')
+            INTO v_dec
+            FROM hit h
+            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+            WHERE h.n > b.max - b.used;
+        END IF;
+
+        -- throttles_exceptions (S29): an open circuit turns its jobs away.
+        IF 'throttles_exceptions' = ANY (v_name) THEN
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                                  c.key, c.failures, c.decay,
+                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                           false, NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
+                JOIN pgq.circuits c ON c.key = s.key
+                WHERE s.name = 'throttles_exceptions'
+                  AND c.failures >= c.max_exceptions
+                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+        END IF;
+
+        IF cardinality(v_dec) > 0 THEN
+            v_out := v_out || v_dec;
+            FOR i IN 1 .. cardinality(v_dec) LOOP
+                v_alive[v_dec[i].ord] := false;
+            END LOOP;
+        END IF;
+    END LOOP;
+
+    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    IF cardinality(v_out) > 0 THEN
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
+    END IF;
+
+    RETURN QUERY
+    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+    FROM generate_series(1, v_n) a(ord)
+    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
+    ORDER BY a.ord;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -248,205 +452,6 @@ COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastru
 --
 
 COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
-
-
---
--- Name: _admit(pgq.jobs[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    v_n     int := coalesce(cardinality(p_jobs), 0);
-    v_steps int;
-    v_pos   int;
-    v_alive boolean[];                  -- per job: not turned away or failed yet
-    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
-    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
-    v_dec   pgq.admission[];            -- decided at this position
-    -- This position's middleware of each job still in: batch position, name, settings, key.
-    v_ord   int[];
-    v_name  text[];
-    v_cfg   jsonb[];
-    v_key   text[];
-    v_won_ord int[];
-    v_won_key text[];
-    v_lost    text[];
-    v_lost_by uuid[];
-BEGIN
-    SELECT max(jsonb_array_length(j.middleware)) INTO v_steps FROM unnest(p_jobs) j;
-    v_alive := array_fill(true, ARRAY[v_n]);
-    v_held := array_fill(NULL::text, ARRAY[v_n]);
-    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
-        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
-               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
-                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
-        INTO v_ord, v_name, v_cfg, v_key
-        FROM (SELECT j.ordinality::int AS ord, j.job, j.payload, m.key AS name, m.value AS cfg
-              FROM unnest(p_jobs) WITH ORDINALITY AS j, jsonb_each(j.middleware -> v_pos) m
-              WHERE v_alive[j.ordinality]) s;
-        EXIT WHEN v_ord IS NULL;
-        v_dec := '{}';
-
-        -- A key that cannot be computed fails the job.
-        v_dec := v_dec || ARRAY(
-            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
-            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-            WHERE s.key IS NULL);
-
-        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
-        -- lease when no unexpired lease holds it; then no transaction may hold the key's
-        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
-        -- of the upsert reads only the lease row itself (see pgq._take_unique).
-        IF 'without_overlapping' = ANY (v_name) THEN
-            WITH firsts AS (
-                SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                ORDER BY s.key, s.ord
-            ), taken AS (
-                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-                SELECT f.key, (p_jobs[f.ord]).uuid, p_tokens[f.ord], p_worker, p_now,
-                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
-                FROM firsts f
-                ORDER BY f.key
-                ON CONFLICT (key) DO UPDATE
-                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-                    WHERE o.expires_at <= p_now
-                RETURNING o.key, o.job_uuid
-            ), tested AS (
-                SELECT t.key, t.job_uuid, pg_try_advisory_xact_lock(pgq._overlap_lock_id(t.key)) AS free
-                FROM taken t
-            )
-            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
-                   array_agg(t.key) FILTER (WHERE NOT t.free), array_agg(t.job_uuid) FILTER (WHERE NOT t.free)
-            INTO v_won_ord, v_won_key, v_lost, v_lost_by
-            FROM tested t JOIN firsts f ON f.key = t.key;
-            IF v_lost IS NOT NULL THEN
-                DELETE FROM pgq.overlap_locks o
-                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
-                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
-            END IF;
-            IF v_won_ord IS NOT NULL THEN
-                v_held := ARRAY(
-                    SELECT CASE WHEN w.ord IS NULL THEN h.held
-                                ELSE (coalesce(h.held::text[], '{}') || w.key)::text END
-                    FROM unnest(v_held) WITH ORDINALITY h(held, ord)
-                    LEFT JOIN unnest(v_won_ord, v_won_key) w(ord, key) ON w.ord = h.ord
-                    ORDER BY h.ord);
-            END IF;
-            v_dec := v_dec || ARRAY(
-                SELECT ROW(s.ord, s.name,
-                           format('turned away by without_overlapping (key %s), %s', s.key,
-                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
-                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
-                           coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                  AND s.ord <> ALL (coalesce(v_won_ord, '{}')));
-        END IF;
-
-        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
-        -- the windows are created or locked first (the upsert locks without writing an
-        -- existing row), then read, then each written once with the hits of this call.
-        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
-        -- dropped after dispatch admits its jobs: there is no budget to keep.
-        IF 'rate_limited' = ANY (v_name) THEN
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            SELECT DISTINCT l.name, s.key, p_now, 0
-            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
-            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
-            ORDER BY 1, 2
-            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
-            WITH hit AS (
-                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
-                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
-            ), budget AS (
-                -- the window as this call leaves it: reset when it has ended
-                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
-                       w.window_start + h.per <= p_now AS reset,
-                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
-                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
-                FROM hit h
-                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
-                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
-            ), counted AS (
-                UPDATE pgq.rate_limit_windows w
-                SET window_start = b.window_start,
-                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
-                FROM budget b
-                WHERE w.limit_name = b.limit_name AND w.key = b.key
-                  AND (b.reset OR b.max > b.used)
-            )
-            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
-                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
-                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
-                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL)::pgq.admission), '{}')
-            INTO v_dec
-            FROM hit h
-            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
-            WHERE h.n > b.max - b.used;
-        END IF;
-
-        -- throttles_exceptions (S29): an open circuit turns its jobs away.
-        IF 'throttles_exceptions' = ANY (v_name) THEN
-            v_dec := v_dec || ARRAY(
-                SELECT ROW(s.ord, s.name,
-                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                                  c.key, c.failures, c.decay,
-                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
-                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
-                JOIN pgq.circuits c ON c.key = s.key
-                WHERE s.name = 'throttles_exceptions'
-                  AND c.failures >= c.max_exceptions
-                  AND c.window_start + make_interval(secs => c.decay) > p_now);
-        END IF;
-
-        IF cardinality(v_dec) > 0 THEN
-            v_out := v_out || v_dec;
-            v_alive := ARRAY(
-                SELECT a.alive AND d.ord IS NULL
-                FROM unnest(v_alive) WITH ORDINALITY a(alive, ord)
-                LEFT JOIN unnest(v_dec) d ON d.ord = a.ord
-                ORDER BY a.ord);
-        END IF;
-    END LOOP;
-
-    -- A job turned away or failed gives back the leases earlier middleware took for it.
-    IF cardinality(v_out) > 0 THEN
-        DELETE FROM pgq.overlap_locks o
-        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
-        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = (p_jobs[d.ord]).uuid;
-    END IF;
-
-    RETURN QUERY
-    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
-    FROM generate_series(1, v_n) a(ord)
-    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
-    ORDER BY a.ord;
-END;
-$$;
-
-
---
--- Name: FUNCTION _admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
 
 
 --
@@ -1197,7 +1202,7 @@ COMMENT ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys j
 CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+    AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
 
 
 --
@@ -1205,6 +1210,23 @@ CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
 --
 
 COMMENT ON FUNCTION pgq._lock_id(p_name text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
+
+
+--
+-- Name: _lock_ids(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+
+
+--
+-- Name: FUNCTION _lock_ids(p_names text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lock_ids(p_names text[]) IS 'One-key advisory lock ids in pgq''s space, hashed from ''pgq.'' || name, one per name.';
 
 
 --
@@ -1376,6 +1398,25 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
+
+
+--
+-- Name: _overlap_lock_ids(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+$$;
+
+
+--
+-- Name: FUNCTION _overlap_lock_ids(p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._overlap_lock_ids(p_keys text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
 
 
 --
@@ -1669,41 +1710,6 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
-
-
---
--- Name: _take_overlap(text, pgq.jobs, timestamp with time zone, integer); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) RETURNS boolean
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
-            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
-    ON CONFLICT (key) DO UPDATE
-        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-        WHERE o.expires_at <= p_now;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
-        RETURN true;
-    END IF;
-    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
-    RETURN false;
-END;
-$$;
-
-
---
--- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
 
 
 --
@@ -2906,8 +2912,11 @@ CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tri
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
     v_admit pgq.admission;
-    v_mw    pgq.jobs[];   -- the picked jobs for the set-based middleware path, in pick order
-    v_mw_tids tid[];
+    v_mw    jsonb[];      -- the picked jobs for the set-based middleware path, in pick order: middleware,
+    v_mw_tids tid[];      -- row, name, payload, uuid and lease token
+    v_mw_jobs text[];
+    v_mw_payloads jsonb[];
+    v_mw_uuids uuid[];
     v_mw_tokens uuid[];
     v_adm   pgq.admission[];
     v_rec   record;
@@ -3028,11 +3037,14 @@ BEGIN
             -- then reserved: those admitted in one statement, with their overlap keys;
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
-                SELECT array_agg(j ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
+                SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.job ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.payload ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.middleware ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.uuid ORDER BY j.priority DESC, j.available_at, j.id),
                        array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid
                                  ORDER BY j.priority DESC, j.available_at, j.id)
-                INTO v_mw, v_mw_tids, v_mw_tokens
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
                 FROM pgq.jobs j
                 WHERE j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
@@ -3044,7 +3056,7 @@ BEGIN
                            ELSE coalesce(j.tries, reserve.default_tries) = 0
                                 OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END;
                 IF v_mw IS NOT NULL THEN
-                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw, v_mw_tokens, reserve.worker, v_now) a);
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -3154,7 +3166,9 @@ BEGIN
                 -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
-                    SELECT * INTO v_admit FROM pgq._admit(ARRAY[v_job], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
+                    SELECT * INTO v_admit
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.uuid],
+                                    ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
@@ -4110,10 +4124,10 @@ GRANT USAGE ON SCHEMA pgq TO pgq_admin;
 
 
 --
--- Name: FUNCTION _admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -4272,6 +4286,13 @@ REVOKE ALL ON FUNCTION pgq._lock_id(p_name text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _lock_ids(p_names text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lock_ids(p_names text[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _lock_space(p_space text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4325,6 +4346,13 @@ REVOKE ALL ON FUNCTION pgq._notify(queue text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._overlap_lock_id(p_key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_lock_ids(p_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_lock_ids(p_keys text[]) FROM PUBLIC;
 
 
 --
@@ -4418,13 +4446,6 @@ GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regpro
 --
 
 REVOKE ALL ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) FROM PUBLIC;
 
 
 --

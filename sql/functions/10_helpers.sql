@@ -70,11 +70,20 @@ $$;
 
 COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
 
+-- pgq._lock_ids: one-key advisory lock ids in pgq's space: 'pgq.' || name, hashed, for
+-- each name, in one call. The one definition of the ids.
+CREATE OR REPLACE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+
+COMMENT ON FUNCTION pgq._lock_ids(text[]) IS 'One-key advisory lock ids in pgq''s space, hashed from ''pgq.'' || name, one per name.';
+
 -- pgq._lock_id: a one-key advisory lock id in pgq's space: 'pgq.' || p_name, hashed.
 CREATE OR REPLACE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
 
 COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
 

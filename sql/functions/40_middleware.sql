@@ -206,6 +206,16 @@ $$;
 
 COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
 
+-- pgq._overlap_lock_ids: pgq._overlap_lock_id of each key, in one call (pgq._admit).
+CREATE OR REPLACE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+$$;
+
+COMMENT ON FUNCTION pgq._overlap_lock_ids(text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
+
 -- pgq._overlap_ttl: how long an overlap lease lasts without a heartbeat (S34). Workers
 -- renew the leases of their running jobs every second and cancel a handler whose lease
 -- they could not renew for a third of this; a killed worker's keys are free after it.
@@ -227,39 +237,6 @@ $$;
 
 COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
 
--- pgq._take_overlap: takes the without_overlapping lease of a key for a reserved job
--- (S26, S34). The lease is a row, not a session lock: it lives while the worker
--- heartbeats the job (pgq.heartbeat renews it) and goes with the attempt's outcome, so a
--- worker whose connection drops keeps it. A key is free when no unexpired lease holds
--- it and no transaction holds its advisory lock: a SQL handler whose lease ended may
--- still run, and its transaction holds that lock (pgq.run_sql_job). The test of the
--- lock lasts until reserve commits. The WHERE may only read the lease row itself (see
--- pgq._take_unique). Returns false when the key is taken.
-CREATE OR REPLACE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamptz, p_expire_after int) RETURNS boolean
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
-            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
-    ON CONFLICT (key) DO UPDATE
-        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-        WHERE o.expires_at <= p_now;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
-        RETURN true;
-    END IF;
-    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
-    RETURN false;
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._take_overlap(text, pgq.jobs, timestamptz, int) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
-
 -- pgq._release_overlap: ends the overlap leases that these jobs hold on these keys (the
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. No-op when p_keys is NULL.
@@ -274,9 +251,10 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 
 -- pgq._admit: runs the middleware of a batch of jobs being reserved, before their
 -- handlers (S26-S29), set-based: for each position in the middleware lists, one
--- statement per middleware kind decides every job still in, in batch order (p_jobs is
--- in pick order; p_tokens[i] is the lease token job i will get, p_worker the worker).
--- Returns one pgq.admission per job (ord = its position in p_jobs): turned_by NULL and
+-- statement per middleware kind decides every job still in, in batch order. The batch
+-- is given as arrays, one element per job in pick order: job names, payloads,
+-- middleware, uuids and the lease tokens the jobs will get; p_worker is the worker.
+-- Returns one pgq.admission per job (ord = its position in the arrays): turned_by NULL and
 -- the overlap keys now leased to it when every middleware admits it; otherwise the
 -- middleware that turned it away, a note, the delay and whether to drop it
 -- (dont_release), having ended any lease an earlier middleware took; or error when a
@@ -287,7 +265,9 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- row is written once per call, not once per job.
 -- Hazard: rate-limit windows are locked in (limit, key) order, overlap leases in key
 -- order, so that two reserves cannot deadlock on them.
-CREATE OR REPLACE FUNCTION pgq._admit(p_jobs pgq.jobs[], p_tokens uuid[], p_worker text, p_now timestamptz)
+CREATE OR REPLACE FUNCTION pgq._admit(
+    p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamptz
+)
 RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -305,12 +285,18 @@ DECLARE
     v_name  text[];
     v_cfg   jsonb[];
     v_key   text[];
+    v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
+    v_f_key   text[];
+    v_f_exp   int[];
+    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
+    v_free    boolean[];
+    v_won     boolean[];                -- per job: took its lease at this position
     v_won_ord int[];
     v_won_key text[];
     v_lost    text[];
     v_lost_by uuid[];
 BEGIN
-    SELECT max(jsonb_array_length(j.middleware)) INTO v_steps FROM unnest(p_jobs) j;
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
@@ -318,9 +304,10 @@ BEGIN
                pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
                                     array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
         INTO v_ord, v_name, v_cfg, v_key
-        FROM (SELECT j.ordinality::int AS ord, j.job, j.payload, m.key AS name, m.value AS cfg
-              FROM unnest(p_jobs) WITH ORDINALITY AS j, jsonb_each(j.middleware -> v_pos) m
-              WHERE v_alive[j.ordinality]) s;
+        FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
+              FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
+                   jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ord]) s;
         EXIT WHEN v_ord IS NULL;
         v_dec := '{}';
 
@@ -336,43 +323,44 @@ BEGIN
         -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
         -- of the upsert reads only the lease row itself (see pgq._take_unique).
         IF 'without_overlapping' = ANY (v_name) THEN
-            WITH firsts AS (
-                SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                ORDER BY s.key, s.ord
-            ), taken AS (
+            SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
+            INTO v_f_ord, v_f_key, v_f_exp
+            FROM (SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                  FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                  WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  ORDER BY s.key, s.ord) f;
+            WITH taken AS (
                 INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-                SELECT f.key, (p_jobs[f.ord]).uuid, p_tokens[f.ord], p_worker, p_now,
+                SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
                        pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
-                FROM firsts f
+                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
                 ORDER BY f.key
                 ON CONFLICT (key) DO UPDATE
                     SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
                         since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
                     WHERE o.expires_at <= p_now
-                RETURNING o.key, o.job_uuid
-            ), tested AS (
-                SELECT t.key, t.job_uuid, pg_try_advisory_xact_lock(pgq._overlap_lock_id(t.key)) AS free
-                FROM taken t
+                RETURNING o.key
             )
+            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
+            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
             SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
-                   array_agg(t.key) FILTER (WHERE NOT t.free), array_agg(t.job_uuid) FILTER (WHERE NOT t.free)
+                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
             INTO v_won_ord, v_won_key, v_lost, v_lost_by
-            FROM tested t JOIN firsts f ON f.key = t.key;
+            FROM unnest(v_taken, v_free) t(key, free)
+            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
             IF v_lost IS NOT NULL THEN
                 DELETE FROM pgq.overlap_locks o
                 USING unnest(v_lost, v_lost_by) l(key, job_uuid)
                 WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
             END IF;
-            IF v_won_ord IS NOT NULL THEN
-                v_held := ARRAY(
-                    SELECT CASE WHEN w.ord IS NULL THEN h.held
-                                ELSE (coalesce(h.held::text[], '{}') || w.key)::text END
-                    FROM unnest(v_held) WITH ORDINALITY h(held, ord)
-                    LEFT JOIN unnest(v_won_ord, v_won_key) w(ord, key) ON w.ord = h.ord
-                    ORDER BY h.ord);
-            END IF;
+            -- Element assignments: O(1) each, where a join of arrays gets a nested loop
+            -- (the planner cannot know their length).
+            v_won := array_fill(false, ARRAY[v_n]);
+            FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
+                v_won[v_won_ord[i]] := true;
+                v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+            END LOOP;
             v_dec := v_dec || ARRAY(
                 SELECT ROW(s.ord, s.name,
                            format('turned away by without_overlapping (key %s), %s', s.key,
@@ -381,8 +369,7 @@ BEGIN
                            coalesce((s.cfg ->> 'release_after')::int, 0),
                            coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                  AND s.ord <> ALL (coalesce(v_won_ord, '{}')));
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
 
         -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
@@ -451,11 +438,9 @@ BEGIN
 
         IF cardinality(v_dec) > 0 THEN
             v_out := v_out || v_dec;
-            v_alive := ARRAY(
-                SELECT a.alive AND d.ord IS NULL
-                FROM unnest(v_alive) WITH ORDINALITY a(alive, ord)
-                LEFT JOIN unnest(v_dec) d ON d.ord = a.ord
-                ORDER BY a.ord);
+            FOR i IN 1 .. cardinality(v_dec) LOOP
+                v_alive[v_dec[i].ord] := false;
+            END LOOP;
         END IF;
     END LOOP;
 
@@ -463,7 +448,7 @@ BEGIN
     IF cardinality(v_out) > 0 THEN
         DELETE FROM pgq.overlap_locks o
         USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
-        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = (p_jobs[d.ord]).uuid;
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
 
     RETURN QUERY
@@ -475,4 +460,4 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(pgq.jobs[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';

@@ -44,8 +44,11 @@ AS $$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
     v_admit pgq.admission;
-    v_mw    pgq.jobs[];   -- the picked jobs for the set-based middleware path, in pick order
-    v_mw_tids tid[];
+    v_mw    jsonb[];      -- the picked jobs for the set-based middleware path, in pick order: middleware,
+    v_mw_tids tid[];      -- row, name, payload, uuid and lease token
+    v_mw_jobs text[];
+    v_mw_payloads jsonb[];
+    v_mw_uuids uuid[];
     v_mw_tokens uuid[];
     v_adm   pgq.admission[];
     v_rec   record;
@@ -166,11 +169,14 @@ BEGIN
             -- then reserved: those admitted in one statement, with their overlap keys;
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
-                SELECT array_agg(j ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
+                SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.job ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.payload ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.middleware ORDER BY j.priority DESC, j.available_at, j.id),
+                       array_agg(j.uuid ORDER BY j.priority DESC, j.available_at, j.id),
                        array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid
                                  ORDER BY j.priority DESC, j.available_at, j.id)
-                INTO v_mw, v_mw_tids, v_mw_tokens
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
                 FROM pgq.jobs j
                 WHERE j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
@@ -182,7 +188,7 @@ BEGIN
                            ELSE coalesce(j.tries, reserve.default_tries) = 0
                                 OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END;
                 IF v_mw IS NOT NULL THEN
-                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw, v_mw_tokens, reserve.worker, v_now) a);
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -292,7 +298,9 @@ BEGIN
                 -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
-                    SELECT * INTO v_admit FROM pgq._admit(ARRAY[v_job], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
+                    SELECT * INTO v_admit
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.uuid],
+                                    ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
