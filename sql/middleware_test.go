@@ -372,3 +372,55 @@ func TestS4MiddlewareValidation(t *testing.T) {
 	db.Exec(t, `SELECT pgq.define_job('k')`)
 	require.Equal(t, `[{"without_overlapping": {"key": "a"}}]`, pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.jobs WHERE uuid = $1`, id))
 }
+
+// S67: pgq.reserve spends at most one transaction id per call and no subtransaction
+// writes, however many middleware jobs it admits or turns away. A row version carries
+// the id of the (sub)transaction that wrote it as xmin, so every row the call wrote
+// (the jobs reserved or turned away, their attempt records, the overlap leases, the
+// rate-limit window) must carry the call's own transaction id: a subtransaction that
+// wrote would have taken an id of its own. Other sessions cannot enter this check.
+// The batch mixes rate-limited jobs over their budget, overlap jobs sharing keys and
+// jobs behind an open circuit, so that admissions and turn-aways both write.
+func TestS67ReserveSpendsOneTransactionID(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('s67', 120, '1 hour')`)
+	db.Exec(t, `SELECT pgq.dispatch_many('limited', array_agg(jsonb_build_object('i', i)),
+	    middleware => '[{"rate_limited": {"limit": "s67"}}]') FROM generate_series(1, 200) i`)
+	db.Exec(t, `SELECT pgq.dispatch_many('overlapping', array_agg(jsonb_build_object('k', i % 150)),
+	    middleware => '[{"without_overlapping": {"by": ["k"]}}]') FROM generate_series(1, 200) i`)
+	db.Exec(t, `SELECT pgq.dispatch_many('throttled', array_agg(jsonb_build_object('c', i % 2)),
+	    middleware => '[{"throttles_exceptions": {"by": ["c"]}}]') FROM generate_series(1, 200) i`)
+	// the circuit of c = 1 is open: 10 exceptions within its 600 s
+	db.Exec(t, `INSERT INTO pgq.circuits (key, failures, window_start, decay, max_exceptions)
+	    VALUES ('throttled:[1]', 10, now(), 600, 10)`)
+
+	c := session(t, db)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT coalesce(pickup::text, 'run') || ' ' || job FROM pgq.reserve('w', '{default}', 1000)`)
+	require.NoError(t, err)
+	got := map[string]int{}
+	var k string
+	_, err = pgx.ForEachRow(rows, []any{&k}, func() error { got[k]++; return nil })
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{
+		"run limited": 120, "turned_away limited": 80, // the budget, in one call
+		"run overlapping": 150, "turned_away overlapping": 50, // one job per key
+		"run throttled": 100, "turned_away throttled": 100, // the open circuit's half
+	}, got)
+
+	// Every row of these tables was written by the call: all 600 jobs were reserved or
+	// turned away, and nothing had made attempts, leases or windows before it.
+	var written, xids, hits int
+	var own bool
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int, count(DISTINCT w.xmin::text)::int, bool_and(w.xmin = xid(pg_current_xact_id()))
+	    FROM (SELECT xmin FROM pgq.jobs UNION ALL SELECT xmin FROM pgq.attempts
+	          UNION ALL SELECT xmin FROM pgq.overlap_locks UNION ALL SELECT xmin FROM pgq.rate_limit_windows) w`).Scan(&written, &xids, &own))
+	require.Equal(t, 600+(80+50+100)+150+1, written, "jobs, turn-away records, overlap leases, the window")
+	require.Equal(t, 1, xids, "one transaction id for the whole call: no subtransaction wrote")
+	require.True(t, own, "and it is the call's transaction's own")
+	require.NoError(t, tx.QueryRow(ctx, `SELECT hits FROM pgq.rate_limit_windows WHERE limit_name = 's67'`).Scan(&hits))
+	require.Equal(t, 120, hits, "the window counts the hits admitted")
+}
