@@ -156,6 +156,7 @@ type drainResult struct {
 	u         usage
 	client    string // what "client" cores means
 	warnings  int
+	firstWarn string  // the first lines the worker logged, when any
 	othersMax int     // most active sessions seen in other databases (sampled every 2 s)
 	othersPct float64 // share of samples that saw any
 	half1     float64 // jobs/s over the first half of the backlog
@@ -190,6 +191,9 @@ func (d drainResult) out(row, insertRow string) runOut {
 	}
 	r.line = strings.Join(parts, " | ")
 	r.line += fmt.Sprintf(" | warnings logged %d", d.warnings)
+	if d.warnings > 0 {
+		r.line += " (first: " + d.firstWarn + ")"
+	}
 	r.line = strings.TrimPrefix(r.line, " | ")
 	return r
 }
@@ -312,6 +316,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	d.othersMax, d.othersPct = smp.others()
 	d.half1, d.half2 = smp.halves(d.drain)
 	d.warnings = logs.count()
+	d.firstWarn = logs.first()
 	wpool.Close() // ends the worker's backends, which flushes their statistics
 	wpoolClosed = true
 	if runErr != nil {

@@ -149,6 +149,7 @@ DECLARE
     v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
     v_free    boolean[];
     v_won     boolean[];                -- per job: took its lease at this position
+    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
     v_lost    text[];
@@ -158,14 +159,15 @@ BEGIN
     v_alive := array_fill(true, ARRAY[v_n]);
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
-        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
-               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
-                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
+        -- (aggregates over a sorted subquery keep its order: one sort instead of five)
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg),
+               pgq._middleware_keys(array_agg(s.job), array_agg(s.name), array_agg(s.cfg), array_agg(s.payload))
         INTO v_ord, v_name, v_cfg, v_key
         FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
               FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
                    jsonb_each(j.middleware -> v_pos) m
-              WHERE v_alive[j.ord]) s;
+              WHERE v_alive[j.ord]
+              ORDER BY j.ord) s;
         EXIT WHEN v_ord IS NULL;
         v_dec := '{}';
 
@@ -190,7 +192,8 @@ BEGIN
             WITH taken AS (
                 INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
                 SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
-                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
+                       CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+                       f.expire_after
                 FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
                 ORDER BY f.key
                 ON CONFLICT (key) DO UPDATE
@@ -1180,6 +1183,10 @@ CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb
         CASE
             WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
             WHEN u.by IS NULL THEN u.job
+            -- one field, the common case, without the subqueries (the same text: a
+            -- jsonb array prints as [v] or [v1, v2])
+            WHEN jsonb_array_length(u.by) = 1
+            THEN CASE WHEN u.payload ? (u.by ->> 0) THEN u.job || ':' || jsonb_build_array(u.payload -> (u.by ->> 0))::text END
             WHEN u.payload ?& ARRAY(SELECT jsonb_array_elements_text(u.by))
             THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
                                   FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
@@ -3037,24 +3044,22 @@ BEGIN
             -- then reserved: those admitted in one statement, with their overlap keys;
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
-                SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.job ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.payload ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.middleware ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.uuid ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid
-                                 ORDER BY j.priority DESC, j.available_at, j.id)
+                -- (aggregates over a sorted subquery keep its order: one sort, not six)
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware), array_agg(j.uuid),
+                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
                 INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
-                FROM pgq.jobs j
-                WHERE j.ctid = ANY (v_ids)
-                  AND j.reserved_at IS NULL
-                  AND j.middleware IS NOT NULL
-                  AND j.cancel_requested_at IS NULL
-                  AND j.debounce_key IS NULL
-                  AND j.unique_until IS DISTINCT FROM 'processing'
-                  AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                           ELSE coalesce(j.tries, reserve.default_tries) = 0
-                                OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END;
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.uuid, j.id
+                      FROM pgq.jobs j
+                      WHERE j.ctid = ANY (v_ids)
+                        AND j.reserved_at IS NULL
+                        AND j.middleware IS NOT NULL
+                        AND j.cancel_requested_at IS NULL
+                        AND j.debounce_key IS NULL
+                        AND j.unique_until IS DISTINCT FROM 'processing'
+                        AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                                 ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                      OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                      ORDER BY j.priority DESC, j.available_at, j.id) j;
                 IF v_mw IS NOT NULL THEN
                     v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an

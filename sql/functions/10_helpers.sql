@@ -226,6 +226,10 @@ AS $$
         CASE
             WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
             WHEN u.by IS NULL THEN u.job
+            -- one field, the common case, without the subqueries (the same text: a
+            -- jsonb array prints as [v] or [v1, v2])
+            WHEN jsonb_array_length(u.by) = 1
+            THEN CASE WHEN u.payload ? (u.by ->> 0) THEN u.job || ':' || jsonb_build_array(u.payload -> (u.by ->> 0))::text END
             WHEN u.payload ?& ARRAY(SELECT jsonb_array_elements_text(u.by))
             THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
                                   FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text

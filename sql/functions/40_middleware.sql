@@ -291,6 +291,7 @@ DECLARE
     v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
     v_free    boolean[];
     v_won     boolean[];                -- per job: took its lease at this position
+    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
     v_lost    text[];
@@ -300,14 +301,15 @@ BEGIN
     v_alive := array_fill(true, ARRAY[v_n]);
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
-        SELECT array_agg(s.ord ORDER BY s.ord), array_agg(s.name ORDER BY s.ord), array_agg(s.cfg ORDER BY s.ord),
-               pgq._middleware_keys(array_agg(s.job ORDER BY s.ord), array_agg(s.name ORDER BY s.ord),
-                                    array_agg(s.cfg ORDER BY s.ord), array_agg(s.payload ORDER BY s.ord))
+        -- (aggregates over a sorted subquery keep its order: one sort instead of five)
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg),
+               pgq._middleware_keys(array_agg(s.job), array_agg(s.name), array_agg(s.cfg), array_agg(s.payload))
         INTO v_ord, v_name, v_cfg, v_key
         FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
               FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
                    jsonb_each(j.middleware -> v_pos) m
-              WHERE v_alive[j.ord]) s;
+              WHERE v_alive[j.ord]
+              ORDER BY j.ord) s;
         EXIT WHEN v_ord IS NULL;
         v_dec := '{}';
 
@@ -332,7 +334,8 @@ BEGIN
             WITH taken AS (
                 INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
                 SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
-                       pgq._overlap_until(p_now, p_now, f.expire_after), f.expire_after
+                       CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+                       f.expire_after
                 FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
                 ORDER BY f.key
                 ON CONFLICT (key) DO UPDATE

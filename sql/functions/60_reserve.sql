@@ -169,24 +169,22 @@ BEGIN
             -- then reserved: those admitted in one statement, with their overlap keys;
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
-                SELECT array_agg(j.ctid ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.job ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.payload ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.middleware ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg(j.uuid ORDER BY j.priority DESC, j.available_at, j.id),
-                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid
-                                 ORDER BY j.priority DESC, j.available_at, j.id)
+                -- (aggregates over a sorted subquery keep its order: one sort, not six)
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware), array_agg(j.uuid),
+                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
                 INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
-                FROM pgq.jobs j
-                WHERE j.ctid = ANY (v_ids)
-                  AND j.reserved_at IS NULL
-                  AND j.middleware IS NOT NULL
-                  AND j.cancel_requested_at IS NULL
-                  AND j.debounce_key IS NULL
-                  AND j.unique_until IS DISTINCT FROM 'processing'
-                  AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                           ELSE coalesce(j.tries, reserve.default_tries) = 0
-                                OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END;
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.uuid, j.id
+                      FROM pgq.jobs j
+                      WHERE j.ctid = ANY (v_ids)
+                        AND j.reserved_at IS NULL
+                        AND j.middleware IS NOT NULL
+                        AND j.cancel_requested_at IS NULL
+                        AND j.debounce_key IS NULL
+                        AND j.unique_until IS DISTINCT FROM 'processing'
+                        AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                                 ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                      OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                      ORDER BY j.priority DESC, j.available_at, j.id) j;
                 IF v_mw IS NOT NULL THEN
                     v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
