@@ -1557,7 +1557,11 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
+    -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
+    -- lease found against every uuid.
+    DELETE FROM pgq.overlap_locks o
+    USING unnest(p_keys) k(key)
+    WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
 $$;
 
 
@@ -1693,6 +1697,33 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) IS 'The handler and payload of a SQL job held by a lease token, its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+
+
+--
+-- Name: _staged_payloads_checked(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._staged_payloads_checked() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_class c
+                   WHERE c.oid = to_regclass('pg_temp.pgq_staged_payloads')
+                     AND c.relkind = 'r' AND c.relpersistence = 't'
+                     AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)) THEN
+        RAISE EXCEPTION 'pgq: pg_temp.pgq_staged_payloads is not the staging table of pgq.stage_dispatch (missing, or made by someone else)'
+            USING ERRCODE = '42P07';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _staged_payloads_checked(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_temp.pgq_staged_payloads is the staging table pgq.stage_dispatch made (S68).';
 
 
 --
@@ -2439,6 +2470,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
+
+--
+-- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_payloads jsonb[];
+BEGIN
+    PERFORM pgq._staged_payloads_checked();
+    -- A table COPY only appended to since it was emptied reads back in the order written.
+    v_payloads := ARRAY(SELECT s.payload FROM pg_temp.pgq_staged_payloads s ORDER BY s.ctid);
+    DELETE FROM pg_temp.pgq_staged_payloads;
+    RETURN ARRAY(
+        SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
+                                        dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+                                        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+                                        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+                                        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+                                        dispatch_staged.debounce_max_wait, dispatch_staged.middleware,
+                                        dispatch_staged.retry_for) u);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), empties the table; returns their uuids in order (S68).';
 
 
 --
@@ -3368,6 +3433,32 @@ $_$;
 --
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';
+
+
+--
+-- Name: stage_dispatch(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.stage_dispatch() RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF to_regclass('pg_temp.pgq_staged_payloads') IS NULL THEN
+        CREATE TEMPORARY TABLE pgq_staged_payloads (payload jsonb) ON COMMIT DELETE ROWS;
+        GRANT INSERT ON pg_temp.pgq_staged_payloads TO PUBLIC;
+    END IF;
+    PERFORM pgq._staged_payloads_checked();
+    RETURN 'pg_temp.pgq_staged_payloads';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION stage_dispatch(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.stage_dispatch() IS 'Bulk dispatch, step 1: this session''s staging table pg_temp.pgq_staged_payloads (payload jsonb) for COPY; then pgq.dispatch_staged (S68).';
 
 
 --
@@ -4447,6 +4538,13 @@ GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regpro
 
 
 --
+-- Name: FUNCTION _staged_payloads_checked(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._staged_payloads_checked() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _take_debounce(p_key text, p_token uuid, p_job uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4584,6 +4682,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, 
 
 
 --
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+
+
+--
 -- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -4709,6 +4815,14 @@ GRANT ALL ON FUNCTION pgq.run_now(uuid uuid) TO pgq_admin;
 
 REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION stage_dispatch(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.stage_dispatch() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.stage_dispatch() TO pgq_producer;
 
 
 --
