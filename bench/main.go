@@ -309,14 +309,18 @@ func run() error {
 			case "bulk":
 				t.define("bulk-many", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertMany", o.jobs, o.batch), false, 0)
 				t.define("bulk-fast", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertManyFast", o.jobs, o.batch), false, 0)
+				t.define("bulk-copy", fmt.Sprintf("4b. bulk dispatch %d jobs, jobs/s (%d per call): pgq DispatchMany ByCopy (COPY + pgq.dispatch_staged) against River InsertManyFast", o.jobs, o.batch), false, 0)
 				if pe != nil {
-					out := pe.bulk(ctx, o)
+					out := pe.bulk(ctx, o, false)
 					out.alsoAs("bulk-many", "bulk-fast")
 					record("pgq", scen, i, out)
+					record("pgq", scen+"-copy", i, pe.bulk(ctx, o, true))
 				}
 				if re != nil {
 					record("river", scen, i, re.bulk(ctx, o, false))
-					record("river", scen+"-fast", i, re.bulk(ctx, o, true))
+					out := re.bulk(ctx, o, true)
+					out.alsoAs("bulk-fast", "bulk-copy")
+					record("river", scen+"-fast", i, out)
 				}
 			default: // pgq-only drains
 				if pe == nil {

@@ -371,9 +371,13 @@ func (e *pgqEnv) verify(ctx context.Context, job string, jobs, failed int) error
 	return nil
 }
 
-// bulk times DispatchMany of o.jobs jobs into an empty queue.
-func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
-	r := runOut{rows: []string{"bulk-many"}}
+// bulk times DispatchMany of o.jobs jobs into an empty queue, by COPY with byCopy.
+func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
+	row, api, opts := "bulk-many", "DispatchMany", []pgq.Option(nil)
+	if byCopy {
+		row, api, opts = "bulk-copy", "DispatchMany ByCopy", []pgq.Option{pgq.ByCopy()}
+	}
+	r := runOut{rows: []string{row}}
 	if err := e.truncate(ctx); err != nil {
 		r.err = err
 		return r
@@ -394,8 +398,8 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 	}
 	for done := 0; done < o.jobs; done += o.batch {
 		n := min(o.jobs-done, o.batch)
-		if _, err := e.client.DispatchMany(ctx, "noop", payloads[:n]); err != nil {
-			r.err = fmt.Errorf("DispatchMany: %w", err)
+		if _, err := e.client.DispatchMany(ctx, "noop", payloads[:n], opts...); err != nil {
+			r.err = fmt.Errorf("%s: %w", api, err)
 			return r
 		}
 	}
@@ -406,7 +410,7 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 	}
 	r.otherCores = u.otherCores
 	rate := float64(o.jobs) / u.elapsed.Seconds()
-	r.line = fmt.Sprintf("DispatchMany %d jobs in %s = %.0f jobs/s | %s", o.jobs, u.elapsed.Round(time.Millisecond), rate,
+	r.line = fmt.Sprintf("%s %d jobs in %s = %.0f jobs/s | %s", api, o.jobs, u.elapsed.Round(time.Millisecond), rate,
 		u.cores("bench", int64(o.jobs)))
 	if note != "" {
 		r.line += " | " + note
@@ -420,7 +424,7 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs, got %d", o.jobs, n)
 		return r
 	}
-	r.add("bulk-many", rate)
+	r.add(row, rate)
 	return r
 }
 

@@ -424,3 +424,60 @@ func TestS67ReserveSpendsOneTransactionID(t *testing.T) {
 	require.NoError(t, tx.QueryRow(ctx, `SELECT hits FROM pgq.rate_limit_windows WHERE limit_name = 's67'`).Scan(&hits))
 	require.Equal(t, 120, hits, "the window counts the hits admitted")
 }
+
+// S69 (and S68 from SQL): any query's rows become jobs with one pgq.dispatch_many, and
+// rows written by COPY into the staging table become jobs with pgq.dispatch_staged,
+// which takes only the rows staged since its last call; both in the caller's
+// transaction, uuids in row order.
+func TestS69LoadingJobsFromSQL(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `CREATE TABLE public.products (id int PRIMARY KEY); INSERT INTO public.products SELECT generate_series(1, 500)`)
+
+	c := session(t, db)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	var ids []uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT array_agg(u) FROM pgq.dispatch_many('reindex',
+	    ARRAY(SELECT jsonb_build_object('product_id', id) FROM public.products ORDER BY id), queue => 'bulk') u`).Scan(&ids))
+	require.Len(t, ids, 500)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`), "rolled back with the caller's transaction")
+
+	tx, err = c.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	var table string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.stage_dispatch()`).Scan(&table))
+	require.Equal(t, "pg_temp.pgq_staged_payloads", table)
+	stage := func(from, to int) {
+		t.Helper()
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "pgq_staged_payloads"}, []string{"payload"},
+			pgx.CopyFromFunc(func() func() ([]any, error) {
+				i := from - 1
+				return func() ([]any, error) {
+					if i++; i > to {
+						return nil, nil
+					}
+					return []any{fmt.Sprintf(`{"product_id": %d}`, i)}, nil
+				}
+			}()))
+		require.NoError(t, err)
+		require.EqualValues(t, to-from+1, n)
+	}
+	stage(1, 300)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk', tries => 2)`).Scan(&ids))
+	require.Len(t, ids, 300)
+	stage(301, 500)
+	var more []uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk', tries => 2)`).Scan(&more))
+	require.Len(t, more, 200, "only the rows staged since the last call")
+	var inOrder int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM unnest($1::uuid[]) WITH ORDINALITY u(id, n)
+	    JOIN pgq.jobs j ON j.uuid = u.id AND (j.payload ->> 'product_id')::int = u.n AND j.queue = 'bulk' AND j.tries = 2`,
+		append(ids, more...)).Scan(&inOrder))
+	require.Equal(t, 500, inOrder, "uuids in row order, options applied")
+	stage(1, 1)
+	_, err = tx.Exec(ctx, `SELECT pgq.dispatch_staged('reindex', timeout => 0)`)
+	require.Equal(t, "22023", pgCode(err), "checked as pgq.dispatch checks")
+}

@@ -1858,15 +1858,17 @@ CREATE FUNCTION pgq._uuid7s(p_count integer) RETURNS uuid[]
     LANGUAGE sql PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce(array_agg(encode(
-        set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
-            overlay(decode(md5(random()::text || random()::text), 'hex')
-                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-                    FROM 1 FOR 6),
-            52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
-            70, 0), 71, 1),                  -- variant 10
-        'hex')::uuid), '{}')
-    FROM generate_series(1, p_count);
+    WITH b AS (
+        SELECT lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') AS ms,
+               replace(gen_random_uuid()::text, '-', '') AS r
+    ), c AS (
+        -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
+        SELECT substr(b.ms, 1, 8) || '-' || substr(b.ms, 9, 4) || '-7' || substr(b.r, 1, 3) || '-8' || substr(b.r, 4, 3) || '-' AS head,
+               ('x' || substr(b.r, 20, 12))::bit(48)::bigint AS start
+        FROM b
+    )
+    SELECT coalesce(array_agg((c.head || lpad(to_hex((c.start + i) & 281474976710655), 12, '0'))::uuid ORDER BY i), '{}')
+    FROM c, generate_series(1, p_count) i;
 $$;
 
 
