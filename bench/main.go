@@ -86,10 +86,15 @@ type options struct {
 	graphileConc       int
 	graphileLocalQueue int
 	graphileBatchDelay int
+
+	pressureRate   int
+	pressurePhase  time.Duration
+	pressurePhases []string
+	pressureConc   int
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
-	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50"}
+	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "pressure"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -153,7 +158,24 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileConc, "graphile-concurrency", 0, "graphile-worker concurrency (0: -concurrency)")
 	flag.IntVar(&o.graphileLocalQueue, "graphile-local-queue", 0, "graphile-worker localQueue.size (0: concurrency + 1, as its docs recommend)")
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
+	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
+	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
+	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
+	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
 	flag.Parse()
+
+	for p := range strings.SplitSeq(*phases, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !slices.Contains(pressurePhases, p) {
+			return o, fmt.Errorf("unknown pressure phase %q (known: %s)", p, strings.Join(pressurePhases, ", "))
+		}
+		o.pressurePhases = append(o.pressurePhases, p)
+	}
+	if o.pressureRate < 1 || o.pressurePhase <= 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 {
+		return o, errors.New("-pressure-rate and -pressure-concurrency must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
+	}
 
 	for s := range strings.SplitSeq(scen, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -196,7 +218,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk"))
+	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk") || o.has("pressure"))
 	needPgq := o.systems["pgq"]
 	needGraphile := o.systems["graphile"] && o.has("drain")
 
@@ -305,6 +327,17 @@ func run() error {
 					out := runLatency(ctx, o, re.live(o, true, o.riverLatencyConc))
 					out.rename("lat-", "lat-tuned-")
 					record("river", scen+"-tuned", i, out)
+				}
+			case "pressure":
+				for _, p := range o.pressurePhases {
+					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.pressurePhase, o.pressureRate, o.pressureConc), false, 0)
+					t.define("pressure-"+p+"-p99", fmt.Sprintf("5. pressure, phase %s: p99 wait dispatch → start, ms", p), true, 1)
+				}
+				if pe != nil {
+					record("pgq", scen, i, runPressure(ctx, o, pe.live(o.pressureConc)))
+				}
+				if re != nil {
+					record("river", scen, i, runPressure(ctx, o, re.live(o, true, o.pressureConc)))
 				}
 			case "bulk":
 				t.define("bulk-many", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertMany", o.jobs, o.batch), false, 0)
