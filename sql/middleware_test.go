@@ -429,7 +429,7 @@ func TestS67ReserveSpendsOneTransactionID(t *testing.T) {
 // rows written by COPY into the staging table become jobs with pgq.dispatch_staged,
 // which takes only the rows staged since its last call; both in the caller's
 // transaction, uuids in row order.
-func TestS69LoadingJobsFromSQL(t *testing.T) {
+func TestS68S69LoadingJobsFromSQL(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `CREATE TABLE public.products (id int PRIMARY KEY); INSERT INTO public.products SELECT generate_series(1, 500)`)
