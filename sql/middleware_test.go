@@ -394,6 +394,13 @@ func TestS67ReserveSpendsOneTransactionID(t *testing.T) {
 	// the circuit of c = 1 is open: 10 exceptions within its 600 s
 	db.Exec(t, `INSERT INTO pgq.circuits (key, failures, window_start, decay, max_exceptions)
 	    VALUES ('throttled:[1]', 10, now(), 600, 10)`)
+	// Dispatch stored every job's middleware keys; half the overlap jobs lose them, as jobs
+	// dispatched before migration 16 or re-queued by an operation have none: reserve
+	// computes those, with the same result.
+	require.Equal(t, 600, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE jsonb_array_length(middleware_keys) = 1`))
+	require.Equal(t, `["overlapping:[7]"]`, pgqtest.Scalar[string](t, db,
+		`SELECT middleware_keys::text FROM pgq.jobs WHERE job = 'overlapping' AND payload = '{"k": 7}' LIMIT 1`))
+	db.Exec(t, `UPDATE pgq.jobs SET middleware_keys = NULL WHERE job = 'overlapping' AND (payload ->> 'k')::int % 2 = 0`)
 
 	c := session(t, db)
 	tx, err := c.Begin(ctx)

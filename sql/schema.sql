@@ -123,10 +123,10 @@ COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup N
 
 
 --
--- Name: _admit(text[], jsonb[], jsonb[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
+CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -140,6 +140,7 @@ DECLARE
     v_dec   pgq.admission[];            -- decided at this position
     -- This position's middleware of each job still in: batch position, name, settings, key.
     v_ord   int[];
+    v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_name  text[];
     v_cfg   jsonb[];
     v_key   text[];
@@ -160,15 +161,23 @@ BEGIN
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
-        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg),
-               pgq._middleware_keys(array_agg(s.job), array_agg(s.name), array_agg(s.cfg), array_agg(s.payload))
-        INTO v_ord, v_name, v_cfg, v_key
-        FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
-              FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
+        INTO v_ord, v_name, v_cfg, v_key, v_missing
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+              FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
                    jsonb_each(j.middleware -> v_pos) m
               WHERE v_alive[j.ord]
               ORDER BY j.ord) s;
         EXIT WHEN v_ord IS NULL;
+        IF v_missing THEN
+            -- keys dispatch did not store (older jobs, re-queued jobs), or that cannot be computed
+            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
+            FROM unnest(v_key) WITH ORDINALITY s(key, n)
+            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                             v_name, v_cfg,
+                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+                 WITH ORDINALITY c(key, n) ON c.n = s.n;
+        END IF;
         v_dec := '{}';
 
         -- A key that cannot be computed fails the job.
@@ -323,10 +332,10 @@ $$;
 
 
 --
--- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
 
 
 SET default_tablespace = '';
@@ -375,6 +384,7 @@ CREATE TABLE pgq.jobs (
     interruptions integer DEFAULT 0 NOT NULL,
     cancel_requested_at timestamp with time zone,
     cancel_requested_by text,
+    middleware_keys jsonb,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -455,6 +465,13 @@ COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastru
 --
 
 COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
+
+
+--
+-- Name: COLUMN jobs.middleware_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).';
 
 
 --
@@ -692,7 +709,7 @@ COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 n
 -- Name: _check_middleware_keys(text, jsonb, jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -702,22 +719,27 @@ DECLARE
     v_payloads jsonb[];
     v_keys     text[];
     v_max      int := pgq._max_key_bytes();
+    v_m        int := jsonb_array_length(p_middleware);
 BEGIN
-    SELECT array_agg(m.key ORDER BY mw.n, p.n), array_agg(m.value ORDER BY mw.n, p.n), array_agg(p.payload ORDER BY mw.n, p.n)
+    -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
+    SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
     INTO v_names, v_cfgs, v_payloads
     FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
          unnest(p_payloads) WITH ORDINALITY p(payload, n);
     IF v_names IS NULL THEN
-        RETURN;
+        RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
     END IF;
     v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
     PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
-    WHERE v_keys[i] IS NULL;
+    WHERE v_keys[i] IS NULL
+    ORDER BY (i - 1) % v_m, i;
     PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
-    WHERE octet_length(v_keys[i]) > v_max;
+    WHERE octet_length(v_keys[i]) > v_max
+    ORDER BY (i - 1) % v_m, i;
+    RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;
 
@@ -726,7 +748,7 @@ $$;
 -- Name: FUNCTION _check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
+COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38); returns the keys, a JSON array per payload.';
 
 
 --
@@ -2360,6 +2382,7 @@ DECLARE
     v_debounce_for interval;
     v_max_wait  interval;
     v_uuids     uuid[];
+    v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', dispatch_many.job);
@@ -2407,17 +2430,17 @@ BEGIN
     -- Every key of the middleware must be computable from every payload and storable:
     -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
+        v_keys := pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware
+               v_job.middleware, v_keys[p.n]
         FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -2451,11 +2474,11 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware)
+                 debounce_key, debounce_token, middleware, middleware_keys)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i]);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;
@@ -2990,6 +3013,7 @@ DECLARE
     v_mw_tids tid[];      -- row, name, payload, uuid and lease token
     v_mw_jobs text[];
     v_mw_payloads jsonb[];
+    v_mw_keys jsonb[];
     v_mw_uuids uuid[];
     v_mw_tokens uuid[];
     v_adm   pgq.admission[];
@@ -3112,10 +3136,11 @@ BEGIN
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
                 -- (aggregates over a sorted subquery keep its order: one sort, not six)
-                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware), array_agg(j.uuid),
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
+                       array_agg(j.middleware_keys), array_agg(j.uuid),
                        array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
-                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
-                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.uuid, j.id
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
                       FROM pgq.jobs j
                       WHERE j.ctid = ANY (v_ids)
                         AND j.reserved_at IS NULL
@@ -3128,7 +3153,8 @@ BEGIN
                                       OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
                       ORDER BY j.priority DESC, j.available_at, j.id) j;
                 IF v_mw IS NOT NULL THEN
-                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
+                                                            reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -3239,8 +3265,8 @@ BEGIN
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
                     SELECT * INTO v_admit
-                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.uuid],
-                                    ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.middleware_keys],
+                                    ARRAY[v_job.uuid], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
@@ -4222,10 +4248,10 @@ GRANT USAGE ON SCHEMA pgq TO pgq_admin;
 
 
 --
--- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -211,6 +211,8 @@ type PgqJob struct {
 	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
 	CancelRequestedAt *time.Time
 	CancelRequestedBy *string
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).

@@ -98,6 +98,7 @@ DECLARE
     v_debounce_for interval;
     v_max_wait  interval;
     v_uuids     uuid[];
+    v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', dispatch_many.job);
@@ -145,17 +146,17 @@ BEGIN
     -- Every key of the middleware must be computable from every payload and storable:
     -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
+        v_keys := pgq._check_middleware_keys(dispatch_many.job, v_job.middleware, dispatch_many.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware
+               v_job.middleware, v_keys[p.n]
         FROM unnest(dispatch_many.payloads, pgq._uuid7s(cardinality(dispatch_many.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -189,11 +190,11 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware)
+                 debounce_key, debounce_token, middleware, middleware_keys)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware);
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i]);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;

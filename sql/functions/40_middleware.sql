@@ -152,8 +152,9 @@ COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overla
 -- computable from every payload and no longer than pgq._max_key_bytes(): a key that
 -- cannot be stored would otherwise only fail at reserve or report time (S38). The keys
 -- of the whole batch are computed in one call; pgq._key then raises for the first bad
--- one (middleware in order, then payloads in order).
-CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+-- one (middleware in order, then payloads in order). Returns them, one JSON array of
+-- strings per payload (jobs.middleware_keys), in payload order.
+CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -163,26 +164,31 @@ DECLARE
     v_payloads jsonb[];
     v_keys     text[];
     v_max      int := pgq._max_key_bytes();
+    v_m        int := jsonb_array_length(p_middleware);
 BEGIN
-    SELECT array_agg(m.key ORDER BY mw.n, p.n), array_agg(m.value ORDER BY mw.n, p.n), array_agg(p.payload ORDER BY mw.n, p.n)
+    -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
+    SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
     INTO v_names, v_cfgs, v_payloads
     FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
          unnest(p_payloads) WITH ORDINALITY p(payload, n);
     IF v_names IS NULL THEN
-        RETURN;
+        RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
     END IF;
     v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
     PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
-    WHERE v_keys[i] IS NULL;
+    WHERE v_keys[i] IS NULL
+    ORDER BY (i - 1) % v_m, i;
     PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
-    WHERE octet_length(v_keys[i]) > v_max;
+    WHERE octet_length(v_keys[i]) > v_max
+    ORDER BY (i - 1) % v_m, i;
+    RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
+COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38); returns the keys, a JSON array per payload.';
 
 -- pgq._circuit_key: a throttles_exceptions circuit's key (S29); NULL when p_cfg is NULL
 -- (the job has no circuit breaker).
@@ -257,7 +263,8 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- handlers (S26-S29), set-based: for each position in the middleware lists, one
 -- statement per middleware kind decides every job still in, in batch order. The batch
 -- is given as arrays, one element per job in pick order: job names, payloads,
--- middleware, uuids and the lease tokens the jobs will get; p_worker is the worker.
+-- middleware, their keys as dispatch stored them (jobs.middleware_keys; computed here
+-- where NULL), uuids and the lease tokens the jobs will get; p_worker is the worker.
 -- Returns one pgq.admission per job (ord = its position in the arrays): turned_by NULL and
 -- the overlap keys now leased to it when every middleware admits it; otherwise the
 -- middleware that turned it away, a note, the delay and whether to drop it
@@ -270,7 +277,8 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- Hazard: rate-limit windows are locked in (limit, key) order, overlap leases in key
 -- order, so that two reserves cannot deadlock on them.
 CREATE OR REPLACE FUNCTION pgq._admit(
-    p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamptz
+    p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[],
+    p_worker text, p_now timestamptz
 )
 RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
@@ -286,6 +294,7 @@ DECLARE
     v_dec   pgq.admission[];            -- decided at this position
     -- This position's middleware of each job still in: batch position, name, settings, key.
     v_ord   int[];
+    v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_name  text[];
     v_cfg   jsonb[];
     v_key   text[];
@@ -306,15 +315,23 @@ BEGIN
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
-        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg),
-               pgq._middleware_keys(array_agg(s.job), array_agg(s.name), array_agg(s.cfg), array_agg(s.payload))
-        INTO v_ord, v_name, v_cfg, v_key
-        FROM (SELECT j.ord::int, j.job, j.payload, m.key AS name, m.value AS cfg
-              FROM unnest(p_jobs, p_payloads, p_middleware) WITH ORDINALITY AS j(job, payload, middleware, ord),
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
+        INTO v_ord, v_name, v_cfg, v_key, v_missing
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+              FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
                    jsonb_each(j.middleware -> v_pos) m
               WHERE v_alive[j.ord]
               ORDER BY j.ord) s;
         EXIT WHEN v_ord IS NULL;
+        IF v_missing THEN
+            -- keys dispatch did not store (older jobs, re-queued jobs), or that cannot be computed
+            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
+            FROM unnest(v_key) WITH ORDINALITY s(key, n)
+            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                             v_name, v_cfg,
+                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+                 WITH ORDINALITY c(key, n) ON c.n = s.n;
+        END IF;
         v_dec := '{}';
 
         -- A key that cannot be computed fails the job.
@@ -467,4 +484,4 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';

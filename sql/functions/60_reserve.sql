@@ -48,6 +48,7 @@ DECLARE
     v_mw_tids tid[];      -- row, name, payload, uuid and lease token
     v_mw_jobs text[];
     v_mw_payloads jsonb[];
+    v_mw_keys jsonb[];
     v_mw_uuids uuid[];
     v_mw_tokens uuid[];
     v_adm   pgq.admission[];
@@ -170,10 +171,11 @@ BEGIN
             -- those turned away or failed one by one below, as before.
             IF v_done < v_picked THEN
                 -- (aggregates over a sorted subquery keep its order: one sort, not six)
-                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware), array_agg(j.uuid),
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
+                       array_agg(j.middleware_keys), array_agg(j.uuid),
                        array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
-                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens
-                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.uuid, j.id
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
                       FROM pgq.jobs j
                       WHERE j.ctid = ANY (v_ids)
                         AND j.reserved_at IS NULL
@@ -186,7 +188,8 @@ BEGIN
                                       OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
                       ORDER BY j.priority DESC, j.available_at, j.id) j;
                 IF v_mw IS NOT NULL THEN
-                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_uuids, v_mw_tokens, reserve.worker, v_now) a);
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
+                                                            reserve.worker, v_now) a);
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -297,8 +300,8 @@ BEGIN
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
                     SELECT * INTO v_admit
-                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.uuid],
-                                    ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.middleware_keys],
+                                    ARRAY[v_job.uuid], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
