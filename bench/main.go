@@ -91,6 +91,7 @@ type options struct {
 	pressurePhase  time.Duration
 	pressurePhases []string
 	pressureConc   int
+	pressureHigh   float64
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
@@ -162,6 +163,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
 	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
 	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
+	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 4, "pressure: the high-load phase offers this many times -pressure-rate")
 	flag.Parse()
 
 	for p := range strings.SplitSeq(*phases, ",") {
@@ -173,8 +175,8 @@ func parseFlags() (options, error) {
 		}
 		o.pressurePhases = append(o.pressurePhases, p)
 	}
-	if o.pressureRate < 1 || o.pressurePhase <= 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 {
-		return o, errors.New("-pressure-rate and -pressure-concurrency must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
+	if o.pressureRate < 1 || o.pressurePhase <= 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 {
+		return o, errors.New("-pressure-rate, -pressure-concurrency and -pressure-high-factor must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
 	}
 
 	for s := range strings.SplitSeq(scen, ",") {
@@ -330,7 +332,11 @@ func run() error {
 				}
 			case "pressure":
 				for _, p := range o.pressurePhases {
-					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.pressurePhase, o.pressureRate, o.pressureConc), false, 0)
+					offered := o.pressureRate
+					if p == "high-load" {
+						offered = int(float64(o.pressureRate) * o.pressureHigh)
+					}
+					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.pressurePhase, offered, o.pressureConc), false, 0)
 					t.define("pressure-"+p+"-p99", fmt.Sprintf("5. pressure, phase %s: p99 wait dispatch → start, ms", p), true, 1)
 				}
 				if pe != nil {

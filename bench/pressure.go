@@ -16,15 +16,17 @@ import (
 // The pressure scenario (issue 19): an open-loop producer offers -pressure-rate jobs/s
 // to running workers through consecutive phases of -pressure-phase each:
 //
-//	clean    nothing else runs
-//	idle-tx  one session holds a transaction id, idle in transaction, for the whole phase
-//	readers  four REPEATABLE READ sessions scan the jobs table in a loop, each snapshot
-//	         held for a second
+//	clean      nothing else runs
+//	idle-tx    one session holds a transaction id, idle in transaction, for the whole phase
+//	readers    four REPEATABLE READ sessions scan the jobs table in a loop, each snapshot
+//	           held for a second
+//	high-load  the producer offers -pressure-high-factor times the rate
+//	recovery   nothing else runs (named apart: it follows a phase that left a backlog)
 //
 // Each phase reports the offered and completed rate, the wait from the return of the
 // committing dispatch call to the handler's start (p50, p99, of the jobs started in the
 // phase), the backlog at its end, and the jobs table's dead tuples and size.
-var pressurePhases = []string{"clean", "idle-tx", "readers"}
+var pressurePhases = []string{"clean", "idle-tx", "readers", "high-load", "recovery"}
 
 // pressureTable is the jobs table of a system, whose dead tuples and size are reported.
 func pressureTable(sys liveSystem) string {
@@ -58,7 +60,9 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	if _, err := prepare(ctx, o, sys.pool(), ""); err != nil {
 		return fail(err)
 	}
-	total := int(float64(o.pressureRate)*o.pressurePhase.Seconds()*float64(len(o.pressurePhases))) + o.pressureRate
+	total := int(float64(o.pressureRate)*o.pressurePhase.Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate
+	var rate atomic.Int64 // jobs/s offered now
+	rate.Store(int64(o.pressureRate))
 	base := time.Now()
 	committed := make([]atomic.Int64, total) // ns since base; 0: not yet
 	started := make([]atomic.Int64, total)
@@ -86,12 +90,17 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	perr := make(chan error, 1)
 	var pwg sync.WaitGroup
 	pwg.Go(func() {
-		t0 := time.Now()
+		last := time.Now()
+		credit := 0.0 // jobs due and not yet dispatched
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for !halt.Load() {
 			<-tick.C
-			due := int64(float64(o.pressureRate)*time.Since(t0).Seconds()) - sent.Load()
+			now := time.Now()
+			credit += float64(rate.Load()) * now.Sub(last).Seconds()
+			last = now
+			due := int64(credit)
+			credit -= float64(due)
 			for due > 0 && !halt.Load() {
 				n := min(due, 500)
 				first := sent.Load()
@@ -137,6 +146,11 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		}
 		s0 := sent.Load()
 		from := int64(time.Since(base))
+		if phase == "high-load" {
+			rate.Store(int64(float64(o.pressureRate) * o.pressureHigh))
+		} else {
+			rate.Store(int64(o.pressureRate))
+		}
 		endInterference, err := interfere(ctx, phase, connConfig, pressureTable(sys))
 		if err != nil {
 			_ = stopProducer()
@@ -199,7 +213,7 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 // the system's database, and returns the function that ends it.
 func interfere(ctx context.Context, phase string, cfg *pgx.ConnConfig, table string) (func() error, error) {
 	switch phase {
-	case "clean":
+	case "clean", "recovery", "high-load":
 		return func() error { return nil }, nil
 	case "idle-tx":
 		// A forgotten BEGIN in psql: it has written nothing, but holds an xid, so no
