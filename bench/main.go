@@ -163,7 +163,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
 	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
 	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
-	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 4, "pressure: the high-load phase offers this many times -pressure-rate")
+	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (issue 19's burst: 1.5)")
 	flag.Parse()
 
 	for p := range strings.SplitSeq(*phases, ",") {
