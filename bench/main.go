@@ -87,10 +87,16 @@ type options struct {
 	graphileConc       int
 	graphileLocalQueue int
 	graphileBatchDelay int
+
+	pressureRate   int
+	pressurePhase  time.Duration
+	pressurePhases []string
+	pressureConc   int
+	pressureHigh   float64
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
-	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch"}
+	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch", "pressure"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -154,7 +160,25 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileConc, "graphile-concurrency", 0, "graphile-worker concurrency (0: -concurrency)")
 	flag.IntVar(&o.graphileLocalQueue, "graphile-local-queue", 0, "graphile-worker localQueue.size (0: concurrency + 1, as its docs recommend)")
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
+	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
+	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
+	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
+	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
+	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (issue 19's burst: 1.5)")
 	flag.Parse()
+
+	for p := range strings.SplitSeq(*phases, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !slices.Contains(pressurePhases, p) {
+			return o, fmt.Errorf("unknown pressure phase %q (known: %s)", p, strings.Join(pressurePhases, ", "))
+		}
+		o.pressurePhases = append(o.pressurePhases, p)
+	}
+	if o.pressureRate < 1 || o.pressurePhase <= 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 {
+		return o, errors.New("-pressure-rate, -pressure-concurrency and -pressure-high-factor must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
+	}
 
 	for s := range strings.SplitSeq(scen, ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -197,7 +221,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk"))
+	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk") || o.has("pressure"))
 	needPgq := o.systems["pgq"]
 	needGraphile := o.systems["graphile"] && o.has("drain")
 
@@ -307,17 +331,36 @@ func run() error {
 					out.rename("lat-", "lat-tuned-")
 					record("river", scen+"-tuned", i, out)
 				}
+			case "pressure":
+				for _, p := range o.pressurePhases {
+					offered := o.pressureRate
+					if p == "high-load" {
+						offered = int(float64(o.pressureRate) * o.pressureHigh)
+					}
+					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.pressurePhase, offered, o.pressureConc), false, 0)
+					t.define("pressure-"+p+"-p99", fmt.Sprintf("5. pressure, phase %s: p99 wait dispatch → start, ms", p), true, 1)
+				}
+				if pe != nil {
+					record("pgq", scen, i, runPressure(ctx, o, pe.live(o.pressureConc)))
+				}
+				if re != nil {
+					record("river", scen, i, runPressure(ctx, o, re.live(o, true, o.pressureConc)))
+				}
 			case "bulk":
 				t.define("bulk-many", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertMany", o.jobs, o.batch), false, 0)
 				t.define("bulk-fast", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertManyFast", o.jobs, o.batch), false, 0)
+				t.define("bulk-copy", fmt.Sprintf("4b. bulk dispatch %d jobs, jobs/s (%d per call): pgq DispatchMany ByCopy (COPY + pgq.dispatch_staged) against River InsertManyFast", o.jobs, o.batch), false, 0)
 				if pe != nil {
-					out := pe.bulk(ctx, o)
+					out := pe.bulk(ctx, o, false)
 					out.alsoAs("bulk-many", "bulk-fast")
 					record("pgq", scen, i, out)
+					record("pgq", scen+"-copy", i, pe.bulk(ctx, o, true))
 				}
 				if re != nil {
 					record("river", scen, i, re.bulk(ctx, o, false))
-					record("river", scen+"-fast", i, re.bulk(ctx, o, true))
+					out := re.bulk(ctx, o, true)
+					out.alsoAs("bulk-fast", "bulk-copy")
+					record("river", scen+"-fast", i, out)
 				}
 			default: // pgq-only drains
 				if pe == nil {

@@ -161,6 +161,7 @@ type drainResult struct {
 	u         usage
 	client    string // what "client" cores means
 	warnings  int
+	firstWarn string  // the first lines the worker logged, when any
 	othersMax int     // most active sessions seen in other databases (sampled every 2 s)
 	othersPct float64 // share of samples that saw any
 	half1     float64 // jobs/s over the first half of the backlog
@@ -195,6 +196,9 @@ func (d drainResult) out(row, insertRow string) runOut {
 	}
 	r.line = strings.Join(parts, " | ")
 	r.line += fmt.Sprintf(" | warnings logged %d", d.warnings)
+	if d.warnings > 0 {
+		r.line += " (first: " + d.firstWarn + ")"
+	}
 	r.line = strings.TrimPrefix(r.line, " | ")
 	return r
 }
@@ -339,6 +343,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	d.othersMax, d.othersPct = smp.others()
 	d.half1, d.half2 = smp.halves(d.drain)
 	d.warnings = logs.count()
+	d.firstWarn = logs.first()
 	wpool.Close() // ends the worker's backends, which flushes their statistics
 	wpoolClosed = true
 	if runErr != nil {
@@ -402,9 +407,13 @@ func (e *pgqEnv) verify(ctx context.Context, job string, jobs, failed int) error
 	return nil
 }
 
-// bulk times DispatchMany of o.jobs jobs into an empty queue.
-func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
-	r := runOut{rows: []string{"bulk-many"}}
+// bulk times DispatchMany of o.jobs jobs into an empty queue, by COPY with byCopy.
+func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
+	row, api, opts := "bulk-many", "DispatchMany", []pgq.Option(nil)
+	if byCopy {
+		row, api, opts = "bulk-copy", "DispatchMany ByCopy", []pgq.Option{pgq.ByCopy()}
+	}
+	r := runOut{rows: []string{row}}
 	if err := e.truncate(ctx); err != nil {
 		r.err = err
 		return r
@@ -425,8 +434,8 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 	}
 	for done := 0; done < o.jobs; done += o.batch {
 		n := min(o.jobs-done, o.batch)
-		if _, err := e.client.DispatchMany(ctx, "noop", payloads[:n]); err != nil {
-			r.err = fmt.Errorf("DispatchMany: %w", err)
+		if _, err := e.client.DispatchMany(ctx, "noop", payloads[:n], opts...); err != nil {
+			r.err = fmt.Errorf("%s: %w", api, err)
 			return r
 		}
 	}
@@ -437,7 +446,7 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 	}
 	r.otherCores = u.otherCores
 	rate := float64(o.jobs) / u.elapsed.Seconds()
-	r.line = fmt.Sprintf("DispatchMany %d jobs in %s = %.0f jobs/s | %s", o.jobs, u.elapsed.Round(time.Millisecond), rate,
+	r.line = fmt.Sprintf("%s %d jobs in %s = %.0f jobs/s | %s", api, o.jobs, u.elapsed.Round(time.Millisecond), rate,
 		u.cores("bench", int64(o.jobs)))
 	if note != "" {
 		r.line += " | " + note
@@ -451,7 +460,7 @@ func (e *pgqEnv) bulk(ctx context.Context, o options) runOut {
 		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs, got %d", o.jobs, n)
 		return r
 	}
-	r.add("bulk-many", rate)
+	r.add(row, rate)
 	return r
 }
 

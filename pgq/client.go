@@ -50,14 +50,94 @@ func (c *Client) DispatchTx(ctx context.Context, tx pgx.Tx, job string, args any
 // DispatchMany queues one job per element of args, all with the same name and options,
 // in one round trip (pgq.dispatch_many), and returns their uuids in order (uuid.Nil for
 // a dropped unique duplicate). Arguments implementing UniqueArgs or DebouncedArgs are
-// dispatched one call each, since each carries its own key.
+// dispatched one call each, since each carries its own key. With ByCopy the payloads go
+// by COPY instead: the same checks, the same result.
 func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	if collect(opts).byCopy {
+		return c.dispatchCopy(ctx, nil, job, args, opts)
+	}
 	return dispatchMany(ctx, c.q, job, args, opts)
 }
 
 // DispatchManyTx is DispatchMany inside tx.
 func (c *Client) DispatchManyTx(ctx context.Context, tx pgx.Tx, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	if collect(opts).byCopy {
+		return c.dispatchCopy(ctx, tx, job, args, opts)
+	}
 	return dispatchMany(ctx, c.q.WithTx(tx), job, args, opts)
+}
+
+// stagedTable is the staging table pgq.stage_dispatch makes in the session (S68).
+var stagedTable = pgx.Identifier{"pg_temp", "pgq_staged_payloads"}
+
+// dispatchCopy stages the payloads with COPY and queues them with pgq.dispatch_staged,
+// in tx, or in a transaction of its own when tx is nil (ByCopy). Arguments carrying
+// unique or debounce keys cannot go this way: a dropped duplicate has no uuid to put in
+// the array pgq.dispatch_staged returns.
+func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args []any, opts []Option) (ids []uuid.UUID, err error) {
+	if len(args) > 0 {
+		opts = append(argOptions(args[0]), opts...)
+	}
+	s := collect(opts)
+	if err := s.dispatchOnly("dispatch"); err != nil {
+		return nil, err
+	}
+	if s.uniqueKey != nil || s.uniqueFor != nil || s.uniqueUntil != nil || s.uniqueBy != nil ||
+		s.debounceKey != nil || s.debounceFor != nil || s.debounceBy != nil || s.debounceMaxWait != nil {
+		return nil, fmt.Errorf("dispatch %s: %w: ByCopy cannot be combined with unique or debounce options", job, ErrInvalidArgument)
+	}
+	if len(args) == 0 {
+		return []uuid.UUID{}, nil
+	}
+	payloads := make([]json.RawMessage, len(args))
+	for i, a := range args {
+		p, err := encodePayload(a)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch %s: %w", job, err)
+		}
+		payloads[i] = p
+	}
+	if tx == nil {
+		if tx, err = c.pool.Begin(ctx); err != nil {
+			return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+		}
+		defer func() {
+			if err != nil {
+				_ = tx.Rollback(ctx)
+				return
+			}
+			if err = tx.Commit(ctx); err != nil {
+				ids, err = nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+			}
+		}()
+	}
+	q := c.q.WithTx(tx)
+	if _, err := q.JobStageDispatch(ctx); err != nil {
+		return nil, fmt.Errorf("dispatch %s: stage: %w", job, MapError(err))
+	}
+	if _, err := tx.CopyFrom(ctx, stagedTable, []string{"payload"}, pgx.CopyFromSlice(len(payloads), func(i int) ([]any, error) {
+		return []any{payloads[i]}, nil
+	})); err != nil {
+		return nil, fmt.Errorf("dispatch %s: copy: %w", job, MapError(err))
+	}
+	ids, err = q.JobDispatchStaged(ctx, dbsqlc.JobDispatchStagedParams{
+		Job:           job,
+		Queue:         s.queue,
+		Delay:         s.delay,
+		Tries:         s.tries,
+		Backoff:       s.backoff,
+		RetryUntil:    s.retryUntil,
+		RetryFor:      s.retryFor,
+		MaxExceptions: s.maxExceptions,
+		Timeout:       s.timeout,
+		FailOnTimeout: s.failOnTimeout,
+		Priority:      s.priority,
+		Middleware:    s.middleware,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+	}
+	return ids, nil
 }
 
 func dispatchOne(ctx context.Context, q *dbsqlc.Queries, job string, args any, opts []Option) (uuid.UUID, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -109,4 +111,71 @@ func TestS26S29MiddlewareFromGo(t *testing.T) {
 	require.NoError(t, client.DefineJob(ctx, "shared_lock", pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger", Shared: true, DontRelease: true})))
 	require.JSONEq(t, `[{"without_overlapping": {"key": "ledger", "shared": true, "dont_release": true, "release_after": 0}}]`,
 		pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.job_classes WHERE name = 'shared_lock'`))
+}
+
+// S68: DispatchMany with ByCopy goes by COPY (pgq.stage_dispatch, COPY into the
+// session's staging table, pgq.dispatch_staged) and writes what the jsonb[] path
+// writes, uuids in payload order; every payload is checked as pgq.dispatch checks it,
+// and a bad one writes nothing. A producer role, which may only dispatch, can use it,
+// and cannot slip its own table in as the staging table.
+func TestS68DispatchManyByCopy(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE pgq_producer")
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	client, err := pgq.NewClient(pool)
+	require.NoError(t, err)
+
+	batch := func(n int, first int) []any {
+		args := make([]any, n)
+		for i := range args {
+			args[i] = map[string]int{"k": first + i}
+		}
+		return args
+	}
+	opts := []pgq.Option{pgq.Queue("bulk"), pgq.Tries(3), pgq.Priority(5),
+		pgq.WithMiddleware(pgq.WithoutOverlapping{By: []string{"k"}})}
+	const n = 1000
+	ids, err := client.DispatchMany(ctx, "load", batch(n, 0), append(opts, pgq.ByCopy())...)
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	require.Equal(t, n, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM unnest($1::uuid[]) WITH ORDINALITY u(id, n)
+	    JOIN pgq.jobs j ON j.uuid = u.id AND (j.payload ->> 'k')::int = u.n - 1`, ids), "uuids in payload order")
+	plain, err := client.DispatchMany(ctx, "load", batch(n, n), opts...)
+	require.NoError(t, err)
+	require.Len(t, plain, n)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(DISTINCT (queue, priority, tries, middleware, wait_reason, attempts,
+	    available_at <= now(), handler, timeout, backoff, retry_until, unique_key, debounce_key))::int FROM pgq.jobs`),
+		"the COPY path and the jsonb[] path write the same job")
+
+	before := pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`)
+	bad := batch(n, 0)
+	bad[500] = map[string]int{"j": 1}
+	_, err = client.DispatchMany(ctx, "load", bad, append(opts, pgq.ByCopy())...)
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "a payload without the overlap key's field")
+	require.ErrorContains(t, err, "lacks field")
+	require.Equal(t, before, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`), "nothing written")
+	_, err = client.DispatchMany(ctx, "load", batch(2, 0), pgq.ByCopy(), pgq.UniqueKey("k"))
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "a dropped duplicate has no uuid to return")
+	_, err = client.DispatchMany(ctx, "load", []any{syncInvoices{AccountID: 1}}, pgq.ByCopy())
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "nor has one of an argument carrying its unique key")
+
+	// A table of the producer's own under the staging table's name is refused.
+	c2, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer c2.Close(ctx)
+	_, err = c2.Exec(ctx, `SET ROLE pgq_producer; CREATE TEMPORARY TABLE pgq_staged_payloads (payload jsonb)`)
+	require.NoError(t, err)
+	_, err = c2.Exec(ctx, `SELECT pgq.stage_dispatch()`)
+	require.ErrorContains(t, err, "not the staging table of pgq.stage_dispatch")
+	_, err = c2.Exec(ctx, `SELECT pgq.dispatch_staged('load')`)
+	require.ErrorContains(t, err, "not the staging table of pgq.stage_dispatch")
 }

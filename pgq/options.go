@@ -31,6 +31,7 @@ type settings struct {
 	debounceBy      []string
 	debounceMaxWait *time.Duration
 	middleware      []byte
+	byCopy          bool
 }
 
 func collect(opts []Option) settings {
@@ -87,6 +88,14 @@ func FailOnTimeout() Option { return func(s *settings) { s.failOnTimeout = ptr(t
 
 // Priority orders jobs within a queue, higher first (default 0). Dispatch only.
 func Priority(p int) Option { return func(s *settings) { s.priority = int32(p) } }
+
+// ByCopy makes DispatchMany and DispatchManyTx send the payloads by COPY into the
+// session's staging table (pgq.stage_dispatch, COPY, pgq.dispatch_staged, in one
+// transaction) instead of as one jsonb[] parameter (S68). The jobs are checked and
+// written exactly as without it, and the uuids come back in order. It cannot be
+// combined with unique or debounce options (ErrInvalidArgument). On the machine of
+// bench/RESULTS.md it was no faster than the jsonb[] path, which stays the default.
+func ByCopy() Option { return func(s *settings) { s.byCopy = true } }
 
 // UniqueKey makes the dispatch unique (S21): while a job of the same name holds key,
 // another dispatch with it is dropped. Dispatch only; classes use UniqueBy.
@@ -159,8 +168,8 @@ func (s settings) dispatchOnly(call string) error {
 }
 
 func (s settings) classOnly() error {
-	if s.delay != nil || s.retryUntil != nil || s.priority != 0 || s.uniqueKey != nil || s.debounceKey != nil {
-		return fmt.Errorf("%w: DefineJob: Delay, RetryUntil, Priority, UniqueKey and DebounceKey apply to dispatch only", ErrInvalidArgument)
+	if s.delay != nil || s.retryUntil != nil || s.priority != 0 || s.uniqueKey != nil || s.debounceKey != nil || s.byCopy {
+		return fmt.Errorf("%w: DefineJob: Delay, RetryUntil, Priority, UniqueKey, DebounceKey and ByCopy apply to dispatch only", ErrInvalidArgument)
 	}
 	return nil
 }

@@ -372,3 +372,119 @@ func TestS4MiddlewareValidation(t *testing.T) {
 	db.Exec(t, `SELECT pgq.define_job('k')`)
 	require.Equal(t, `[{"without_overlapping": {"key": "a"}}]`, pgqtest.Scalar[string](t, db, `SELECT middleware::text FROM pgq.jobs WHERE uuid = $1`, id))
 }
+
+// S67: pgq.reserve spends at most one transaction id per call and no subtransaction
+// writes, however many middleware jobs it admits or turns away. A row version carries
+// the id of the (sub)transaction that wrote it as xmin, so every row the call wrote
+// (the jobs reserved or turned away, their attempt records, the overlap leases, the
+// rate-limit window) must carry the call's own transaction id: a subtransaction that
+// wrote would have taken an id of its own. Other sessions cannot enter this check.
+// The batch mixes rate-limited jobs over their budget, overlap jobs sharing keys and
+// jobs behind an open circuit, so that admissions and turn-aways both write.
+func TestS67ReserveSpendsOneTransactionID(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('s67', 120, '1 hour')`)
+	db.Exec(t, `SELECT pgq.dispatch_many('limited', array_agg(jsonb_build_object('i', i)),
+	    middleware => '[{"rate_limited": {"limit": "s67"}}]') FROM generate_series(1, 200) i`)
+	db.Exec(t, `SELECT pgq.dispatch_many('overlapping', array_agg(jsonb_build_object('k', i % 150)),
+	    middleware => '[{"without_overlapping": {"by": ["k"]}}]') FROM generate_series(1, 200) i`)
+	db.Exec(t, `SELECT pgq.dispatch_many('throttled', array_agg(jsonb_build_object('c', i % 2)),
+	    middleware => '[{"throttles_exceptions": {"by": ["c"]}}]') FROM generate_series(1, 200) i`)
+	// the circuit of c = 1 is open: 10 exceptions within its 600 s
+	db.Exec(t, `INSERT INTO pgq.circuits (key, failures, window_start, decay, max_exceptions)
+	    VALUES ('throttled:[1]', 10, now(), 600, 10)`)
+	// Dispatch stored every job's middleware keys; half the overlap jobs lose them, as jobs
+	// dispatched before migration 16 or re-queued by an operation have none: reserve
+	// computes those, with the same result.
+	require.Equal(t, 600, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE jsonb_array_length(middleware_keys) = 1`))
+	require.Equal(t, `["overlapping:[7]"]`, pgqtest.Scalar[string](t, db,
+		`SELECT middleware_keys::text FROM pgq.jobs WHERE job = 'overlapping' AND payload = '{"k": 7}' LIMIT 1`))
+	db.Exec(t, `UPDATE pgq.jobs SET middleware_keys = NULL WHERE job = 'overlapping' AND (payload ->> 'k')::int % 2 = 0`)
+
+	c := session(t, db)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, `SELECT coalesce(pickup::text, 'run') || ' ' || job FROM pgq.reserve('w', '{default}', 1000)`)
+	require.NoError(t, err)
+	got := map[string]int{}
+	var k string
+	_, err = pgx.ForEachRow(rows, []any{&k}, func() error { got[k]++; return nil })
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{
+		"run limited": 120, "turned_away limited": 80, // the budget, in one call
+		"run overlapping": 150, "turned_away overlapping": 50, // one job per key
+		"run throttled": 100, "turned_away throttled": 100, // the open circuit's half
+	}, got)
+
+	// Every row of these tables was written by the call: all 600 jobs were reserved or
+	// turned away, and nothing had made attempts, leases or windows before it.
+	var written, xids, hits int
+	var own bool
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int, count(DISTINCT w.xmin::text)::int, bool_and(w.xmin = xid(pg_current_xact_id()))
+	    FROM (SELECT xmin FROM pgq.jobs UNION ALL SELECT xmin FROM pgq.attempts
+	          UNION ALL SELECT xmin FROM pgq.overlap_locks UNION ALL SELECT xmin FROM pgq.rate_limit_windows) w`).Scan(&written, &xids, &own))
+	require.Equal(t, 600+(80+50+100)+150+1, written, "jobs, turn-away records, overlap leases, the window")
+	require.Equal(t, 1, xids, "one transaction id for the whole call: no subtransaction wrote")
+	require.True(t, own, "and it is the call's transaction's own")
+	require.NoError(t, tx.QueryRow(ctx, `SELECT hits FROM pgq.rate_limit_windows WHERE limit_name = 's67'`).Scan(&hits))
+	require.Equal(t, 120, hits, "the window counts the hits admitted")
+}
+
+// S69 (and S68 from SQL): any query's rows become jobs with one pgq.dispatch_many, and
+// rows written by COPY into the staging table become jobs with pgq.dispatch_staged,
+// which takes only the rows staged since its last call; both in the caller's
+// transaction, uuids in row order.
+func TestS68S69LoadingJobsFromSQL(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `CREATE TABLE public.products (id int PRIMARY KEY); INSERT INTO public.products SELECT generate_series(1, 500)`)
+
+	c := session(t, db)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	var ids []uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT array_agg(u) FROM pgq.dispatch_many('reindex',
+	    ARRAY(SELECT jsonb_build_object('product_id', id) FROM public.products ORDER BY id), queue => 'bulk') u`).Scan(&ids))
+	require.Len(t, ids, 500)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`), "rolled back with the caller's transaction")
+
+	tx, err = c.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	var table string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.stage_dispatch()`).Scan(&table))
+	require.Equal(t, "pg_temp.pgq_staged_payloads", table)
+	stage := func(from, to int) {
+		t.Helper()
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "pgq_staged_payloads"}, []string{"payload"},
+			pgx.CopyFromFunc(func() func() ([]any, error) {
+				i := from - 1
+				return func() ([]any, error) {
+					if i++; i > to {
+						return nil, nil
+					}
+					return []any{fmt.Sprintf(`{"product_id": %d}`, i)}, nil
+				}
+			}()))
+		require.NoError(t, err)
+		require.EqualValues(t, to-from+1, n)
+	}
+	stage(1, 300)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk', tries => 2)`).Scan(&ids))
+	require.Len(t, ids, 300)
+	stage(301, 500)
+	var more []uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk', tries => 2)`).Scan(&more))
+	require.Len(t, more, 200, "only the rows staged since the last call")
+	var inOrder int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM unnest($1::uuid[]) WITH ORDINALITY u(id, n)
+	    JOIN pgq.jobs j ON j.uuid = u.id AND (j.payload ->> 'product_id')::int = u.n AND j.queue = 'bulk' AND j.tries = 2`,
+		append(ids, more...)).Scan(&inOrder))
+	require.Equal(t, 500, inOrder, "uuids in row order, options applied")
+	stage(1, 1)
+	_, err = tx.Exec(ctx, `SELECT pgq.dispatch_staged('reindex', timeout => 0)`)
+	require.Equal(t, "22023", pgCode(err), "checked as pgq.dispatch checks")
+}

@@ -5,7 +5,8 @@
 --
 --   owner           NOLOGIN; owns the schema and every object in it. Only its
 --                   SECURITY DEFINER functions write pgq's tables.
---   producer        dispatches jobs (pgq.dispatch, pgq.dispatch_many), nothing else.
+--   producer        dispatches jobs (pgq.dispatch, pgq.dispatch_many, and in bulk
+--                   pgq.stage_dispatch + COPY + pgq.dispatch_staged), nothing else.
 --   worker          runs the worker protocol; its login role runs SQL handlers.
 --   reader          reads the views, the history and the configuration; payloads show
 --                   as NULL unless it is also a payload reader.
@@ -84,8 +85,8 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgq FROM PUBLIC;
 ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;  -- for the functions the owner creates
 GRANT USAGE ON SCHEMA pgq TO {{ident .Producer}}, {{ident .Worker}}, {{ident .Reader}}, {{ident .Admin}};
 
-GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.dispatch_chain, pgq.dispatch_batch, pgq.add_to_batch
-    TO {{ident .Producer}};
+GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, pgq.dispatch_staged,
+    pgq.dispatch_chain, pgq.dispatch_batch, pgq.add_to_batch TO {{ident .Producer}};
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
     pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,

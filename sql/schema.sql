@@ -30,6 +30,28 @@ COMMENT ON SCHEMA pgq IS 'pgq job queue: tables, views and the functions that ar
 
 
 --
+-- Name: admission; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.admission AS (
+	ord integer,
+	turned_by text,
+	note text,
+	delay integer,
+	drop boolean,
+	held text[],
+	error text
+);
+
+
+--
+-- Name: TYPE admission; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased), turned away, or failed.';
+
+
+--
 -- Name: check_finding; Type: TYPE; Schema: pgq; Owner: -
 --
 
@@ -100,230 +122,225 @@ CREATE TYPE pgq.reservation AS (
 COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup NULL) with its lease, or a job reserve handled at pickup (pickup says how, pickup_note why).';
 
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
-
 --
--- Name: jobs; Type: TABLE; Schema: pgq; Owner: -
+-- Name: _admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE TABLE pgq.jobs (
-    id bigint NOT NULL,
-    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
-    job text NOT NULL,
-    queue text NOT NULL,
-    payload jsonb NOT NULL,
-    priority integer DEFAULT 0 NOT NULL,
-    handler regprocedure,
-    tries integer,
-    backoff integer[],
-    max_exceptions integer,
-    timeout integer,
-    fail_on_timeout boolean DEFAULT false NOT NULL,
-    retry_until timestamp with time zone,
-    unique_key text,
-    unique_token uuid,
-    unique_until text,
-    debounce_key text,
-    debounce_token uuid,
-    middleware jsonb,
-    attempts integer DEFAULT 0 NOT NULL,
-    exceptions integer DEFAULT 0 NOT NULL,
-    lease_expiries integer DEFAULT 0 NOT NULL,
-    last_exception text,
-    last_exception_attempt integer,
-    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
-    reserved_at timestamp with time zone,
-    reserved_until timestamp with time zone,
-    reserved_by text,
-    lease_token uuid,
-    started_at timestamp with time zone,
-    overlap_keys text[],
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    interruptions integer DEFAULT 0 NOT NULL,
-    cancel_requested_at timestamp with time zone,
-    cancel_requested_by text,
-    batch_id uuid,
-    chain_id uuid,
-    chain_step integer,
-    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
-)
-WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
-
-
---
--- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
-
-
---
--- Name: COLUMN jobs.id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
-
-
---
--- Name: COLUMN jobs.uuid; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.uuid IS 'The job''s identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.';
-
-
---
--- Name: COLUMN jobs.unique_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
-
-
---
--- Name: COLUMN jobs.debounce_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
-
-
---
--- Name: COLUMN jobs.turn_aways; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
-
-
---
--- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).';
-
-
---
--- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
-
-
---
--- Name: COLUMN jobs.overlap_keys; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
-
-
---
--- Name: COLUMN jobs.interruptions; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
-
-
---
--- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
-
-
---
--- Name: COLUMN jobs.batch_id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispatch_batch), or NULL.';
-
-
---
--- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
-
-
---
--- Name: _admit(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) RETURNS record
+CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_mw      jsonb;
-    v_name    text;
-    v_cfg     jsonb;
-    v_key     text;
-    v_limit   pgq.rate_limits;
-    v_window  pgq.rate_limit_windows;
-    v_circuit pgq.circuits;
+    v_n     int := coalesce(cardinality(p_jobs), 0);
+    v_steps int;
+    v_pos   int;
+    v_alive boolean[];                  -- per job: not turned away or failed yet
+    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_dec   pgq.admission[];            -- decided at this position
+    -- This position's middleware of each job still in: batch position, name, settings, key.
+    v_ord   int[];
+    v_missing boolean;                  -- a key of this position was not stored at dispatch
+    v_name  text[];
+    v_cfg   jsonb[];
+    v_key   text[];
+    v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
+    v_f_key   text[];
+    v_f_exp   int[];
+    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
+    v_free    boolean[];
+    v_won     boolean[];                -- per job: took its lease at this position
+    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
+    v_won_ord int[];
+    v_won_key text[];
+    v_lost    text[];
+    v_lost_by uuid[];
 BEGIN
-    held := '{}';
-    drop := false;
-    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
-        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
-        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
-        IF v_key IS NULL THEN
-            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
-            EXIT;
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
+    v_alive := array_fill(true, ARRAY[v_n]);
+    v_held := array_fill(NULL::text, ARRAY[v_n]);
+    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
+        -- (aggregates over a sorted subquery keep its order: one sort instead of five)
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
+        INTO v_ord, v_name, v_cfg, v_key, v_missing
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+              FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
+                   jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ord]
+              ORDER BY j.ord) s;
+        EXIT WHEN v_ord IS NULL;
+        IF v_missing THEN
+            -- keys dispatch did not store (older jobs, re-queued jobs), or that cannot be computed
+            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
+            FROM unnest(v_key) WITH ORDINALITY s(key, n)
+            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                             v_name, v_cfg,
+                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+                 WITH ORDINALITY c(key, n) ON c.n = s.n;
         END IF;
-        IF v_name = 'without_overlapping' THEN
-            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
-                held := held || v_key;
-                CONTINUE;
+        v_dec := '{}';
+
+        -- A key that cannot be computed fails the job.
+        v_dec := v_dec || ARRAY(
+            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+            WHERE s.key IS NULL);
+
+        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
+        -- lease when no unexpired lease holds it; then no transaction may hold the key's
+        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
+        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        IF 'without_overlapping' = ANY (v_name) THEN
+            SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
+            INTO v_f_ord, v_f_key, v_f_exp
+            FROM (SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                  FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                  WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  ORDER BY s.key, s.ord) f;
+            WITH taken AS (
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
+                       CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+                       f.expire_after
+                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
+                ORDER BY f.key
+                ON CONFLICT (key) DO UPDATE
+                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                    WHERE o.expires_at <= p_now
+                RETURNING o.key
+            )
+            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
+            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
+            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            FROM unnest(v_taken, v_free) t(key, free)
+            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
+            IF v_lost IS NOT NULL THEN
+                DELETE FROM pgq.overlap_locks o
+                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
+                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
             END IF;
-            turned_by := v_name;
-            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
-            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
-            note := format('turned away by without_overlapping (key %s), %s', v_key,
-                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
-        ELSIF v_name = 'rate_limited' THEN
-            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
-            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            -- Fixed window, exact under concurrency: the hit is counted under the row lock
-            -- and the WHERE reads only that row.
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            VALUES (v_limit.name, v_key, p_now, 1)
-            ON CONFLICT (limit_name, key) DO UPDATE
-                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
-                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
-                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
-            RETURNING * INTO v_window;
-            CONTINUE WHEN FOUND;
-            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
-        ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
-            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
-                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+            -- Element assignments: O(1) each, where a join of arrays gets a nested loop
+            -- (the planner cannot know their length).
+            v_won := array_fill(false, ARRAY[v_n]);
+            FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
+                v_won[v_won_ord[i]] := true;
+                v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+            END LOOP;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by without_overlapping (key %s), %s', s.key,
+                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                           coalesce((s.cfg ->> 'release_after')::int, 0),
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
-        EXIT;  -- turned away
+
+        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
+        -- the windows are created or locked first (the upsert locks without writing an
+        -- existing row), then read, then each written once with the hits of this call.
+        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
+        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        IF 'rate_limited' = ANY (v_name) THEN
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            SELECT DISTINCT l.name, s.key, p_now, 0
+            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            WITH hit AS (
+                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ), budget AS (
+                -- the window as this call leaves it: reset when it has ended
+                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+                       w.window_start + h.per <= p_now AS reset,
+                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+                FROM hit h
+                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+            ), counted AS (
+                UPDATE pgq.rate_limit_windows w
+                SET window_start = b.window_start,
+                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+                FROM budget b
+                WHERE w.limit_name = b.limit_name AND w.key = b.key
+                  AND (b.reset OR b.max > b.used)
+            )
+            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+                       false, NULL, NULL)::pgq.admission), '{}')
+            INTO v_dec
+            FROM hit h
+            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+            WHERE h.n > b.max - b.used;
+        END IF;
+
+        -- throttles_exceptions (S29): an open circuit turns its jobs away.
+        IF 'throttles_exceptions' = ANY (v_name) THEN
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                                  c.key, c.failures, c.decay,
+                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                           false, NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
+                JOIN pgq.circuits c ON c.key = s.key
+                WHERE s.name = 'throttles_exceptions'
+                  AND c.failures >= c.max_exceptions
+                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+        END IF;
+
+        IF cardinality(v_dec) > 0 THEN
+            v_out := v_out || v_dec;
+            FOR i IN 1 .. cardinality(v_dec) LOOP
+                v_alive[v_dec[i].ord] := false;
+            END LOOP;
+        END IF;
     END LOOP;
-    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
-        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
-        held := '{}';
+
+    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    IF cardinality(v_out) > 0 THEN
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
+
+    RETURN QUERY
+    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+    FROM generate_series(1, v_n) a(ord)
+    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
+    ORDER BY a.ord;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';
+COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
 
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
 
 --
 -- Name: job_batches; Type: TABLE; Schema: pgq; Owner: -
@@ -658,6 +675,155 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._batches_prune(p_older_than interval) IS 'Retention: deletes batches and chains that ended more than older_than ago and have no failed job left to retry.';
+
+
+--
+-- Name: jobs; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs (
+    id bigint NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
+
+
+--
+-- Name: COLUMN jobs.id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
+
+
+--
+-- Name: COLUMN jobs.uuid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.uuid IS 'The job''s identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.';
+
+
+--
+-- Name: COLUMN jobs.unique_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
+
+
+--
+-- Name: COLUMN jobs.debounce_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
+
+
+--
+-- Name: COLUMN jobs.turn_aways; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
+
+
+--
+-- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).';
+
+
+--
+-- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
+
+
+--
+-- Name: COLUMN jobs.overlap_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
+
+
+--
+-- Name: COLUMN jobs.interruptions; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
+
+
+--
+-- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
+
+
+--
+-- Name: COLUMN jobs.batch_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispatch_batch), or NULL.';
+
+
+--
+-- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
+
+
+--
+-- Name: COLUMN jobs.middleware_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).';
 
 
 --
@@ -1084,18 +1250,37 @@ COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 n
 -- Name: _check_middleware_keys(text, jsonb, jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_names    text[];
+    v_cfgs     jsonb[];
+    v_payloads jsonb[];
+    v_keys     text[];
+    v_max      int := pgq._max_key_bytes();
+    v_m        int := jsonb_array_length(p_middleware);
 BEGIN
-    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
-                     pgq._texts(m.value -> 'by'), p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
-    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+    -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
+    SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
+    INTO v_names, v_cfgs, v_payloads
+    FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
+         unnest(p_payloads) WITH ORDINALITY p(payload, n);
+    IF v_names IS NULL THEN
+        RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
+    END IF;
+    v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
+    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE v_keys[i] IS NULL
+    ORDER BY (i - 1) % v_m, i;
+    PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE octet_length(v_keys[i]) > v_max
+    ORDER BY (i - 1) % v_m, i;
+    RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;
 
@@ -1104,7 +1289,7 @@ $$;
 -- Name: FUNCTION _check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
+COMMENT ON FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38); returns the keys, a JSON array per payload.';
 
 
 --
@@ -1588,6 +1773,7 @@ DECLARE
     v_debounce_for interval;
     v_max_wait  interval;
     v_uuids     uuid[];
+    v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -1635,17 +1821,17 @@ BEGIN
     -- Every key of the middleware must be computable from every payload and storable:
     -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
+        v_keys := pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, batch_id, chain_id, chain_step)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
         FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -1679,11 +1865,11 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, batch_id, chain_id, chain_step)
+                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
                     _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
             RETURN NEXT v_job.uuid;
         END LOOP;
@@ -2265,12 +2451,7 @@ CREATE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_pay
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE
-        WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
-        WHEN p_by IS NULL THEN p_job
-        WHEN p_payload ?& p_by
-        THEN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text
-    END;
+    SELECT (pgq._keys_or_null(ARRAY[p_job], ARRAY[p_explicit], ARRAY[to_jsonb(p_by)], ARRAY[p_payload]))[1];
 $$;
 
 
@@ -2282,13 +2463,44 @@ COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p
 
 
 --
+-- Name: _keys_or_null(text[], text[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(array_agg(
+        CASE
+            WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
+            WHEN u.by IS NULL THEN u.job
+            -- one field, the common case, without the subqueries (the same text: a
+            -- jsonb array prints as [v] or [v1, v2])
+            WHEN jsonb_array_length(u.by) = 1
+            THEN CASE WHEN u.payload ? (u.by ->> 0) THEN u.job || ':' || jsonb_build_array(u.payload -> (u.by ->> 0))::text END
+            WHEN u.payload ?& ARRAY(SELECT jsonb_array_elements_text(u.by))
+            THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
+                                  FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
+        END ORDER BY u.n), '{}')
+    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n);
+$$;
+
+
+--
+-- Name: FUNCTION _keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) IS 'Keys scoped to the job name (explicit, or from payload fields), one per element, NULL where a field is missing; never raises.';
+
+
+--
 -- Name: _lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+    AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
 
 
 --
@@ -2296,6 +2508,23 @@ CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
 --
 
 COMMENT ON FUNCTION pgq._lock_id(p_name text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
+
+
+--
+-- Name: _lock_ids(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+
+
+--
+-- Name: FUNCTION _lock_ids(p_names text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lock_ids(p_names text[]) IS 'One-key advisory lock ids in pgq''s space, hashed from ''pgq.'' || name, one per name.';
 
 
 --
@@ -2381,13 +2610,7 @@ CREATE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payl
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq._key_or_null(
-        CASE p_name
-            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
-            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
-            ELSE p_job END,
-        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
-        pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
 $$;
 
 
@@ -2396,6 +2619,33 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
+
+
+--
+-- Name: _middleware_keys(text[], text[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq._keys_or_null(
+        array_agg(CASE u.name
+                      WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
+                      ELSE u.job END ORDER BY u.n),
+        array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
+        array_agg(u.cfg -> 'by' ORDER BY u.n),
+        array_agg(u.payload ORDER BY u.n))
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+$$;
+
+
+--
+-- Name: FUNCTION _middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) IS 'The overlap, rate-limit or circuit key a middleware uses for each job of a batch; NULL where a by field is missing.';
 
 
 --
@@ -2446,6 +2696,25 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
+
+
+--
+-- Name: _overlap_lock_ids(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+$$;
+
+
+--
+-- Name: FUNCTION _overlap_lock_ids(p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._overlap_lock_ids(p_keys text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
 
 
 --
@@ -2579,7 +2848,11 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
+    -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
+    -- lease found against every uuid.
+    DELETE FROM pgq.overlap_locks o
+    USING unnest(p_keys) k(key)
+    WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
 $$;
 
 
@@ -2788,6 +3061,33 @@ COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regproce
 
 
 --
+-- Name: _staged_payloads_checked(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._staged_payloads_checked() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_class c
+                   WHERE c.oid = to_regclass('pg_temp.pgq_staged_payloads')
+                     AND c.relkind = 'r' AND c.relpersistence = 't'
+                     AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)) THEN
+        RAISE EXCEPTION 'pgq: pg_temp.pgq_staged_payloads is not the staging table of pgq.stage_dispatch (missing, or made by someone else)'
+            USING ERRCODE = '42P07';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _staged_payloads_checked(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_temp.pgq_staged_payloads is the staging table pgq.stage_dispatch made (S68).';
+
+
+--
 -- Name: _take_debounce(text, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2809,41 +3109,6 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
-
-
---
--- Name: _take_overlap(text, pgq.jobs, timestamp with time zone, integer); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) RETURNS boolean
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
-            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
-    ON CONFLICT (key) DO UPDATE
-        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-        WHERE o.expires_at <= p_now;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
-        RETURN true;
-    END IF;
-    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
-    RETURN false;
-END;
-$$;
-
-
---
--- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
 
 
 --
@@ -3000,15 +3265,17 @@ CREATE FUNCTION pgq._uuid7s(p_count integer) RETURNS uuid[]
     LANGUAGE sql PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce(array_agg(encode(
-        set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
-            overlay(decode(md5(random()::text || random()::text), 'hex')
-                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-                    FROM 1 FOR 6),
-            52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
-            70, 0), 71, 1),                  -- variant 10
-        'hex')::uuid), '{}')
-    FROM generate_series(1, p_count);
+    WITH b AS (
+        SELECT lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') AS ms,
+               replace(gen_random_uuid()::text, '-', '') AS r
+    ), c AS (
+        -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
+        SELECT substr(b.ms, 1, 8) || '-' || substr(b.ms, 9, 4) || '-7' || substr(b.r, 1, 3) || '-8' || substr(b.r, 4, 3) || '-' AS head,
+               ('x' || substr(b.r, 20, 12))::bit(48)::bigint AS start
+        FROM b
+    )
+    SELECT coalesce(array_agg((c.head || lpad(to_hex((c.start + i) & 281474976710655), 12, '0'))::uuid ORDER BY i), '{}')
+    FROM c, generate_series(1, p_count) i;
 $$;
 
 
@@ -3312,11 +3579,12 @@ BEGIN
         WHERE j.uuid = t.uuid
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
-                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
                   j.batch_id, j.chain_id, j.chain_step,
-                  CASE WHEN j.middleware IS NOT NULL
-                       THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
-                  END AS circuit
+                  -- the first throttles_exceptions of the job, as pgq._middleware finds it:
+                  -- a call per job would cost more than the rest of the statement
+                  (SELECT m -> 'throttles_exceptions' FROM jsonb_array_elements(j.middleware) m
+                   WHERE m ? 'throttles_exceptions' LIMIT 1) AS breaker
     ), history AS (
         INSERT INTO pgq.attempts
             (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
@@ -3329,7 +3597,10 @@ BEGIN
            array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
            array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
-           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
+           pgq._middleware_keys(array_agg(d.job) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg('throttles_exceptions'::text) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.breaker) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.payload) FILTER (WHERE d.breaker IS NOT NULL)),
            array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
            (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k),
            array_agg(d.uuid) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
@@ -3351,7 +3622,7 @@ BEGIN
         USING unnest(v_debounce, v_tokens) AS t(key, token)
         WHERE d.key = t.key AND d.token = t.token;
     END IF;
-    IF v_circuits IS NOT NULL THEN
+    IF cardinality(v_circuits) > 0 THEN
         -- S29: a success clears the circuit's count
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
     END IF;
@@ -3666,6 +3937,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+
+
+--
+-- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_payloads jsonb[];
+BEGIN
+    PERFORM pgq._staged_payloads_checked();
+    -- A table COPY only appended to since it was emptied reads back in the order written.
+    v_payloads := ARRAY(SELECT s.payload FROM pg_temp.pgq_staged_payloads s ORDER BY s.ctid);
+    DELETE FROM pg_temp.pgq_staged_payloads;
+    RETURN ARRAY(
+        SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
+                                        dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+                                        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+                                        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+                                        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+                                        dispatch_staged.debounce_max_wait, dispatch_staged.middleware,
+                                        dispatch_staged.retry_for) u);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), empties the table; returns their uuids in order (S68).';
 
 
 --
@@ -4338,7 +4643,19 @@ CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tri
     AS $_$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
-    v_admit record;
+    v_admit pgq.admission;
+    v_mw    jsonb[];      -- the picked jobs for the set-based middleware path, in pick order: middleware,
+    v_mw_tids tid[];      -- row, name, payload, uuid and lease token
+    v_mw_jobs text[];
+    v_mw_payloads jsonb[];
+    v_mw_keys jsonb[];
+    v_mw_uuids uuid[];
+    v_mw_tokens uuid[];
+    v_adm   pgq.admission[];
+    v_rec   record;
+    v_rep   pgq.reservation[];  -- the middleware path's jobs turned away or failed, and their positions
+    v_rep_ord int[];
+    v_done  int;
     v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
     v_left  int := reserve.max;
     v_queue text;
@@ -4448,6 +4765,93 @@ BEGIN
                       NULL::pgq.pickup, NULL::text, NULL::text;
             GET DIAGNOSTICS v_fast = ROW_COUNT;
             v_left := v_left - v_fast;
+            v_done := v_fast;
+
+            -- Middleware path, set-based (S26-S29, S67): jobs whose only pickup check is
+            -- their middleware are admitted by one pgq._admit call for the whole batch,
+            -- then reserved: those admitted in one statement, with their overlap keys;
+            -- those turned away or failed one by one below, as before.
+            IF v_done < v_picked THEN
+                -- (aggregates over a sorted subquery keep its order: one sort, not six)
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
+                       array_agg(j.middleware_keys), array_agg(j.uuid),
+                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
+                      FROM pgq.jobs j
+                      WHERE j.ctid = ANY (v_ids)
+                        AND j.reserved_at IS NULL
+                        AND j.middleware IS NOT NULL
+                        AND j.cancel_requested_at IS NULL
+                        AND j.debounce_key IS NULL
+                        AND j.unique_until IS DISTINCT FROM 'processing'
+                        AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                                 ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                      OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                      ORDER BY j.priority DESC, j.available_at, j.id) j;
+                IF v_mw IS NOT NULL THEN
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
+                                                            reserve.worker, v_now) a);
+                    -- Turned away (S27-S29: the attempt is used, recorded, and an
+                    -- until-processing lock kept, S23) or failed by its middleware: one
+                    -- by one, kept aside so that the call returns the batch in pick order.
+                    v_rep := '{}';
+                    v_rep_ord := '{}';
+                    FOR v_rec IN
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
+                        WHERE j.ctid = a.tid
+                          AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
+                    LOOP
+                        v_job := v_rec.job;
+                        v_admit := v_rec.adm;
+                        v_rep_ord := v_rep_ord || v_admit.ord;
+                        IF v_admit.error IS NOT NULL THEN
+                            PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                            PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                            v_rep := v_rep || pgq._reported(v_job, 'failed', v_admit.error);
+                            CONTINUE;
+                        END IF;
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        v_rep := v_rep || pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
+                    END LOOP;
+                    -- The admitted, reserved in one statement with their overlap keys.
+                    RETURN QUERY
+                    WITH admitted AS (
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now,
+                            overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        WHERE j.ctid = a.tid
+                          AND a.turned_by IS NULL AND a.error IS NULL
+                        RETURNING a.ord,
+                                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
+                                      j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
+                                      j.created_at, NULL, NULL, NULL)::pgq.reservation AS r
+                    ), reported AS (
+                        SELECT x.ord, x.r FROM admitted x
+                        UNION ALL
+                        SELECT v_rep_ord[i], v_rep[i] FROM generate_subscripts(v_rep, 1) i
+                    )
+                    SELECT (x.r).* FROM reported x ORDER BY x.ord;
+                    GET DIAGNOSTICS v_fast = ROW_COUNT;
+                    v_left := v_left - (v_fast - cardinality(v_rep));
+                    v_done := v_done + v_fast;
+                END IF;
+            END IF;
 
             -- The others, one by one: reserved here, then checked.
             FOR v_job IN
@@ -4458,7 +4862,7 @@ BEGIN
                     reserved_by = reserve.worker,
                     lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                     started_at = v_now
-                WHERE v_fast < v_picked
+                WHERE v_done < v_picked
                   AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
@@ -4511,7 +4915,9 @@ BEGIN
                 -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
-                    v_admit := pgq._admit(v_job, v_now);
+                    SELECT * INTO v_admit
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.middleware_keys],
+                                    ARRAY[v_job.uuid], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);
@@ -4917,6 +5323,32 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) IS 'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option.';
+
+
+--
+-- Name: stage_dispatch(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.stage_dispatch() RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF to_regclass('pg_temp.pgq_staged_payloads') IS NULL THEN
+        CREATE TEMPORARY TABLE pgq_staged_payloads (payload jsonb) ON COMMIT DELETE ROWS;
+        GRANT INSERT ON pg_temp.pgq_staged_payloads TO PUBLIC;
+    END IF;
+    PERFORM pgq._staged_payloads_checked();
+    RETURN 'pg_temp.pgq_staged_payloads';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION stage_dispatch(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.stage_dispatch() IS 'Bulk dispatch, step 1: this session''s staging table pg_temp.pgq_staged_payloads (payload jsonb) for COPY; then pgq.dispatch_staged (S68).';
 
 
 --
@@ -6022,10 +6454,10 @@ GRANT USAGE ON SCHEMA pgq TO pgq_admin;
 
 
 --
--- Name: FUNCTION _admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._admit(p_job pgq.jobs, p_now timestamp with time zone, OUT turned_by text, OUT note text, OUT delay integer, OUT drop boolean, OUT held text[], OUT error text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -6320,10 +6752,24 @@ REVOKE ALL ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[]
 
 
 --
+-- Name: FUNCTION _keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _lock_id(p_name text); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._lock_id(p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _lock_ids(p_names text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lock_ids(p_names text[]) FROM PUBLIC;
 
 
 --
@@ -6363,6 +6809,13 @@ REVOKE ALL ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb,
 
 
 --
+-- Name: FUNCTION _middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _notify(queue text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -6374,6 +6827,13 @@ REVOKE ALL ON FUNCTION pgq._notify(queue text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._overlap_lock_id(p_key text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_lock_ids(p_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_lock_ids(p_keys text[]) FROM PUBLIC;
 
 
 --
@@ -6491,17 +6951,17 @@ GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regpro
 
 
 --
+-- Name: FUNCTION _staged_payloads_checked(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._staged_payloads_checked() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _take_debounce(p_key text, p_token uuid, p_job uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamp with time zone, p_expire_after integer) FROM PUBLIC;
 
 
 --
@@ -6672,6 +7132,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue tex
 
 REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
 
 
 --
@@ -6871,6 +7339,14 @@ GRANT SELECT ON TABLE pgq.schedules TO pgq_reader;
 
 REVOKE ALL ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION stage_dispatch(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.stage_dispatch() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.stage_dispatch() TO pgq_producer;
 
 
 --

@@ -123,6 +123,21 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 		}
 	}
 
+	// The COPY path works for a producer: pgq's staging table takes its rows (S68).
+	producer := db.ConnAs(t, pgqtest.ProducerRole)
+	tx, err := producer.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT pgq.stage_dispatch()`)
+	require.NoError(t, err)
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "pgq_staged_payloads"}, []string{"payload"},
+		pgx.CopyFromRows([][]any{{`{"n": 1}`}, {`{"n": 2}`}}))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	var staged []uuid.UUID
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('j', queue => 'staged')`).Scan(&staged))
+	require.Len(t, staged, 2)
+	require.NoError(t, tx.Commit(ctx))
+
 	// A worker cannot complete a job another worker holds: it would need the lease token,
 	// which only the holder's reserve returned and no view of the worker role shows.
 	var held uuid.UUID
@@ -132,7 +147,7 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 	var completed int
 	require.NoError(t, other.QueryRow(ctx, `SELECT count(*) FROM pgq.complete(ARRAY[$1::uuid], ARRAY[gen_random_uuid()])`, held).Scan(&completed))
 	require.Zero(t, completed)
-	_, err := other.Exec(ctx, `SELECT * FROM pgq.running`)
+	_, err = other.Exec(ctx, `SELECT * FROM pgq.running`)
 	require.Equal(t, "42501", pgCode(err))
 	require.Equal(t, "holder", pgqtest.Scalar[string](t, db, `SELECT reserved_by FROM pgq.jobs WHERE uuid = $1`, held))
 

@@ -182,6 +182,87 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 	return items, nil
 }
 
+const jobDispatchStaged = `-- name: JobDispatchStaged :one
+SELECT pgq.dispatch_staged(
+    job => $1::text,
+    queue => $2::text,
+    delay => $3::interval,
+    tries => $4::int,
+    backoff => $5::int[],
+    retry_until => $6::timestamptz,
+    max_exceptions => $7::int,
+    timeout => $8::int,
+    fail_on_timeout => $9::boolean,
+    priority => $10::int,
+    unique_key => $11::text,
+    unique_for => $12::interval,
+    unique_until => $13::text,
+    debounce_key => $14::text,
+    debounce_for => $15::interval,
+    debounce_max_wait => $16::interval,
+    middleware => $17::jsonb,
+    retry_for => $18::interval
+)::uuid[] AS uuids
+`
+
+type JobDispatchStagedParams struct {
+	Job             string
+	Queue           *string
+	Delay           *time.Duration
+	Tries           *int32
+	Backoff         []int32
+	RetryUntil      *time.Time
+	MaxExceptions   *int32
+	Timeout         *int32
+	FailOnTimeout   *bool
+	Priority        int32
+	UniqueKey       *string
+	UniqueFor       *time.Duration
+	UniqueUntil     *string
+	DebounceKey     *string
+	DebounceFor     *time.Duration
+	DebounceMaxWait *time.Duration
+	Middleware      json.RawMessage
+	RetryFor        *time.Duration
+}
+
+func (q *Queries) JobDispatchStaged(ctx context.Context, arg JobDispatchStagedParams) ([]uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, jobDispatchStaged,
+		arg.Job,
+		arg.Queue,
+		arg.Delay,
+		arg.Tries,
+		arg.Backoff,
+		arg.RetryUntil,
+		arg.MaxExceptions,
+		arg.Timeout,
+		arg.FailOnTimeout,
+		arg.Priority,
+		arg.UniqueKey,
+		arg.UniqueFor,
+		arg.UniqueUntil,
+		arg.DebounceKey,
+		arg.DebounceFor,
+		arg.DebounceMaxWait,
+		arg.Middleware,
+		arg.RetryFor,
+	)
+	var uuids []uuid.UUID
+	err := row.Scan(&uuids)
+	return uuids, err
+}
+
+const jobStageDispatch = `-- name: JobStageDispatch :one
+SELECT pgq.stage_dispatch()
+`
+
+func (q *Queries) JobStageDispatch(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, jobStageDispatch)
+	var stage_dispatch string
+	err := row.Scan(&stage_dispatch)
+	return stage_dispatch, err
+}
+
 const limitDefine = `-- name: LimitDefine :one
 SELECT name, max, per, created_at, updated_at FROM pgq.define_limit(name => $1::text, max => $2::int, per => $3::interval)
 `

@@ -293,6 +293,8 @@ type PgqJob struct {
 	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
 	ChainID   *uuid.UUID
 	ChainStep *int32
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.

@@ -70,36 +70,48 @@ $$;
 
 COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
 
+-- pgq._lock_ids: one-key advisory lock ids in pgq's space: 'pgq.' || name, hashed, for
+-- each name, in one call. The one definition of the ids.
+CREATE OR REPLACE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+
+COMMENT ON FUNCTION pgq._lock_ids(text[]) IS 'One-key advisory lock ids in pgq''s space, hashed from ''pgq.'' || name, one per name.';
+
 -- pgq._lock_id: a one-key advisory lock id in pgq's space: 'pgq.' || p_name, hashed.
 CREATE OR REPLACE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT hashtextextended('pgq.' || p_name, 0) $$;
+AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
 
 COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
 
 -- pgq._uuid7s: p_count version 7 uuids (RFC 9562): Unix milliseconds in the first 48
 -- bits, then the version and variant, the rest random; one call per dispatch, not one
--- per job (every pgq function pins its search_path, and a call costs a microsecond). PostgreSQL 15 has no uuidv7(). The random
--- bits come from two draws of the backend's random() (a PRNG seeded from strong
--- randomness when the backend starts) hashed by md5, not from gen_random_uuid():
--- pg_strong_random goes through OpenSSL, which makes a getpid() system call on every
--- call, and that was a quarter of the time of a 1,000-job dispatch_many here. These
--- uuids identify jobs; they are not secrets. A collision would fail its insert on the
--- primary key, not merge two jobs.
+-- per job (every pgq function pins its search_path, and a call costs a microsecond).
+-- PostgreSQL 15 has no uuidv7(). One gen_random_uuid() per call gives the random bits;
+-- the uuids of one call share them and count up in their last 48 bits (RFC 9562's
+-- "monotonic random" method), so they are unique within the call and ordered by it.
+-- A random draw per uuid (md5 of the backend's random(), or gen_random_uuid(), whose
+-- OpenSSL path makes a getpid() system call per call) cost a quarter of a 1,000-job
+-- dispatch_many here. These uuids identify jobs; they are not secrets. A collision
+-- would fail its insert on the primary key, not merge two jobs.
 CREATE OR REPLACE FUNCTION pgq._uuid7s(p_count int) RETURNS uuid[]
 LANGUAGE sql VOLATILE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(array_agg(encode(
-        set_bit(set_bit(set_bit(set_bit(set_bit(set_bit(
-            overlay(decode(md5(random()::text || random()::text), 'hex')
-                    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
-                    FROM 1 FOR 6),
-            52, 1), 53, 1), 54, 1), 55, 0),  -- version nibble 0111 (7)
-            70, 0), 71, 1),                  -- variant 10
-        'hex')::uuid), '{}')
-    FROM generate_series(1, p_count);
+    WITH b AS (
+        SELECT lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') AS ms,
+               replace(gen_random_uuid()::text, '-', '') AS r
+    ), c AS (
+        -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
+        SELECT substr(b.ms, 1, 8) || '-' || substr(b.ms, 9, 4) || '-7' || substr(b.r, 1, 3) || '-8' || substr(b.r, 4, 3) || '-' AS head,
+               ('x' || substr(b.r, 20, 12))::bit(48)::bigint AS start
+        FROM b
+    )
+    SELECT coalesce(array_agg((c.head || lpad(to_hex((c.start + i) & 281474976710655), 12, '0'))::uuid ORDER BY i), '{}')
+    FROM c, generate_series(1, p_count) i;
 $$;
 
 COMMENT ON FUNCTION pgq._uuid7s(int) IS 'Version 7 uuids, as many as asked: milliseconds first, then random bits (job uuids, time-ordered).';
@@ -203,19 +215,39 @@ AS $$ SELECT 1000 $$;
 
 COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may produce, in bytes: 1000 (S38).';
 
--- pgq._key_or_null: a key scoped to the job name: job:explicit-key, or job:[values of
--- the payload fields named by p_by], or the job name alone; NULL when the payload lacks
--- a field of p_by. Never raises: pgq.reserve computes keys with it.
+-- pgq._keys_or_null: keys scoped to the job name, one per element of the arrays (which
+-- have one length): job:explicit-key, or job:[values of the payload fields named by the
+-- jsonb array by], or the job name alone; NULL where the payload lacks a field of by.
+-- Never raises: pgq.reserve computes keys with it. This is the one definition of the key
+-- format, set-based so that a batch costs one call: a function with a pinned search_path
+-- is never inlined, and a call per job costs more than the rest of a reserve.
+CREATE OR REPLACE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(
+        CASE
+            WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
+            WHEN u.by IS NULL THEN u.job
+            -- one field, the common case, without the subqueries (the same text: a
+            -- jsonb array prints as [v] or [v1, v2])
+            WHEN jsonb_array_length(u.by) = 1
+            THEN CASE WHEN u.payload ? (u.by ->> 0) THEN u.job || ':' || jsonb_build_array(u.payload -> (u.by ->> 0))::text END
+            WHEN u.payload ?& ARRAY(SELECT jsonb_array_elements_text(u.by))
+            THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
+                                  FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
+        END ORDER BY u.n), '{}')
+    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n);
+$$;
+
+COMMENT ON FUNCTION pgq._keys_or_null(text[], text[], jsonb[], jsonb[]) IS 'Keys scoped to the job name (explicit, or from payload fields), one per element, NULL where a field is missing; never raises.';
+
+-- pgq._key_or_null: pgq._keys_or_null for one key (p_by as text[]).
 CREATE OR REPLACE FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p_payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE
-        WHEN p_explicit IS NOT NULL THEN p_job || ':' || p_explicit
-        WHEN p_by IS NULL THEN p_job
-        WHEN p_payload ?& p_by
-        THEN p_job || ':' || (SELECT jsonb_agg(p_payload -> f ORDER BY n) FROM unnest(p_by) WITH ORDINALITY AS b(f, n))::text
-    END;
+    SELECT (pgq._keys_or_null(ARRAY[p_job], ARRAY[p_explicit], ARRAY[to_jsonb(p_by)], ARRAY[p_payload]))[1];
 $$;
 
 COMMENT ON FUNCTION pgq._key_or_null(text, text, text[], jsonb) IS 'A key scoped to the job name (explicit, or from payload fields), NULL when a field is missing; never raises.';

@@ -94,6 +94,7 @@ DECLARE
     v_debounce_for interval;
     v_max_wait  interval;
     v_uuids     uuid[];
+    v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -141,17 +142,17 @@ BEGIN
     -- Every key of the middleware must be computable from every payload and storable:
     -- a bad key would otherwise only surface when the job is reserved or reported (S38).
     IF v_job.middleware IS NOT NULL THEN
-        PERFORM pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
+        v_keys := pgq._check_middleware_keys(_dispatch.job, v_job.middleware, _dispatch.payloads);
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, batch_id, chain_id, chain_step)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
         FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -185,11 +186,11 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, batch_id, chain_id, chain_step)
+                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware,
+                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
                     _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
             RETURN NEXT v_job.uuid;
         END LOOP;
@@ -287,3 +288,98 @@ $$;
 
 COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
     'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
+
+-- pgq.stage_dispatch: the COPY path of a bulk dispatch, step 1 (S68). Makes sure this
+-- session has its staging table pg_temp.pgq_staged_payloads (payload jsonb), empty at
+-- the start of each transaction (ON COMMIT DELETE ROWS), into which the caller may
+-- COPY payloads; pgq.dispatch_staged then queues them. The table belongs to pgq's
+-- owner, so that pgq.dispatch_staged reads nothing a caller defined; it may be
+-- written by PUBLIC, which is only ever this session: no session can reach another's
+-- temporary tables. Returns the table's name. Raises 42P07 when a table of that name
+-- that pgq did not make is in the way.
+CREATE OR REPLACE FUNCTION pgq.stage_dispatch() RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF to_regclass('pg_temp.pgq_staged_payloads') IS NULL THEN
+        CREATE TEMPORARY TABLE pgq_staged_payloads (payload jsonb) ON COMMIT DELETE ROWS;
+        GRANT INSERT ON pg_temp.pgq_staged_payloads TO PUBLIC;
+    END IF;
+    PERFORM pgq._staged_payloads_checked();
+    RETURN 'pg_temp.pgq_staged_payloads';
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.stage_dispatch() IS
+    'Bulk dispatch, step 1: this session''s staging table pg_temp.pgq_staged_payloads (payload jsonb) for COPY; then pgq.dispatch_staged (S68).';
+
+-- pgq._staged_payloads_checked: raises 42P07 unless pg_temp.pgq_staged_payloads is the
+-- plain temporary table pgq.stage_dispatch made (owned by pgq's owner): a caller's own
+-- table, view or function of that name must never be read with pgq's rights.
+CREATE OR REPLACE FUNCTION pgq._staged_payloads_checked() RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_class c
+                   WHERE c.oid = to_regclass('pg_temp.pgq_staged_payloads')
+                     AND c.relkind = 'r' AND c.relpersistence = 't'
+                     AND c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)) THEN
+        RAISE EXCEPTION 'pgq: pg_temp.pgq_staged_payloads is not the staging table of pgq.stage_dispatch (missing, or made by someone else)'
+            USING ERRCODE = '42P07';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_temp.pgq_staged_payloads is the staging table pgq.stage_dispatch made (S68).';
+
+-- pgq.dispatch_staged: the COPY path of a bulk dispatch, step 2 (S68). Queues one job
+-- per row staged in pg_temp.pgq_staged_payloads since the last call (in the order
+-- COPY wrote them) through pgq.dispatch_many, so every job is validated and written
+-- exactly as pgq.dispatch would, and empties the table. Returns the uuids in row order,
+-- as one array (NULL for a unique duplicate dropped). Raises as pgq.dispatch_many, and
+-- 42P07 when the staging table is not pgq's. State change: (nothing) -> waiting.
+CREATE OR REPLACE FUNCTION pgq.dispatch_staged(
+    job             text,
+    queue           text DEFAULT NULL,
+    delay           interval DEFAULT NULL,
+    tries           int DEFAULT NULL,
+    backoff         int[] DEFAULT NULL,
+    retry_until     timestamptz DEFAULT NULL,
+    max_exceptions  int DEFAULT NULL,
+    timeout         int DEFAULT NULL,
+    fail_on_timeout boolean DEFAULT NULL,
+    priority        int DEFAULT 0,
+    unique_key      text DEFAULT NULL,
+    unique_for      interval DEFAULT NULL,
+    unique_until    text DEFAULT NULL,
+    debounce_key    text DEFAULT NULL,
+    debounce_for    interval DEFAULT NULL,
+    debounce_max_wait interval DEFAULT NULL,
+    middleware      jsonb DEFAULT NULL,
+    retry_for       interval DEFAULT NULL
+) RETURNS uuid[]
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_payloads jsonb[];
+BEGIN
+    PERFORM pgq._staged_payloads_checked();
+    -- A table COPY only appended to since it was emptied reads back in the order written.
+    v_payloads := ARRAY(SELECT s.payload FROM pg_temp.pgq_staged_payloads s ORDER BY s.ctid);
+    DELETE FROM pg_temp.pgq_staged_payloads;
+    RETURN ARRAY(
+        SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
+                                        dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+                                        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+                                        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+                                        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+                                        dispatch_staged.debounce_max_wait, dispatch_staged.middleware,
+                                        dispatch_staged.retry_for) u);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.dispatch_staged(text, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+    'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), empties the table; returns their uuids in order (S68).';

@@ -116,44 +116,79 @@ $$;
 
 COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first middleware of that name, or NULL.';
 
--- pgq._middleware_key: the key a middleware counts or locks for a job: a
--- without_overlapping key (scoped to the job name, or to "shared"), a rate limit's key
--- (the limit's name, per by value when given) or a circuit's key (the job name by
--- default). NULL when the payload lacks a field of by. Never raises.
+-- pgq._middleware_keys: the key a middleware counts or locks for each job, one per
+-- element of the arrays (which have one length): a without_overlapping key (scoped to
+-- the job name, or to "shared"), a rate limit's key (the limit's name, per by value when
+-- given) or a circuit's key (the job name by default). NULL where the payload lacks a
+-- field of by. Never raises; one call for a batch (see pgq._keys_or_null).
+CREATE OR REPLACE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pgq._keys_or_null(
+        array_agg(CASE u.name
+                      WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
+                      ELSE u.job END ORDER BY u.n),
+        array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
+        array_agg(u.cfg -> 'by' ORDER BY u.n),
+        array_agg(u.payload ORDER BY u.n))
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+$$;
+
+COMMENT ON FUNCTION pgq._middleware_keys(text[], text[], jsonb[], jsonb[]) IS 'The overlap, rate-limit or circuit key a middleware uses for each job of a batch; NULL where a by field is missing.';
+
+-- pgq._middleware_key: pgq._middleware_keys for one job.
 CREATE OR REPLACE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq._key_or_null(
-        CASE p_name
-            WHEN 'rate_limited' THEN p_cfg ->> 'limit'
-            WHEN 'without_overlapping' THEN CASE WHEN (p_cfg ->> 'shared')::boolean THEN 'shared' ELSE p_job END
-            ELSE p_job END,
-        CASE WHEN p_name <> 'rate_limited' THEN p_cfg ->> 'key' END,
-        pgq._texts(p_cfg -> 'by'), p_payload);
+    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
 $$;
 
 COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
 
 -- pgq._check_middleware_keys: at dispatch, every key of every middleware must be
 -- computable from every payload and no longer than pgq._max_key_bytes(): a key that
--- cannot be stored would otherwise only fail at reserve or report time (S38).
-CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS void
+-- cannot be stored would otherwise only fail at reserve or report time (S38). The keys
+-- of the whole batch are computed in one call; pgq._key then raises for the first bad
+-- one (middleware in order, then payloads in order). Returns them, one JSON array of
+-- strings per payload (jobs.middleware_keys), in payload order.
+CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_names    text[];
+    v_cfgs     jsonb[];
+    v_payloads jsonb[];
+    v_keys     text[];
+    v_max      int := pgq._max_key_bytes();
+    v_m        int := jsonb_array_length(p_middleware);
 BEGIN
-    PERFORM pgq._key(CASE m.key WHEN 'rate_limited' THEN m.value ->> 'limit' ELSE p_job END, NULL,
-                     pgq._texts(m.value -> 'by'), p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE pgq._middleware_key(p_job, m.key, m.value, p.payload) IS NULL;
-    PERFORM pgq._key(p_job, pgq._middleware_key(p_job, m.key, m.value, p.payload), NULL, p.payload)
-    FROM jsonb_array_elements(p_middleware) mw, jsonb_each(mw) m, unnest(p_payloads) p(payload)
-    WHERE octet_length(pgq._middleware_key(p_job, m.key, m.value, p.payload)) > pgq._max_key_bytes();
+    -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
+    SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
+    INTO v_names, v_cfgs, v_payloads
+    FROM jsonb_array_elements(p_middleware) WITH ORDINALITY mw(m, n), jsonb_each(mw.m) m,
+         unnest(p_payloads) WITH ORDINALITY p(payload, n);
+    IF v_names IS NULL THEN
+        RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
+    END IF;
+    v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
+    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+                     pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE v_keys[i] IS NULL
+    ORDER BY (i - 1) % v_m, i;
+    PERFORM pgq._key(p_job, v_keys[i], NULL, v_payloads[i])
+    FROM generate_subscripts(v_keys, 1) i
+    WHERE octet_length(v_keys[i]) > v_max
+    ORDER BY (i - 1) % v_m, i;
+    RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38).';
+COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 22023 when a middleware key of a dispatch cannot be computed or is too long (S38); returns the keys, a JSON array per payload.';
 
 -- pgq._circuit_key: a throttles_exceptions circuit's key (S29); NULL when p_cfg is NULL
 -- (the job has no circuit breaker).
@@ -177,6 +212,16 @@ $$;
 
 COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';
 
+-- pgq._overlap_lock_ids: pgq._overlap_lock_id of each key, in one call (pgq._admit).
+CREATE OR REPLACE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+$$;
+
+COMMENT ON FUNCTION pgq._overlap_lock_ids(text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
+
 -- pgq._overlap_ttl: how long an overlap lease lasts without a heartbeat (S34). Workers
 -- renew the leases of their running jobs every second and cancel a handler whose lease
 -- they could not renew for a third of this; a killed worker's keys are free after it.
@@ -198,39 +243,6 @@ $$;
 
 COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
 
--- pgq._take_overlap: takes the without_overlapping lease of a key for a reserved job
--- (S26, S34). The lease is a row, not a session lock: it lives while the worker
--- heartbeats the job (pgq.heartbeat renews it) and goes with the attempt's outcome, so a
--- worker whose connection drops keeps it. A key is free when no unexpired lease holds
--- it and no transaction holds its advisory lock: a SQL handler whose lease ended may
--- still run, and its transaction holds that lock (pgq.run_sql_job). The test of the
--- lock lasts until reserve commits. The WHERE may only read the lease row itself (see
--- pgq._take_unique). Returns false when the key is taken.
-CREATE OR REPLACE FUNCTION pgq._take_overlap(p_key text, p_job pgq.jobs, p_now timestamptz, p_expire_after int) RETURNS boolean
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
-    VALUES (p_key, p_job.uuid, p_job.lease_token, p_job.reserved_by, p_now,
-            pgq._overlap_until(p_now, p_now, p_expire_after), p_expire_after)
-    ON CONFLICT (key) DO UPDATE
-        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-        WHERE o.expires_at <= p_now;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF pg_try_advisory_xact_lock(pgq._overlap_lock_id(p_key)) THEN
-        RETURN true;
-    END IF;
-    DELETE FROM pgq.overlap_locks o WHERE o.key = p_key AND o.job_uuid = p_job.uuid;
-    RETURN false;
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._take_overlap(text, pgq.jobs, timestamptz, int) IS 'Takes the overlap lease of a key for a reserved job; false when an unexpired lease or a running SQL handler holds the key (S26, S34).';
-
 -- pgq._release_overlap: ends the overlap leases that these jobs hold on these keys (the
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. No-op when p_keys is NULL.
@@ -238,87 +250,238 @@ CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) R
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    DELETE FROM pgq.overlap_locks o WHERE o.key = ANY (p_keys) AND o.job_uuid = ANY (p_uuids);
+    -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
+    -- lease found against every uuid.
+    DELETE FROM pgq.overlap_locks o
+    USING unnest(p_keys) k(key)
+    WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
 $$;
 
 COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
 
--- pgq._admit: runs a reserved job's middleware in order, before its handler (S26-S29).
--- Returns turned_by NULL and the overlap keys now leased to the job when every
--- middleware admits it; otherwise the middleware that turned it away, a note, the delay
--- and whether to drop it (dont_release), having ended any lease an earlier middleware
--- took; or error when a key cannot be computed. Never raises for a job's settings, and
--- opens no subtransaction: dispatch validated them, and a broken job must not stop
--- reserve.
+-- pgq._admit: runs the middleware of a batch of jobs being reserved, before their
+-- handlers (S26-S29), set-based: for each position in the middleware lists, one
+-- statement per middleware kind decides every job still in, in batch order. The batch
+-- is given as arrays, one element per job in pick order: job names, payloads,
+-- middleware, their keys as dispatch stored them (jobs.middleware_keys; computed here
+-- where NULL), uuids and the lease tokens the jobs will get; p_worker is the worker.
+-- Returns one pgq.admission per job (ord = its position in the arrays): turned_by NULL and
+-- the overlap keys now leased to it when every middleware admits it; otherwise the
+-- middleware that turned it away, a note, the delay and whether to drop it
+-- (dont_release), having ended any lease an earlier middleware took; or error when a
+-- key cannot be computed. Never raises for a job's settings and opens no
+-- subtransaction (S67): dispatch validated them, and a broken job must not stop reserve.
+-- Within one batch, a key is offered to the first job (in batch order) that reaches it
+-- at a position; a rate limit's budget goes to its jobs in batch order, and its window
+-- row is written once per call, not once per job.
+-- Hazard: rate-limit windows are locked in (limit, key) order, overlap leases in key
+-- order, so that two reserves cannot deadlock on them.
 CREATE OR REPLACE FUNCTION pgq._admit(
-    p_job pgq.jobs, p_now timestamptz,
-    OUT turned_by text, OUT note text, OUT delay int, OUT drop boolean, OUT held text[], OUT error text
+    p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[],
+    p_worker text, p_now timestamptz
 )
+RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_mw      jsonb;
-    v_name    text;
-    v_cfg     jsonb;
-    v_key     text;
-    v_limit   pgq.rate_limits;
-    v_window  pgq.rate_limit_windows;
-    v_circuit pgq.circuits;
+    v_n     int := coalesce(cardinality(p_jobs), 0);
+    v_steps int;
+    v_pos   int;
+    v_alive boolean[];                  -- per job: not turned away or failed yet
+    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_dec   pgq.admission[];            -- decided at this position
+    -- This position's middleware of each job still in: batch position, name, settings, key.
+    v_ord   int[];
+    v_missing boolean;                  -- a key of this position was not stored at dispatch
+    v_name  text[];
+    v_cfg   jsonb[];
+    v_key   text[];
+    v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
+    v_f_key   text[];
+    v_f_exp   int[];
+    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
+    v_free    boolean[];
+    v_won     boolean[];                -- per job: took its lease at this position
+    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
+    v_won_ord int[];
+    v_won_key text[];
+    v_lost    text[];
+    v_lost_by uuid[];
 BEGIN
-    held := '{}';
-    drop := false;
-    FOR v_mw IN SELECT m FROM jsonb_array_elements(p_job.middleware) m LOOP
-        SELECT k, v_mw -> k INTO v_name, v_cfg FROM jsonb_object_keys(v_mw) k;
-        v_key := pgq._middleware_key(p_job.job, v_name, v_cfg, p_job.payload);
-        IF v_key IS NULL THEN
-            error := format('middleware could not be evaluated: %s has no key for this payload (by %s)', v_name, v_cfg -> 'by');
-            EXIT;
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
+    v_alive := array_fill(true, ARRAY[v_n]);
+    v_held := array_fill(NULL::text, ARRAY[v_n]);
+    FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
+        -- (aggregates over a sorted subquery keep its order: one sort instead of five)
+        SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
+        INTO v_ord, v_name, v_cfg, v_key, v_missing
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+              FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
+                   jsonb_each(j.middleware -> v_pos) m
+              WHERE v_alive[j.ord]
+              ORDER BY j.ord) s;
+        EXIT WHEN v_ord IS NULL;
+        IF v_missing THEN
+            -- keys dispatch did not store (older jobs, re-queued jobs), or that cannot be computed
+            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
+            FROM unnest(v_key) WITH ORDINALITY s(key, n)
+            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                             v_name, v_cfg,
+                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+                 WITH ORDINALITY c(key, n) ON c.n = s.n;
         END IF;
-        IF v_name = 'without_overlapping' THEN
-            IF pgq._take_overlap(v_key, p_job, p_now, (v_cfg ->> 'expire_after')::int) THEN
-                held := held || v_key;
-                CONTINUE;
+        v_dec := '{}';
+
+        -- A key that cannot be computed fails the job.
+        v_dec := v_dec || ARRAY(
+            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+            WHERE s.key IS NULL);
+
+        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
+        -- lease when no unexpired lease holds it; then no transaction may hold the key's
+        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
+        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        IF 'without_overlapping' = ANY (v_name) THEN
+            SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
+            INTO v_f_ord, v_f_key, v_f_exp
+            FROM (SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+                  FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                  WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+                  ORDER BY s.key, s.ord) f;
+            WITH taken AS (
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
+                       CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+                       f.expire_after
+                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
+                ORDER BY f.key
+                ON CONFLICT (key) DO UPDATE
+                    SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                        since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                    WHERE o.expires_at <= p_now
+                RETURNING o.key
+            )
+            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
+            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
+            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            FROM unnest(v_taken, v_free) t(key, free)
+            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
+            IF v_lost IS NOT NULL THEN
+                DELETE FROM pgq.overlap_locks o
+                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
+                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
             END IF;
-            turned_by := v_name;
-            drop := coalesce((v_cfg ->> 'dont_release')::boolean, false);
-            delay := coalesce((v_cfg ->> 'release_after')::int, 0);
-            note := format('turned away by without_overlapping (key %s), %s', v_key,
-                           CASE WHEN drop THEN 'deleted (dont_release)' ELSE format('released for %ss', delay) END);
-        ELSIF v_name = 'rate_limited' THEN
-            SELECT * INTO v_limit FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit';
-            CONTINUE WHEN NOT FOUND;  -- the limit was dropped after dispatch: no budget to keep
-            -- Fixed window, exact under concurrency: the hit is counted under the row lock
-            -- and the WHERE reads only that row.
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            VALUES (v_limit.name, v_key, p_now, 1)
-            ON CONFLICT (limit_name, key) DO UPDATE
-                SET window_start = CASE WHEN w.window_start + v_limit.per <= p_now THEN p_now ELSE w.window_start END,
-                    hits = CASE WHEN w.window_start + v_limit.per <= p_now THEN 1 ELSE w.hits + 1 END
-                WHERE w.window_start + v_limit.per <= p_now OR w.hits < v_limit.max
-            RETURNING * INTO v_window;
-            CONTINUE WHEN FOUND;
-            SELECT * INTO v_window FROM pgq.rate_limit_windows w WHERE w.limit_name = v_limit.name AND w.key = v_key;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_window.window_start + v_limit.per - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                           v_limit.name, v_key, v_window.hits, v_limit.per, delay);
-        ELSIF v_name = 'throttles_exceptions' THEN
-            SELECT * INTO v_circuit FROM pgq.circuits c WHERE c.key = v_key;
-            CONTINUE WHEN NOT FOUND OR v_circuit.failures < v_circuit.max_exceptions
-                       OR v_circuit.window_start + make_interval(secs => v_circuit.decay) <= p_now;
-            turned_by := v_name;
-            delay := ceil(extract(epoch FROM v_circuit.window_start + make_interval(secs => v_circuit.decay) - p_now))::int + pgq._turn_away_slack();
-            note := format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                           v_circuit.key, v_circuit.failures, v_circuit.decay, delay);
+            -- Element assignments: O(1) each, where a join of arrays gets a nested loop
+            -- (the planner cannot know their length).
+            v_won := array_fill(false, ARRAY[v_n]);
+            FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
+                v_won[v_won_ord[i]] := true;
+                v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+            END LOOP;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by without_overlapping (key %s), %s', s.key,
+                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                           coalesce((s.cfg ->> 'release_after')::int, 0),
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
-        EXIT;  -- turned away
+
+        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
+        -- the windows are created or locked first (the upsert locks without writing an
+        -- existing row), then read, then each written once with the hits of this call.
+        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
+        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        IF 'rate_limited' = ANY (v_name) THEN
+            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+            SELECT DISTINCT l.name, s.key, p_now, 0
+            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ORDER BY 1, 2
+            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            WITH hit AS (
+                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            ), budget AS (
+                -- the window as this call leaves it: reset when it has ended
+                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+                       w.window_start + h.per <= p_now AS reset,
+                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+                FROM hit h
+                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+            ), counted AS (
+                UPDATE pgq.rate_limit_windows w
+                SET window_start = b.window_start,
+                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+                FROM budget b
+                WHERE w.limit_name = b.limit_name AND w.key = b.key
+                  AND (b.reset OR b.max > b.used)
+            )
+            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+                       false, NULL, NULL)::pgq.admission), '{}')
+            INTO v_dec
+            FROM hit h
+            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+            WHERE h.n > b.max - b.used;
+        END IF;
+
+        -- throttles_exceptions (S29): an open circuit turns its jobs away.
+        IF 'throttles_exceptions' = ANY (v_name) THEN
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                                  c.key, c.failures, c.decay,
+                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                           false, NULL, NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
+                JOIN pgq.circuits c ON c.key = s.key
+                WHERE s.name = 'throttles_exceptions'
+                  AND c.failures >= c.max_exceptions
+                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+        END IF;
+
+        IF cardinality(v_dec) > 0 THEN
+            v_out := v_out || v_dec;
+            FOR i IN 1 .. cardinality(v_dec) LOOP
+                v_alive[v_dec[i].ord] := false;
+            END LOOP;
+        END IF;
     END LOOP;
-    IF (turned_by IS NOT NULL OR error IS NOT NULL) AND cardinality(held) > 0 THEN
-        PERFORM pgq._release_overlap(ARRAY[p_job.uuid], held);
-        held := '{}';
+
+    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    IF cardinality(v_out) > 0 THEN
+        DELETE FROM pgq.overlap_locks o
+        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
+
+    RETURN QUERY
+    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+    FROM generate_series(1, v_n) a(ord)
+    LEFT JOIN unnest(v_out) d ON d.ord = a.ord
+    ORDER BY a.ord;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(pgq.jobs, timestamptz) IS 'Runs a reserved job''s middleware in order; returns what turned it away, or the overlap keys leased to it (S26-S29, S34).';
+COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';

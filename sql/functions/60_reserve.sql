@@ -43,7 +43,19 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now   timestamptz := coalesce(reserve.as_of, now());
-    v_admit record;
+    v_admit pgq.admission;
+    v_mw    jsonb[];      -- the picked jobs for the set-based middleware path, in pick order: middleware,
+    v_mw_tids tid[];      -- row, name, payload, uuid and lease token
+    v_mw_jobs text[];
+    v_mw_payloads jsonb[];
+    v_mw_keys jsonb[];
+    v_mw_uuids uuid[];
+    v_mw_tokens uuid[];
+    v_adm   pgq.admission[];
+    v_rec   record;
+    v_rep   pgq.reservation[];  -- the middleware path's jobs turned away or failed, and their positions
+    v_rep_ord int[];
+    v_done  int;
     v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
     v_left  int := reserve.max;
     v_queue text;
@@ -153,6 +165,93 @@ BEGIN
                       NULL::pgq.pickup, NULL::text, NULL::text;
             GET DIAGNOSTICS v_fast = ROW_COUNT;
             v_left := v_left - v_fast;
+            v_done := v_fast;
+
+            -- Middleware path, set-based (S26-S29, S67): jobs whose only pickup check is
+            -- their middleware are admitted by one pgq._admit call for the whole batch,
+            -- then reserved: those admitted in one statement, with their overlap keys;
+            -- those turned away or failed one by one below, as before.
+            IF v_done < v_picked THEN
+                -- (aggregates over a sorted subquery keep its order: one sort, not six)
+                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
+                       array_agg(j.middleware_keys), array_agg(j.uuid),
+                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
+                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
+                      FROM pgq.jobs j
+                      WHERE j.ctid = ANY (v_ids)
+                        AND j.reserved_at IS NULL
+                        AND j.middleware IS NOT NULL
+                        AND j.cancel_requested_at IS NULL
+                        AND j.debounce_key IS NULL
+                        AND j.unique_until IS DISTINCT FROM 'processing'
+                        AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                                 ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                      OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                      ORDER BY j.priority DESC, j.available_at, j.id) j;
+                IF v_mw IS NOT NULL THEN
+                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
+                                                            reserve.worker, v_now) a);
+                    -- Turned away (S27-S29: the attempt is used, recorded, and an
+                    -- until-processing lock kept, S23) or failed by its middleware: one
+                    -- by one, kept aside so that the call returns the batch in pick order.
+                    v_rep := '{}';
+                    v_rep_ord := '{}';
+                    FOR v_rec IN
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
+                        WHERE j.ctid = a.tid
+                          AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
+                    LOOP
+                        v_job := v_rec.job;
+                        v_admit := v_rec.adm;
+                        v_rep_ord := v_rep_ord || v_admit.ord;
+                        IF v_admit.error IS NOT NULL THEN
+                            PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
+                            PERFORM pgq._bury(v_job, v_admit.error, v_now);
+                            v_rep := v_rep || pgq._reported(v_job, 'failed', v_admit.error);
+                            CONTINUE;
+                        END IF;
+                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
+                        v_seen := v_seen || v_job.id;
+                        v_rep := v_rep || pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
+                    END LOOP;
+                    -- The admitted, reserved in one statement with their overlap keys.
+                    RETURN QUERY
+                    WITH admitted AS (
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_by = reserve.worker,
+                            lease_token = v_mw_tokens[a.ord],
+                            started_at = v_now,
+                            overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        WHERE j.ctid = a.tid
+                          AND a.turned_by IS NULL AND a.error IS NULL
+                        RETURNING a.ord,
+                                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
+                                      j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
+                                      j.created_at, NULL, NULL, NULL)::pgq.reservation AS r
+                    ), reported AS (
+                        SELECT x.ord, x.r FROM admitted x
+                        UNION ALL
+                        SELECT v_rep_ord[i], v_rep[i] FROM generate_subscripts(v_rep, 1) i
+                    )
+                    SELECT (x.r).* FROM reported x ORDER BY x.ord;
+                    GET DIAGNOSTICS v_fast = ROW_COUNT;
+                    v_left := v_left - (v_fast - cardinality(v_rep));
+                    v_done := v_done + v_fast;
+                END IF;
+            END IF;
 
             -- The others, one by one: reserved here, then checked.
             FOR v_job IN
@@ -163,7 +262,7 @@ BEGIN
                     reserved_by = reserve.worker,
                     lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                     started_at = v_now
-                WHERE v_fast < v_picked
+                WHERE v_done < v_picked
                   AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
@@ -216,7 +315,9 @@ BEGIN
                 -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
                 -- recorded (S19) and keeps an until-processing lock (S23).
                 IF v_job.middleware IS NOT NULL THEN
-                    v_admit := pgq._admit(v_job, v_now);
+                    SELECT * INTO v_admit
+                    FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.middleware_keys],
+                                    ARRAY[v_job.uuid], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
                     IF v_admit.error IS NOT NULL THEN
                         PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
                         PERFORM pgq._bury(v_job, v_admit.error, v_now);

@@ -40,11 +40,12 @@ BEGIN
         WHERE j.uuid = t.uuid
           AND j.lease_token = t.token
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
-                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys,
+                  j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
                   j.batch_id, j.chain_id, j.chain_step,
-                  CASE WHEN j.middleware IS NOT NULL
-                       THEN pgq._circuit_key(j.job, j.payload, pgq._middleware(j.middleware, 'throttles_exceptions'))
-                  END AS circuit
+                  -- the first throttles_exceptions of the job, as pgq._middleware finds it:
+                  -- a call per job would cost more than the rest of the statement
+                  (SELECT m -> 'throttles_exceptions' FROM jsonb_array_elements(j.middleware) m
+                   WHERE m ? 'throttles_exceptions' LIMIT 1) AS breaker
     ), history AS (
         INSERT INTO pgq.attempts
             (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome)
@@ -57,7 +58,10 @@ BEGIN
            array_agg(d.unique_token) FILTER (WHERE d.unique_key IS NOT NULL),
            array_agg(d.debounce_key) FILTER (WHERE d.debounce_key IS NOT NULL),
            array_agg(d.debounce_token) FILTER (WHERE d.debounce_key IS NOT NULL),
-           array_agg(d.circuit) FILTER (WHERE d.circuit IS NOT NULL),
+           pgq._middleware_keys(array_agg(d.job) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg('throttles_exceptions'::text) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.breaker) FILTER (WHERE d.breaker IS NOT NULL),
+                                array_agg(d.payload) FILTER (WHERE d.breaker IS NOT NULL)),
            array_agg(d.uuid) FILTER (WHERE d.overlap_keys IS NOT NULL),
            (SELECT array_agg(k) FROM done o, unnest(o.overlap_keys) k),
            array_agg(d.uuid) FILTER (WHERE d.batch_id IS NOT NULL OR d.chain_id IS NOT NULL),
@@ -79,7 +83,7 @@ BEGIN
         USING unnest(v_debounce, v_tokens) AS t(key, token)
         WHERE d.key = t.key AND d.token = t.token;
     END IF;
-    IF v_circuits IS NOT NULL THEN
+    IF cardinality(v_circuits) > 0 THEN
         -- S29: a success clears the circuit's count
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
     END IF;

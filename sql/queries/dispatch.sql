@@ -46,3 +46,28 @@ SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after:
 
 -- name: LimitDefine :one
 SELECT * FROM pgq.define_limit(name => @name::text, max => @max::int, per => @per::interval);
+
+-- name: JobStageDispatch :one
+SELECT pgq.stage_dispatch();
+
+-- name: JobDispatchStaged :one
+SELECT pgq.dispatch_staged(
+    job => @job::text,
+    queue => sqlc.narg('queue')::text,
+    delay => sqlc.narg('delay')::interval,
+    tries => sqlc.narg('tries')::int,
+    backoff => sqlc.narg('backoff')::int[],
+    retry_until => sqlc.narg('retry_until')::timestamptz,
+    max_exceptions => sqlc.narg('max_exceptions')::int,
+    timeout => sqlc.narg('timeout')::int,
+    fail_on_timeout => sqlc.narg('fail_on_timeout')::boolean,
+    priority => @priority::int,
+    unique_key => sqlc.narg('unique_key')::text,
+    unique_for => sqlc.narg('unique_for')::interval,
+    unique_until => sqlc.narg('unique_until')::text,
+    debounce_key => sqlc.narg('debounce_key')::text,
+    debounce_for => sqlc.narg('debounce_for')::interval,
+    debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
+    middleware => sqlc.narg('middleware')::jsonb,
+    retry_for => sqlc.narg('retry_for')::interval
+)::uuid[] AS uuids;

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The pressure scenario (issue 19): an open-loop producer offers -pressure-rate jobs/s
+// to running workers through consecutive phases of -pressure-phase each:
+//
+//	clean      nothing else runs
+//	idle-tx    one session holds a transaction id, idle in transaction, for the whole phase
+//	readers    four REPEATABLE READ sessions scan the jobs table in a loop, each snapshot
+//	           held for a second
+//	high-load  the producer offers -pressure-high-factor times the rate
+//	recovery   nothing else runs (named apart: it follows a phase that left a backlog)
+//
+// Each phase reports the offered and completed rate, the wait from the return of the
+// committing dispatch call to the handler's start (p50, p99, of the jobs started in the
+// phase), the backlog at its end, and the jobs table's dead tuples and size.
+var pressurePhases = []string{"clean", "idle-tx", "readers", "high-load", "recovery"}
+
+// pressureTable is the jobs table of a system, whose dead tuples and size are reported.
+func pressureTable(sys liveSystem) string {
+	if sys.name() == "river" {
+		return "river_job"
+	}
+	return "pgq.jobs"
+}
+
+type phaseResult struct {
+	name              string
+	offered, done     float64 // jobs/s
+	p50, p99          float64 // ms
+	backlog           int64
+	dead              int64
+	size              int64 // bytes, indexes and TOAST included
+	waitsSeen, starts int
+}
+
+// runPressure runs the phases on one system and returns one figure per phase: the
+// completed rate (row pressure-<phase>) and the p99 wait (row pressure-<phase>-p99).
+func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
+	out := runOut{}
+	for _, p := range o.pressurePhases {
+		out.rows = append(out.rows, "pressure-"+p, "pressure-"+p+"-p99")
+	}
+	fail := func(err error) runOut { out.err = err; return out }
+	if err := sys.reset(ctx); err != nil {
+		return fail(err)
+	}
+	if _, err := prepare(ctx, o, sys.pool(), ""); err != nil {
+		return fail(err)
+	}
+	total := int(float64(o.pressureRate)*o.pressurePhase.Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate
+	var rate atomic.Int64 // jobs/s offered now
+	rate.Store(int64(o.pressureRate))
+	base := time.Now()
+	committed := make([]atomic.Int64, total) // ns since base; 0: not yet
+	started := make([]atomic.Int64, total)
+	rc := newRunCounter(total)
+	stop, err := sys.start(ctx, o, func(seq int64) {
+		if seq >= 0 && seq < int64(total) {
+			started[seq].CompareAndSwap(0, int64(time.Since(base)))
+		}
+		rc.ran(seq)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_, _ = stop()
+		}
+	}()
+
+	// The open-loop producer: every 5 ms it dispatches what the rate says is due since
+	// the start, at most 500 jobs per call. It never waits for the workers.
+	var sent atomic.Int64
+	var halt atomic.Bool
+	perr := make(chan error, 1)
+	var pwg sync.WaitGroup
+	pwg.Go(func() {
+		last := time.Now()
+		credit := 0.0 // jobs due and not yet dispatched
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for !halt.Load() {
+			<-tick.C
+			now := time.Now()
+			credit += float64(rate.Load()) * now.Sub(last).Seconds()
+			last = now
+			due := int64(credit)
+			credit -= float64(due)
+			for due > 0 && !halt.Load() {
+				n := min(due, 500)
+				first := sent.Load()
+				if first+n > int64(total) {
+					perr <- fmt.Errorf("pressure: more than %d jobs due", total)
+					return
+				}
+				seqs := make([]int64, n)
+				for i := range seqs {
+					seqs[i] = first + int64(i)
+				}
+				if err := sys.dispatch(ctx, seqs); err != nil {
+					perr <- fmt.Errorf("dispatch: %w", err)
+					return
+				}
+				now := int64(time.Since(base))
+				for _, s := range seqs {
+					committed[s].Store(now)
+				}
+				sent.Add(n)
+				due -= n
+			}
+		}
+	})
+	stopProducer := func() error {
+		halt.Store(true)
+		pwg.Wait()
+		select {
+		case err := <-perr:
+			return err
+		default:
+			return nil
+		}
+	}
+
+	connConfig := sys.pool().Config().ConnConfig // the system's database, whatever the URL named
+	var results []phaseResult
+	for _, phase := range o.pressurePhases {
+		c0, err := sys.completed(ctx)
+		if err != nil {
+			_ = stopProducer()
+			return fail(err)
+		}
+		s0 := sent.Load()
+		from := int64(time.Since(base))
+		if phase == "high-load" {
+			rate.Store(int64(float64(o.pressureRate) * o.pressureHigh))
+		} else {
+			rate.Store(int64(o.pressureRate))
+		}
+		endInterference, err := interfere(ctx, phase, connConfig, pressureTable(sys))
+		if err != nil {
+			_ = stopProducer()
+			return fail(err)
+		}
+		time.Sleep(o.pressurePhase)
+		to := int64(time.Since(base))
+		c1, cerr := sys.completed(ctx)
+		s1 := sent.Load()
+		backlog := s1 - rc.handled.Load()
+		var dead, size int64
+		serr := sys.pool().QueryRow(ctx, `SELECT coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = $1::regclass), 0),
+		    pg_total_relation_size($1::regclass)`, pressureTable(sys)).Scan(&dead, &size)
+		ierr := endInterference()
+		if err := errors.Join(cerr, serr, ierr); err != nil {
+			_ = stopProducer()
+			return fail(err)
+		}
+		secs := float64(to-from) / 1e9
+		r := phaseResult{name: phase, offered: float64(s1-s0) / secs, done: float64(c1-c0) / secs,
+			backlog: backlog, dead: dead, size: size}
+		var waits []float64
+		for i := range int(s1) {
+			st := started[i].Load()
+			if st >= from && st < to {
+				if cm := committed[i].Load(); cm > 0 {
+					waits = append(waits, float64(st-cm)/1e6)
+				}
+			}
+		}
+		slices.Sort(waits)
+		if len(waits) > 0 {
+			r.p50, r.p99 = percentile(waits, 50), percentile(waits, 99)
+		}
+		results = append(results, r)
+	}
+	if err := stopProducer(); err != nil {
+		return fail(err)
+	}
+	n := sent.Load()
+	stopped = true
+	warnings, err := finish(ctx, sys, rc, n, stop)
+	var parts []string
+	for _, r := range results {
+		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB",
+			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6))
+	}
+	out.line = strings.Join(parts, " | ") + fmt.Sprintf(" | %d jobs in all | warnings logged %d", n, warnings)
+	if err != nil {
+		return fail(err)
+	}
+	for _, r := range results {
+		out.add("pressure-"+r.name, r.done)
+		out.add("pressure-"+r.name+"-p99", r.p99)
+	}
+	return out
+}
+
+// interfere starts what a phase puts next to the queue, on connections of its own to
+// the system's database, and returns the function that ends it.
+func interfere(ctx context.Context, phase string, cfg *pgx.ConnConfig, table string) (func() error, error) {
+	switch phase {
+	case "clean", "recovery", "high-load":
+		return func() error { return nil }, nil
+	case "idle-tx":
+		// A forgotten BEGIN in psql: it has written nothing, but holds an xid, so no
+		// vacuum may remove a row version that died after it began.
+		c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Exec(ctx, "BEGIN; SELECT pg_current_xact_id()"); err != nil {
+			c.Close(ctx)
+			return nil, err
+		}
+		return func() error {
+			_, err := c.Exec(ctx, "ROLLBACK")
+			return errors.Join(err, c.Close(ctx))
+		}, nil
+	case "readers":
+		var halt atomic.Bool
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+			if err != nil {
+				halt.Store(true)
+				wg.Wait()
+				return nil, err
+			}
+			wg.Go(func() {
+				defer c.Close(context.WithoutCancel(ctx))
+				for !halt.Load() {
+					tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+					if err != nil {
+						errs <- err
+						return
+					}
+					for end := time.Now().Add(time.Second); time.Now().Before(end) && !halt.Load(); {
+						var n int64
+						if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+							_ = tx.Rollback(ctx)
+							errs <- err
+							return
+						}
+					}
+					if err := tx.Commit(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		return func() error {
+			halt.Store(true)
+			wg.Wait()
+			select {
+			case err := <-errs:
+				return err
+			default:
+				return nil
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown pressure phase %q (use %s)", phase, strings.Join(pressurePhases, ", "))
+}
