@@ -723,6 +723,7 @@ CREATE TABLE pgq.jobs (
     chain_id uuid,
     chain_step integer,
     middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id(),
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -824,6 +825,13 @@ COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.disp
 --
 
 COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).';
+
+
+--
+-- Name: COLUMN jobs.txid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the job waiting or set its lease: what reserve''s low-water marks catch up on (pgq._marks_since). NULL before migration 00017.';
 
 
 --
@@ -2550,6 +2558,120 @@ COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-ke
 
 
 --
+-- Name: _marks_keep(jsonb, pg_snapshot); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT set_config('pgq.reserve_marks', jsonb_build_object(
+        'since', jsonb_build_object(
+            'xmax', pg_snapshot_xmax(p_snap)::text,
+            'xip', (SELECT coalesce(jsonb_agg(x::text), '[]')
+                    FROM (SELECT pg_snapshot_xip(p_snap) AS x
+                          UNION ALL
+                          SELECT pg_current_xact_id_if_assigned()) s
+                    WHERE x IS NOT NULL)),
+        'queues', p_marks)::text, false);
+$$;
+
+
+--
+-- Name: FUNCTION _marks_keep(p_marks jsonb, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) IS 'Reserve''s low-water marks: keeps them in the session (setting pgq.reserve_marks) with the snapshot they hold for.';
+
+
+--
+-- Name: _marks_lower(jsonb, text, integer, timestamp with time zone, bigint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE
+        WHEN p_marks -> p_queue -> 'p' IS NULL THEN p_marks
+        WHEN p_marks -> p_queue -> 'p' -> (p_priority::text) IS NULL
+             OR (p_at, p_id) < ((p_marks -> p_queue -> 'p' -> (p_priority::text) ->> 0)::timestamptz,
+                                (p_marks -> p_queue -> 'p' -> (p_priority::text) ->> 1)::bigint)
+        THEN jsonb_set(p_marks, ARRAY[p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id))
+        ELSE p_marks
+    END;
+$$;
+
+
+--
+-- Name: FUNCTION _marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) IS 'Reserve''s low-water marks: the mark of (queue, priority) lowered to (at, id).';
+
+
+--
+-- Name: _marks_since(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    AS $$
+DECLARE
+    v_state jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;
+    v_xmax  xid8;
+    v_xip   xid8[];
+    r       record;
+BEGIN
+    snap := pg_current_snapshot();
+    SELECT coalesce(jsonb_object_agg(q.key, q.value), '{}') INTO marks
+    FROM jsonb_each(v_state -> 'queues') q
+    WHERE q.key = ANY (p_queues);
+    IF marks = '{}' THEN
+        RETURN;
+    END IF;
+    v_xmax := (v_state -> 'since' ->> 'xmax')::xid8;
+    v_xip := ARRAY(SELECT x::xid8 FROM jsonb_array_elements_text(v_state -> 'since' -> 'xip') x);
+    -- Materialized: both aggregates read the rows found through jobs_txid_idx, never
+    -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
+    FOR r IN
+        WITH written AS MATERIALIZED (
+            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until
+            FROM pgq.jobs j
+            WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
+              AND j.queue = ANY (p_queues)
+        )
+        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
+         FROM written w
+         WHERE w.reserved_at IS NULL
+         ORDER BY w.queue, w.priority, w.available_at, w.id)
+        UNION ALL
+        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until)
+        FROM written w
+        WHERE w.reserved_until IS NOT NULL
+        GROUP BY w.queue
+    LOOP
+        IF r.until IS NULL THEN
+            marks := pgq._marks_lower(marks, r.queue, r.priority, r.available_at, r.id);
+        ELSIF (marks -> r.queue ->> 'l')::timestamptz > r.until THEN
+            marks := jsonb_set(marks, ARRAY[r.queue, 'l'], to_jsonb(r.until));
+        END IF;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) IS 'Reserve''s low-water marks: this session''s marks for these queues, lowered to the rows written since its last reserve by transactions it did not see; and this call''s snapshot.';
+
+
+--
 -- Name: _max_give_backs(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3088,6 +3210,28 @@ COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_te
 
 
 --
+-- Name: _stamp_txid(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._stamp_txid() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    NEW.txid := pg_current_xact_id();
+    RETURN NEW;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _stamp_txid(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._stamp_txid() IS 'Trigger: stamps pgq.jobs.txid on an update that leaves the job waiting, for the low-water marks of pgq.reserve.';
+
+
+--
 -- Name: _take_debounce(text, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3550,6 +3694,9 @@ COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) IS
 CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
@@ -3574,10 +3721,13 @@ BEGIN
     END IF;
 
     WITH done AS (
+        -- One index probe per uuid, and no join that a plan cached on a small table
+        -- could turn around (S78). The token is checked against the set: a lease token
+        -- names one reservation of one job (its last six bytes are the job's id), so
+        -- only the job it was issued for can hold it.
         DELETE FROM pgq.jobs j
-        USING unnest(complete.uuids, complete.tokens) AS t(uuid, token)
-        WHERE j.uuid = t.uuid
-          AND j.lease_token = t.token
+        WHERE j.uuid = ANY (complete.uuids)
+          AND j.lease_token = ANY (complete.tokens)
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
                   j.batch_id, j.chain_id, j.chain_step,
@@ -4003,6 +4153,9 @@ COMMENT ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon in
 CREATE FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean DEFAULT false, default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_now     timestamptz := coalesce(fail.as_of, now());
@@ -4105,6 +4258,9 @@ COMMENT ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out bo
 CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[]) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
@@ -4277,6 +4433,9 @@ COMMENT ON FUNCTION pgq.forget_failed(uuid uuid) IS 'Deletes one failed job (S20
 CREATE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean DEFAULT true, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_now timestamptz := coalesce(give_back.as_of, now());
@@ -4310,15 +4469,18 @@ COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, star
 CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
     WITH held AS (
         UPDATE pgq.jobs j
         SET reserved_until = coalesce(heartbeat.as_of, now())
                              + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
                                                               pgq._default_retry_after()))
-        FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
-        WHERE j.uuid = t.uuid
-          AND j.lease_token = t.token
+            , txid = pg_current_xact_id()  -- the low-water marks of pgq.reserve (S77)
+        WHERE j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
+          AND j.lease_token = ANY (heartbeat.tokens)
         RETURNING j.uuid, j.lease_token, j.overlap_keys
     ), renewed AS (
         UPDATE pgq.overlap_locks o
@@ -4601,6 +4763,9 @@ COMMENT ON FUNCTION pgq.prune_all(history_older_than interval, failed_older_than
 CREATE FUNCTION pgq.release(uuid uuid, token uuid, delay integer DEFAULT 0, refund boolean DEFAULT false, reason text DEFAULT NULL::text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_now timestamptz := coalesce(release.as_of, now());
@@ -4639,6 +4804,9 @@ COMMENT ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boo
 CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, call uuid DEFAULT NULL::uuid) RETURNS SETOF pgq.reservation
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
 DECLARE
@@ -4667,6 +4835,13 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
+    v_snap  pg_snapshot;  -- the snapshot they will hold for
+    v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
+    v_low   timestamptz;  -- the lease sweep starts here
+    v_prio  int;
+    v_at    timestamptz;
+    v_id    bigint;
     -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
     -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
     -- system call) per job; built as text, which costs less than five bytea calls. The
@@ -4681,16 +4856,29 @@ BEGIN
         RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
     END IF;
 
+    -- Where this session's last reserve left these queues, lowered to what was written
+    -- since (S77). The sweep below starts at the lowest of their sweep marks.
+    SELECT m.marks, m.snap INTO v_marks, v_snap FROM pgq._marks_since(reserve.queues) m;
+    SELECT CASE WHEN bool_and(v_marks -> q ->> 'l' IS NOT NULL) THEN min((v_marks -> q ->> 'l')::timestamptz) END
+    INTO v_low
+    FROM unnest(reserve.queues) q;
+    IF v_low IS NULL OR v_low > v_now THEN
+        v_low := '-infinity';
+    END IF;
+
     -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
     -- the same row, and a job being completed right now is left alone. A job with a SQL
     -- handler still here did not commit (its completion is in the handler's transaction),
     -- so its attempt is given back, up to pgq._max_give_backs() times (S35); a Go
     -- handler's outcome is unknown, and its attempt counts. Overlap leases are left to
     -- run out (S34): a cut-off worker cancels its handler only when it cannot renew them.
+    -- The jobs come back below the marks: they are lowered to them.
+    FOR v_rec IN
     WITH expired AS (
         SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
         FROM pgq.jobs j
         WHERE j.reserved_until < v_now
+          AND j.reserved_until >= v_low
           AND j.queue = ANY (reserve.queues)
         ORDER BY j.reserved_until
         LIMIT 1000
@@ -4702,14 +4890,35 @@ BEGIN
             attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
         FROM expired e
         WHERE j.uuid = e.uuid
-    )
+          AND j.uuid = ANY (ARRAY(SELECT x.uuid FROM expired x))  -- probes, whatever the plan (S78)
+        RETURNING j.queue, j.priority, j.available_at, j.id
+    ), recorded AS (
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
     SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
            e.reserved_until, 'lease_expired',
            format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
            || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
-    FROM expired e;
+    FROM expired e
+    )
+    SELECT DISTINCT ON (b.queue, b.priority) b.queue, b.priority, b.available_at, b.id
+    FROM back b
+    ORDER BY b.queue, b.priority, b.available_at, b.id
+    LOOP
+        v_marks := pgq._marks_lower(v_marks, v_rec.queue, v_rec.priority, v_rec.available_at, v_rec.id);
+    END LOOP;
+    -- Every lease of these queues that ended before now, and was not left locked by
+    -- another transaction (or beyond the 1000), has been swept: the next sweep starts at
+    -- the first one left.
+    SELECT coalesce(jsonb_object_agg(q.name, jsonb_set(coalesce(v_marks -> q.name, '{}'), '{l}', to_jsonb(coalesce(l.until, v_now)))), '{}')
+    INTO v_marks
+    FROM unnest(reserve.queues) q(name)
+    LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
+               FROM pgq.jobs j
+               WHERE j.reserved_until < v_now
+                 AND j.reserved_until >= v_low
+                 AND j.queue = ANY (reserve.queues)
+               GROUP BY j.queue) l ON l.queue = q.name;
 
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
@@ -4717,22 +4926,49 @@ BEGIN
         CONTINUE WHEN v_paused;
         v_lease := coalesce(v_lease, pgq._default_retry_after());
 
+        v_qm := v_marks -> v_queue;
+
         -- Exhausted jobs do not fill the batch: pick again until it is full or the
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
-            v_ids := ARRAY (
-                SELECT p.ctid
-                FROM pgq.jobs p
-                WHERE p.queue = v_queue
-                  AND p.reserved_at IS NULL
-                  AND p.available_at <= v_now
-                  AND p.id <> ALL (v_seen)
-                ORDER BY p.priority DESC, p.available_at, p.id
-                LIMIT v_want
-                FOR UPDATE SKIP LOCKED);
+            IF v_qm -> 'p' IS NULL THEN
+                -- The session's first pickup on this queue: from its front.
+                v_ids := ARRAY (
+                    SELECT p.ctid
+                    FROM pgq.jobs p
+                    WHERE p.queue = v_queue
+                      AND p.reserved_at IS NULL
+                      AND p.available_at <= v_now
+                      AND p.id <> ALL (v_seen)
+                    ORDER BY p.priority DESC, p.available_at, p.id
+                    LIMIT v_want
+                    FOR UPDATE SKIP LOCKED);
+            ELSE
+                -- From the marks, one priority after the other (S77): the same order.
+                v_ids := '{}';
+                FOR v_prio, v_at, v_id IN
+                    SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+                    FROM jsonb_each(v_qm -> 'p') m
+                    ORDER BY m.key::int DESC
+                LOOP
+                    v_ids := v_ids || ARRAY (
+                        SELECT p.ctid
+                        FROM pgq.jobs p
+                        WHERE p.queue = v_queue
+                          AND p.priority = v_prio
+                          AND p.reserved_at IS NULL
+                          AND (p.available_at, p.id) >= (v_at, v_id)
+                          AND p.available_at <= v_now
+                          AND p.id <> ALL (v_seen)
+                        ORDER BY p.available_at, p.id
+                        LIMIT v_want - cardinality(v_ids)
+                        FOR UPDATE SKIP LOCKED);
+                    EXIT WHEN cardinality(v_ids) >= v_want;
+                END LOOP;
+            END IF;
             v_picked := cardinality(v_ids);
             EXIT WHEN v_picked = 0;
 
@@ -4746,7 +4982,7 @@ BEGIN
             UPDATE pgq.jobs j
             SET attempts = j.attempts + 1,
                 reserved_at = v_now,
-                reserved_until = v_now + make_interval(secs => v_lease),
+                reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                 reserved_by = reserve.worker,
                 lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                 started_at = v_now
@@ -4801,12 +5037,13 @@ BEGIN
                         UPDATE pgq.jobs j
                         SET attempts = j.attempts + 1,
                             reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                             reserved_by = reserve.worker,
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
                         WHERE j.ctid = a.tid
+                          AND j.ctid = ANY (v_mw_tids)  -- a TID scan, whatever the plan (S78)
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
                         RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
                     LOOP
@@ -4829,13 +5066,14 @@ BEGIN
                         UPDATE pgq.jobs j
                         SET attempts = j.attempts + 1,
                             reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                             reserved_by = reserve.worker,
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
                         WHERE j.ctid = a.tid
+                          AND j.ctid = ANY (v_mw_tids)
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
@@ -4858,7 +5096,7 @@ BEGIN
                 UPDATE pgq.jobs j
                 SET attempts = j.attempts + 1,
                     reserved_at = v_now,
-                    reserved_until = v_now + make_interval(secs => v_lease),
+                    reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                     reserved_by = reserve.worker,
                     lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                     started_at = v_now
@@ -4950,7 +5188,36 @@ BEGIN
             END LOOP;
             EXIT WHEN v_picked < v_want OR v_left <= 0;
         END LOOP;
+
+        -- The marks of this queue move up to its first waiting job of each priority,
+        -- locked by another reserve or not: that reserve may roll back.
+        IF v_qm -> 'p' IS NULL THEN
+            -- The first time, by walking the queue.
+            v_qm := jsonb_set(coalesce(v_qm, '{}'), '{p}', coalesce((
+                SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
+                FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
+                      FROM pgq.jobs p
+                      WHERE p.queue = v_queue AND p.reserved_at IS NULL
+                      ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
+        ELSE
+            -- A priority with no waiting job left is dropped: a new one comes back
+            -- through pgq._marks_since.
+            v_qm := jsonb_set(v_qm, '{p}', coalesce((
+                SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
+                FROM jsonb_each(v_qm -> 'p') m
+                CROSS JOIN LATERAL (
+                    SELECT p.available_at, p.id
+                    FROM pgq.jobs p
+                    WHERE p.queue = v_queue
+                      AND p.priority = m.key::int
+                      AND p.reserved_at IS NULL
+                      AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
+                    ORDER BY p.available_at, p.id
+                    LIMIT 1) f), '{}'));
+        END IF;
+        v_marks := jsonb_set(v_marks, ARRAY[v_queue], v_qm);
     END LOOP;
+    PERFORM pgq._marks_keep(v_marks, v_snap);
 END;
 $_$;
 
@@ -5358,6 +5625,9 @@ COMMENT ON FUNCTION pgq.stage_dispatch() IS 'Bulk dispatch, step 1: this session
 CREATE FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
     v_now   timestamptz := coalesce(unreserve.as_of, now());
@@ -6413,10 +6683,24 @@ CREATE INDEX jobs_reserve_idx ON pgq.jobs USING btree (queue, priority DESC, ava
 
 
 --
+-- Name: jobs_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_txid_idx ON pgq.jobs USING btree (txid);
+
+
+--
 -- Name: schedule_entries_next_run_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
 CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btree (next_run_at) WHERE (NOT paused);
+
+
+--
+-- Name: jobs jobs_stamp_txid; Type: TRIGGER; Schema: pgq; Owner: -
+--
+
+CREATE TRIGGER jobs_stamp_txid BEFORE UPDATE ON pgq.jobs FOR EACH ROW WHEN ((new.reserved_at IS NULL)) EXECUTE FUNCTION pgq._stamp_txid();
 
 
 --
@@ -6781,6 +7065,27 @@ GRANT ALL ON FUNCTION pgq._lock_space(p_space text) TO pgq_reader;
 
 
 --
+-- Name: FUNCTION _marks_keep(p_marks jsonb, p_snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _max_give_backs(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -6955,6 +7260,13 @@ GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regpro
 --
 
 REVOKE ALL ON FUNCTION pgq._staged_payloads_checked() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _stamp_txid(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._stamp_txid() FROM PUBLIC;
 
 
 --

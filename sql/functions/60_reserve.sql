@@ -39,6 +39,7 @@ CREATE OR REPLACE FUNCTION pgq.reserve(
 ) RETURNS SETOF pgq.reservation
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -67,6 +68,13 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
+    v_snap  pg_snapshot;  -- the snapshot they will hold for
+    v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
+    v_low   timestamptz;  -- the lease sweep starts here
+    v_prio  int;
+    v_at    timestamptz;
+    v_id    bigint;
     -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
     -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
     -- system call) per job; built as text, which costs less than five bytea calls. The
@@ -81,16 +89,29 @@ BEGIN
         RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
     END IF;
 
+    -- Where this session's last reserve left these queues, lowered to what was written
+    -- since (S77). The sweep below starts at the lowest of their sweep marks.
+    SELECT m.marks, m.snap INTO v_marks, v_snap FROM pgq._marks_since(reserve.queues) m;
+    SELECT CASE WHEN bool_and(v_marks -> q ->> 'l' IS NOT NULL) THEN min((v_marks -> q ->> 'l')::timestamptz) END
+    INTO v_low
+    FROM unnest(reserve.queues) q;
+    IF v_low IS NULL OR v_low > v_now THEN
+        v_low := '-infinity';
+    END IF;
+
     -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
     -- the same row, and a job being completed right now is left alone. A job with a SQL
     -- handler still here did not commit (its completion is in the handler's transaction),
     -- so its attempt is given back, up to pgq._max_give_backs() times (S35); a Go
     -- handler's outcome is unknown, and its attempt counts. Overlap leases are left to
     -- run out (S34): a cut-off worker cancels its handler only when it cannot renew them.
+    -- The jobs come back below the marks: they are lowered to them.
+    FOR v_rec IN
     WITH expired AS (
         SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
         FROM pgq.jobs j
         WHERE j.reserved_until < v_now
+          AND j.reserved_until >= v_low
           AND j.queue = ANY (reserve.queues)
         ORDER BY j.reserved_until
         LIMIT 1000
@@ -102,14 +123,35 @@ BEGIN
             attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
         FROM expired e
         WHERE j.uuid = e.uuid
-    )
+          AND j.uuid = ANY (ARRAY(SELECT x.uuid FROM expired x))  -- probes, whatever the plan (S78)
+        RETURNING j.queue, j.priority, j.available_at, j.id
+    ), recorded AS (
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
     SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
            e.reserved_until, 'lease_expired',
            format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
            || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
-    FROM expired e;
+    FROM expired e
+    )
+    SELECT DISTINCT ON (b.queue, b.priority) b.queue, b.priority, b.available_at, b.id
+    FROM back b
+    ORDER BY b.queue, b.priority, b.available_at, b.id
+    LOOP
+        v_marks := pgq._marks_lower(v_marks, v_rec.queue, v_rec.priority, v_rec.available_at, v_rec.id);
+    END LOOP;
+    -- Every lease of these queues that ended before now, and was not left locked by
+    -- another transaction (or beyond the 1000), has been swept: the next sweep starts at
+    -- the first one left.
+    SELECT coalesce(jsonb_object_agg(q.name, jsonb_set(coalesce(v_marks -> q.name, '{}'), '{l}', to_jsonb(coalesce(l.until, v_now)))), '{}')
+    INTO v_marks
+    FROM unnest(reserve.queues) q(name)
+    LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
+               FROM pgq.jobs j
+               WHERE j.reserved_until < v_now
+                 AND j.reserved_until >= v_low
+                 AND j.queue = ANY (reserve.queues)
+               GROUP BY j.queue) l ON l.queue = q.name;
 
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
@@ -117,22 +159,49 @@ BEGIN
         CONTINUE WHEN v_paused;
         v_lease := coalesce(v_lease, pgq._default_retry_after());
 
+        v_qm := v_marks -> v_queue;
+
         -- Exhausted jobs do not fill the batch: pick again until it is full or the
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
-            v_ids := ARRAY (
-                SELECT p.ctid
-                FROM pgq.jobs p
-                WHERE p.queue = v_queue
-                  AND p.reserved_at IS NULL
-                  AND p.available_at <= v_now
-                  AND p.id <> ALL (v_seen)
-                ORDER BY p.priority DESC, p.available_at, p.id
-                LIMIT v_want
-                FOR UPDATE SKIP LOCKED);
+            IF v_qm -> 'p' IS NULL THEN
+                -- The session's first pickup on this queue: from its front.
+                v_ids := ARRAY (
+                    SELECT p.ctid
+                    FROM pgq.jobs p
+                    WHERE p.queue = v_queue
+                      AND p.reserved_at IS NULL
+                      AND p.available_at <= v_now
+                      AND p.id <> ALL (v_seen)
+                    ORDER BY p.priority DESC, p.available_at, p.id
+                    LIMIT v_want
+                    FOR UPDATE SKIP LOCKED);
+            ELSE
+                -- From the marks, one priority after the other (S77): the same order.
+                v_ids := '{}';
+                FOR v_prio, v_at, v_id IN
+                    SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+                    FROM jsonb_each(v_qm -> 'p') m
+                    ORDER BY m.key::int DESC
+                LOOP
+                    v_ids := v_ids || ARRAY (
+                        SELECT p.ctid
+                        FROM pgq.jobs p
+                        WHERE p.queue = v_queue
+                          AND p.priority = v_prio
+                          AND p.reserved_at IS NULL
+                          AND (p.available_at, p.id) >= (v_at, v_id)
+                          AND p.available_at <= v_now
+                          AND p.id <> ALL (v_seen)
+                        ORDER BY p.available_at, p.id
+                        LIMIT v_want - cardinality(v_ids)
+                        FOR UPDATE SKIP LOCKED);
+                    EXIT WHEN cardinality(v_ids) >= v_want;
+                END LOOP;
+            END IF;
             v_picked := cardinality(v_ids);
             EXIT WHEN v_picked = 0;
 
@@ -146,7 +215,7 @@ BEGIN
             UPDATE pgq.jobs j
             SET attempts = j.attempts + 1,
                 reserved_at = v_now,
-                reserved_until = v_now + make_interval(secs => v_lease),
+                reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                 reserved_by = reserve.worker,
                 lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                 started_at = v_now
@@ -201,12 +270,13 @@ BEGIN
                         UPDATE pgq.jobs j
                         SET attempts = j.attempts + 1,
                             reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                             reserved_by = reserve.worker,
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
                         WHERE j.ctid = a.tid
+                          AND j.ctid = ANY (v_mw_tids)  -- a TID scan, whatever the plan (S78)
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
                         RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
                     LOOP
@@ -229,13 +299,14 @@ BEGIN
                         UPDATE pgq.jobs j
                         SET attempts = j.attempts + 1,
                             reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease),
+                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                             reserved_by = reserve.worker,
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
                         WHERE j.ctid = a.tid
+                          AND j.ctid = ANY (v_mw_tids)
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
@@ -258,7 +329,7 @@ BEGIN
                 UPDATE pgq.jobs j
                 SET attempts = j.attempts + 1,
                     reserved_at = v_now,
-                    reserved_until = v_now + make_interval(secs => v_lease),
+                    reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                     reserved_by = reserve.worker,
                     lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
                     started_at = v_now
@@ -350,7 +421,36 @@ BEGIN
             END LOOP;
             EXIT WHEN v_picked < v_want OR v_left <= 0;
         END LOOP;
+
+        -- The marks of this queue move up to its first waiting job of each priority,
+        -- locked by another reserve or not: that reserve may roll back.
+        IF v_qm -> 'p' IS NULL THEN
+            -- The first time, by walking the queue.
+            v_qm := jsonb_set(coalesce(v_qm, '{}'), '{p}', coalesce((
+                SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
+                FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
+                      FROM pgq.jobs p
+                      WHERE p.queue = v_queue AND p.reserved_at IS NULL
+                      ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
+        ELSE
+            -- A priority with no waiting job left is dropped: a new one comes back
+            -- through pgq._marks_since.
+            v_qm := jsonb_set(v_qm, '{p}', coalesce((
+                SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
+                FROM jsonb_each(v_qm -> 'p') m
+                CROSS JOIN LATERAL (
+                    SELECT p.available_at, p.id
+                    FROM pgq.jobs p
+                    WHERE p.queue = v_queue
+                      AND p.priority = m.key::int
+                      AND p.reserved_at IS NULL
+                      AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
+                    ORDER BY p.available_at, p.id
+                    LIMIT 1) f), '{}'));
+        END IF;
+        v_marks := jsonb_set(v_marks, ARRAY[v_queue], v_qm);
     END LOOP;
+    PERFORM pgq._marks_keep(v_marks, v_snap);
 END;
 $$;
 
@@ -366,6 +466,7 @@ COMMENT ON FUNCTION pgq.reserve(text, text[], int, int, timestamptz, uuid) IS
 CREATE OR REPLACE FUNCTION pgq.unreserve(call uuid, as_of timestamptz DEFAULT NULL) RETURNS int
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
     v_now   timestamptz := coalesce(unreserve.as_of, now());

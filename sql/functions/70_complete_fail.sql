@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of times
 RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 SET plan_cache_mode = force_generic_plan  -- planning its statements cost more than running them
 AS $$
 DECLARE
@@ -35,10 +36,13 @@ BEGIN
     END IF;
 
     WITH done AS (
+        -- One index probe per uuid, and no join that a plan cached on a small table
+        -- could turn around (S78). The token is checked against the set: a lease token
+        -- names one reservation of one job (its last six bytes are the job's id), so
+        -- only the job it was issued for can hold it.
         DELETE FROM pgq.jobs j
-        USING unnest(complete.uuids, complete.tokens) AS t(uuid, token)
-        WHERE j.uuid = t.uuid
-          AND j.lease_token = t.token
+        WHERE j.uuid = ANY (complete.uuids)
+          AND j.lease_token = ANY (complete.tokens)
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
                   j.batch_id, j.chain_id, j.chain_step,
@@ -130,6 +134,7 @@ CREATE OR REPLACE FUNCTION pgq.fail(
 ) RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
     v_now     timestamptz := coalesce(fail.as_of, now());
@@ -233,6 +238,7 @@ CREATE OR REPLACE FUNCTION pgq.fail_many(
 ) RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
@@ -268,6 +274,7 @@ CREATE OR REPLACE FUNCTION pgq.release(
 ) RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
     v_now timestamptz := coalesce(release.as_of, now());
@@ -309,6 +316,7 @@ CREATE OR REPLACE FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason tex
 RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
     v_now timestamptz := coalesce(give_back.as_of, now());
@@ -338,15 +346,16 @@ CREATE OR REPLACE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of time
 RETURNS SETOF uuid
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
     WITH held AS (
         UPDATE pgq.jobs j
         SET reserved_until = coalesce(heartbeat.as_of, now())
                              + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
                                                               pgq._default_retry_after()))
-        FROM unnest(heartbeat.uuids, heartbeat.tokens) AS t(uuid, token)
-        WHERE j.uuid = t.uuid
-          AND j.lease_token = t.token
+            , txid = pg_current_xact_id()  -- the low-water marks of pgq.reserve (S77)
+        WHERE j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
+          AND j.lease_token = ANY (heartbeat.tokens)
         RETURNING j.uuid, j.lease_token, j.overlap_keys
     ), renewed AS (
         UPDATE pgq.overlap_locks o

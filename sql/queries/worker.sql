@@ -86,10 +86,10 @@ SELECT (pg_has_role(relowner, 'USAGE')
             THEN has_table_privilege('pgq.jobs', 'MAINTAIN') ELSE false END)::boolean AS allowed
 FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
 
--- name: JobsVacuumDue :one
--- Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
--- old).
-SELECT (n_dead_tup >= @dead_tuples::bigint)::boolean AS due
+-- name: JobsDeadTuples :one
+-- The dead rows of pgq.jobs, from the statistics (about a second old; right after a
+-- VACUUM, the rows it could not remove yet).
+SELECT coalesce(n_dead_tup, 0)::bigint AS dead
 FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass;
 
 -- name: JobsVacuum :exec
