@@ -16,6 +16,11 @@ type maintenance struct {
 	q   *dbsqlc.Queries
 	cfg *config
 	log *slog.Logger
+
+	// Owned by the vacuum loop: while a held xmin horizon keeps vacuums from removing
+	// dead rows, the next try is not before vacuumNext.
+	vacuumWait time.Duration
+	vacuumNext time.Time
 }
 
 // checkConfig runs the ordering linter (pgq.check, S16) with this worker's defaults and
@@ -92,10 +97,18 @@ func (m *maintenance) vacuum(ctx context.Context) {
 	everySecond(ctx, func() { m.vacuumOnce(ctx) })
 }
 
-// vacuumOnce vacuums pgq.jobs if it is due.
+// vacuumOnce vacuums pgq.jobs if it is due. A vacuum that leaves vacuumAfter dead rows
+// or more could not remove them: a transaction, a snapshot or a replication slot holds
+// the xmin horizon back. Vacuuming again each second would only read the whole table
+// (which grows as long as the hold lasts) to no end, so the next try waits 2 s, then 4,
+// 8, up to a minute, until a vacuum gets below vacuumAfter again. Reserving does not
+// need the vacuum meanwhile: it starts at its marks (S77).
 func (m *maintenance) vacuumOnce(ctx context.Context) {
-	due, err := m.q.JobsVacuumDue(ctx, int64(m.cfg.vacuumAfter))
-	if err != nil || !due {
+	if time.Now().Before(m.vacuumNext) {
+		return
+	}
+	dead, err := m.q.JobsDeadTuples(ctx)
+	if err != nil || dead < int64(m.cfg.vacuumAfter) {
 		return
 	}
 	start := time.Now()
@@ -104,4 +117,21 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 		return
 	}
 	m.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
+	left, err := m.q.JobsDeadTuples(ctx)
+	if err != nil {
+		return
+	}
+	if left < int64(m.cfg.vacuumAfter) {
+		if m.vacuumWait > 0 {
+			m.log.Info("pgq.jobs: vacuum removes dead rows again", "dead_rows_left", left)
+		}
+		m.vacuumWait = 0
+		return
+	}
+	if m.vacuumWait == 0 {
+		m.log.Info("pgq.jobs: vacuum could not remove dead rows: something holds the xmin horizon back (an idle transaction, a long query, a replication slot); vacuuming less often until it can",
+			"dead_rows_left", left, "before", dead)
+	}
+	m.vacuumWait = min(max(2*m.vacuumWait, 2*time.Second), time.Minute)
+	m.vacuumNext = time.Now().Add(m.vacuumWait)
 }

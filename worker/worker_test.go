@@ -837,3 +837,38 @@ func TestS40CancelRunningHandlers(t *testing.T) {
 	_, err = b.client.Cancel(ctx, goJob)
 	require.ErrorIs(t, err, pgq.ErrNotFound)
 }
+
+// S47, S77: while a transaction holds the xmin horizon back, a vacuum of pgq.jobs can
+// remove nothing, and vacuuming each second would only read a growing table. The worker
+// says so once and tries again after 2, 4, 8 … seconds; once the horizon moves, a
+// vacuum removes the rows and it says that too.
+func TestS47S77VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	vacuums := func() int {
+		return pgqtest.Scalar[int](t, b.db, `SELECT vacuum_count::int FROM pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass`)
+	}
+	hold, err := b.db.Pool.Begin(context.Background())
+	require.NoError(t, err)
+	defer hold.Rollback(context.Background())
+	require.NoError(t, hold.QueryRow(context.Background(), `SELECT pg_current_xact_id()`).Scan(new(any)))
+
+	b.dispatchOrders(t, "ping", 300)
+	logs := &lockedBuffer{}
+	w, err := worker.New(b.db.Pool, worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))),
+		worker.WithSleep(100*time.Millisecond), worker.WithVacuumAfter(100))
+	require.NoError(t, err)
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error { return nil }})
+	stop := start(t, w)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "vacuum could not remove dead rows") },
+		20*time.Second, 50*time.Millisecond)
+	before := vacuums()
+	time.Sleep(5 * time.Second)
+	require.LessOrEqual(t, vacuums()-before, 2, "tries after 2 s and 4 s, not each second")
+
+	require.NoError(t, hold.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "vacuum removes dead rows again") },
+		30*time.Second, 100*time.Millisecond)
+	require.NoError(t, stop())
+	require.Equal(t, 1, strings.Count(logs.String(), "could not remove"), "said once while it lasted")
+}

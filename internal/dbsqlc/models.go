@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // What pgq.reserve did with a job it will not hand over: turned away by middleware, exhausted (S12), debounced (S24), or failed because its middleware could not be evaluated.
@@ -295,6 +296,8 @@ type PgqJob struct {
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
 	MiddlewareKeys json.RawMessage
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks catch up on (pgq._marks_since). NULL before migration 00017.
+	Txid pgtype.Uint64
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.

@@ -431,6 +431,20 @@ func (q *Queries) JobUnreserve(ctx context.Context, call uuid.UUID) (int32, erro
 	return given_back, err
 }
 
+const jobsDeadTuples = `-- name: JobsDeadTuples :one
+SELECT coalesce(n_dead_tup, 0)::bigint AS dead
+FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass
+`
+
+// The dead rows of pgq.jobs, from the statistics (about a second old; right after a
+// VACUUM, the rows it could not remove yet).
+func (q *Queries) JobsDeadTuples(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, jobsDeadTuples)
+	var dead int64
+	err := row.Scan(&dead)
+	return dead, err
+}
+
 const jobsVacuum = `-- name: JobsVacuum :exec
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs
 `
@@ -461,20 +475,6 @@ func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
 	var allowed bool
 	err := row.Scan(&allowed)
 	return allowed, err
-}
-
-const jobsVacuumDue = `-- name: JobsVacuumDue :one
-SELECT (n_dead_tup >= $1::bigint)::boolean AS due
-FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass
-`
-
-// Whether pgq.jobs has at least @dead_tuples dead rows (from the statistics, about a second
-// old).
-func (q *Queries) JobsVacuumDue(ctx context.Context, deadTuples int64) (bool, error) {
-	row := q.db.QueryRow(ctx, jobsVacuumDue, deadTuples)
-	var due bool
-	err := row.Scan(&due)
-	return due, err
 }
 
 const listenJobs = `-- name: ListenJobs :exec
