@@ -90,6 +90,7 @@ type options struct {
 
 	pressureRate   int
 	pressurePhase  time.Duration
+	pressureHold   time.Duration
 	pressurePhases []string
 	pressureConc   int
 	pressureHigh   float64
@@ -162,6 +163,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
 	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
+	flag.DurationVar(&o.pressureHold, "pressure-hold", 0, "pressure: length of the idle-tx phase (issue 19: 10m); 0: -pressure-phase")
 	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
 	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
 	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (issue 19's burst: 1.5)")
@@ -176,7 +178,10 @@ func parseFlags() (options, error) {
 		}
 		o.pressurePhases = append(o.pressurePhases, p)
 	}
-	if o.pressureRate < 1 || o.pressurePhase <= 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 {
+	if o.pressureHold == 0 {
+		o.pressureHold = o.pressurePhase
+	}
+	if o.pressureRate < 1 || o.pressurePhase <= 0 || o.pressureHold < 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 {
 		return o, errors.New("-pressure-rate, -pressure-concurrency and -pressure-high-factor must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
 	}
 
@@ -337,7 +342,7 @@ func run() error {
 					if p == "high-load" {
 						offered = int(float64(o.pressureRate) * o.pressureHigh)
 					}
-					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.pressurePhase, offered, o.pressureConc), false, 0)
+					t.define("pressure-"+p, fmt.Sprintf("5. pressure, phase %s (%s): completed jobs/s, offered %d/s open-loop (concurrency %d)", p, o.phaseLength(p), offered, o.pressureConc), false, 0)
 					t.define("pressure-"+p+"-p99", fmt.Sprintf("5. pressure, phase %s: p99 wait dispatch → start, ms", p), true, 1)
 				}
 				if pe != nil {
@@ -512,4 +517,12 @@ func prepare(ctx context.Context, o options, pool *pgxpool.Pool, table string) (
 	}
 	waited, gaveUp := waitQuiet(o.quietCores, o.quietMax)
 	return fmt.Sprintf("waited %s for quiet%s", waited.Round(time.Second), notQuiet(gaveUp)), nil
+}
+
+// phaseLength is how long the pressure phase runs.
+func (o options) phaseLength(phase string) time.Duration {
+	if phase == "idle-tx" {
+		return o.pressureHold
+	}
+	return o.pressurePhase
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -44,7 +45,11 @@ type phaseResult struct {
 	dead              int64
 	size              int64 // bytes, indexes and TOAST included
 	waitsSeen, starts int
+	windows           []string // per 10 s of the phase: jobs started/s and their p99 wait
 }
+
+// pressureWindow is the length of the windows of a phase's tail report.
+const pressureWindow = 10 * time.Second
 
 // runPressure runs the phases on one system and returns one figure per phase: the
 // completed rate (row pressure-<phase>) and the p99 wait (row pressure-<phase>-p99).
@@ -60,7 +65,7 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	if _, err := prepare(ctx, o, sys.pool(), ""); err != nil {
 		return fail(err)
 	}
-	total := int(float64(o.pressureRate)*o.pressurePhase.Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate
+	total := int(float64(o.pressureRate)*(o.pressurePhase+o.pressureHold).Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate
 	var rate atomic.Int64 // jobs/s offered now
 	rate.Store(int64(o.pressureRate))
 	base := time.Now()
@@ -156,7 +161,7 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 			_ = stopProducer()
 			return fail(err)
 		}
-		time.Sleep(o.pressurePhase)
+		time.Sleep(o.phaseLength(phase))
 		to := int64(time.Since(base))
 		c1, cerr := sys.completed(ctx)
 		s1 := sent.Load()
@@ -185,6 +190,18 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		if len(waits) > 0 {
 			r.p50, r.p99 = percentile(waits, 50), percentile(waits, 99)
 		}
+		byWindow := make([][]float64, int((to-from+int64(pressureWindow)-1)/int64(pressureWindow)))
+		for i := range int(s1) {
+			st, cm := started[i].Load(), committed[i].Load()
+			if st >= from && st < to && cm > 0 {
+				w := (st - from) / int64(pressureWindow)
+				byWindow[w] = append(byWindow[w], float64(st-cm)/1e6)
+			}
+		}
+		for _, ws := range byWindow {
+			slices.Sort(ws)
+			r.windows = append(r.windows, fmt.Sprintf("%.0f/s p99 %.0f ms", float64(len(ws))/pressureWindow.Seconds(), percentile(ws, 99)))
+		}
 		results = append(results, r)
 	}
 	if err := stopProducer(); err != nil {
@@ -197,6 +214,7 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	for _, r := range results {
 		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB",
 			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6))
+		fmt.Fprintf(os.Stderr, "pressure %s %s, per %s: %s\n", sys.name(), r.name, pressureWindow, strings.Join(r.windows, " | "))
 	}
 	out.line = strings.Join(parts, " | ") + fmt.Sprintf(" | %d jobs in all | warnings logged %d", n, warnings)
 	if err != nil {
