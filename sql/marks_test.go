@@ -155,7 +155,7 @@ func TestS77NoWaitingJobIsPassedOver(t *testing.T) {
 		tx, err := s.Begin(ctx)
 		require.NoError(t, err)
 		defer tx.Rollback(ctx)
-		y := dispatchOn(t, tx, "y", 0) // the transaction has an id before the next snapshot,
+		y := dispatchOn(t, tx, "y", 0)                                         // the transaction has an id before the next snapshot,
 		db.Exec(t, `SELECT pgq.dispatch('elsewhere', '{}', queue => 'other')`) // and a later one ends before it
 		require.Equal(t, []uuid.UUID{y}, pick(t, tx, 10, time.Time{}))
 		z := dispatchOn(t, tx, "z", 0)
