@@ -102,7 +102,9 @@ func (m *maintenance) vacuum(ctx context.Context) {
 // the xmin horizon back. Vacuuming again each second would only read the whole table
 // (which grows as long as the hold lasts) to no end, so the next try waits 2 s, then 4,
 // 8, up to a minute, until a vacuum gets below vacuumAfter again. Reserving does not
-// need the vacuum meanwhile: it starts at its marks (S77).
+// need the vacuum meanwhile: it starts at its marks (S77). And a vacuum that took d
+// waits 3d before the next, so vacuuming a table bloated by a long hold takes at most a
+// quarter of the time.
 func (m *maintenance) vacuumOnce(ctx context.Context) {
 	if time.Now().Before(m.vacuumNext) {
 		return
@@ -116,7 +118,11 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 		m.log.Warn("vacuum of pgq.jobs failed", "err", err)
 		return
 	}
-	m.log.Debug("vacuumed pgq.jobs", "took", time.Since(start))
+	took := time.Since(start)
+	m.log.Debug("vacuumed pgq.jobs", "took", took)
+	// At most a quarter of the time: after a long hold the table is large, its first
+	// vacuums take minutes, and back to back they would take a core from the handlers.
+	m.vacuumNext = time.Now().Add(3 * took)
 	left, err := m.q.JobsDeadTuples(ctx)
 	if err != nil {
 		return
@@ -133,5 +139,7 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 			"dead_rows_left", left, "before", dead)
 	}
 	m.vacuumWait = min(max(2*m.vacuumWait, 2*time.Second), time.Minute)
-	m.vacuumNext = time.Now().Add(m.vacuumWait)
+	if next := time.Now().Add(m.vacuumWait); next.After(m.vacuumNext) {
+		m.vacuumNext = next
+	}
 }
