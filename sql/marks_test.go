@@ -313,6 +313,16 @@ func TestS77ConcurrentSessionsFindEveryJob(t *testing.T) {
 	require.Greater(t, len(seen), 500)
 }
 
+// buffersTouched runs sql on c under EXPLAIN (ANALYZE, BUFFERS) and returns the shared
+// buffers it touched, the functions it called included.
+func buffersTouched(t *testing.T, c *pgx.Conn, sql string) int {
+	t.Helper()
+	var plan []map[string]any
+	require.NoError(t, c.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+sql).Scan(&plan))
+	top := plan[0]["Plan"].(map[string]any)
+	return int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
+}
+
 // assertNoError reports err from a goroutine of a test, which must not call FailNow.
 func assertNoError(t *testing.T, err error) bool {
 	t.Helper()
@@ -337,12 +347,7 @@ func TestS77ReserveCostDoesNotGrowWithFinishedJobs(t *testing.T) {
 
 	// reserveCost is the shared buffers one reserve of 1 touches on c.
 	reserveCost := func(c *pgx.Conn, at time.Time) int {
-		var plan []map[string]any
-		require.NoError(t, c.QueryRow(ctx, fmt.Sprintf(
-			`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM pgq.reserve('w', '{default}', 1, 1, '%s')`,
-			at.Format(time.RFC3339Nano))).Scan(&plan))
-		top := plan[0]["Plan"].(map[string]any)
-		return int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
+		return buffersTouched(t, c, fmt.Sprintf(`SELECT * FROM pgq.reserve('w', '{default}', 1, 1, '%s')`, at.Format(time.RFC3339Nano)))
 	}
 	finishAll := func(c *pgx.Conn, at time.Time) {
 		for {
@@ -392,12 +397,7 @@ func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	s := session(t, db)
-	cost := func(sql string, args ...any) int {
-		var plan []map[string]any
-		require.NoError(t, s.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+sql, args...).Scan(&plan))
-		top := plan[0]["Plan"].(map[string]any)
-		return int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
-	}
+	cost := func(sql string) int { return buffersTouched(t, s, sql) }
 	type lease struct{ id, token uuid.UUID }
 	reserveTen := func() []lease {
 		rows, err := s.Query(ctx, `SELECT uuid, lease_token FROM pgq.reserve('w', '{default}', 10) WHERE pickup IS NULL`)
