@@ -432,17 +432,23 @@ func (q *Queries) JobUnreserve(ctx context.Context, call uuid.UUID) (int32, erro
 }
 
 const jobsDeadTuples = `-- name: JobsDeadTuples :one
-SELECT coalesce(n_dead_tup, 0)::bigint AS dead
+SELECT coalesce(n_dead_tup, 0)::bigint AS dead, coalesce(n_tup_upd + n_tup_del, 0)::bigint AS died
 FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass
 `
 
+type JobsDeadTuplesRow struct {
+	Dead int64
+	Died int64
+}
+
 // The dead rows of pgq.jobs, from the statistics (about a second old; right after a
-// VACUUM, the rows it could not remove yet).
-func (q *Queries) JobsDeadTuples(ctx context.Context) (int64, error) {
+// VACUUM, the rows it could not remove yet), and how many row versions have died in
+// all (updates and deletes: a count that only grows).
+func (q *Queries) JobsDeadTuples(ctx context.Context) (*JobsDeadTuplesRow, error) {
 	row := q.db.QueryRow(ctx, jobsDeadTuples)
-	var dead int64
-	err := row.Scan(&dead)
-	return dead, err
+	var i JobsDeadTuplesRow
+	err := row.Scan(&i.Dead, &i.Died)
+	return &i, err
 }
 
 const jobsVacuum = `-- name: JobsVacuum :exec

@@ -88,8 +88,9 @@ FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
 
 -- name: JobsDeadTuples :one
 -- The dead rows of pgq.jobs, from the statistics (about a second old; right after a
--- VACUUM, the rows it could not remove yet).
-SELECT coalesce(n_dead_tup, 0)::bigint AS dead
+-- VACUUM, the rows it could not remove yet), and how many row versions have died in
+-- all (updates and deletes: a count that only grows).
+SELECT coalesce(n_dead_tup, 0)::bigint AS dead, coalesce(n_tup_upd + n_tup_del, 0)::bigint AS died
 FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass;
 
 -- name: JobsVacuum :exec
