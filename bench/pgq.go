@@ -486,8 +486,19 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 		return nil, err
 	}
 	logs := &logCounter{}
+	var log slog.Handler = slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})
+	closeLog := func() error { return nil }
+	if o.pgqLog != "" {
+		f, err := os.OpenFile(o.pgqLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			wpool.Close()
+			return nil, err
+		}
+		closeLog = f.Close
+		log = slog.NewMultiHandler(log, noJobLines{slog.NewTextHandler(f, nil)})
+	}
 	opts := []worker.Option{
-		worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		worker.WithLogger(slog.New(log)),
 		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
 	}
 	if l.concurrency > 0 {
@@ -496,7 +507,7 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
 		wpool.Close()
-		return nil, err
+		return nil, errors.Join(err, closeLog())
 	}
 	worker.Handle(w, "seq", worker.Handler[seqArgs]{
 		Run: func(_ context.Context, j *worker.Job[seqArgs]) error { onRun(j.Args.Seq); return nil },
@@ -510,9 +521,9 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 		wg.Wait()
 		wpool.Close()
 		if runErr != nil {
-			return logs.count(), fmt.Errorf("worker.Run: %w (first log lines: %s)", runErr, logs.first())
+			return logs.count(), errors.Join(fmt.Errorf("worker.Run: %w (first log lines: %s)", runErr, logs.first()), closeLog())
 		}
-		return logs.count(), nil
+		return logs.count(), closeLog()
 	}, nil
 }
 
@@ -598,3 +609,19 @@ func printServerStats(ctx context.Context, pool *pgxpool.Pool, jobs int) error {
 		commits, float64(commits)/float64(jobs), rollbacks)
 	return nil
 }
+
+// noJobLines drops the worker's line per job (info level: "job succeeded" and the like),
+// tens of thousands a second here, and keeps what the worker says about itself.
+type noJobLines struct{ slog.Handler }
+
+func (h noJobLines) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn && strings.HasPrefix(r.Message, "job ") {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h noJobLines) WithAttrs(as []slog.Attr) slog.Handler {
+	return noJobLines{h.Handler.WithAttrs(as)}
+}
+func (h noJobLines) WithGroup(name string) slog.Handler { return noJobLines{h.Handler.WithGroup(name)} }
