@@ -842,7 +842,7 @@ func TestS40CancelRunningHandlers(t *testing.T) {
 // remove nothing, and vacuuming each second would only read a growing table. The worker
 // says so once and tries again after 2, 4, 8 … seconds; once the horizon moves, a
 // vacuum removes the rows and it says that too.
-func TestS47S77VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
+func TestS47S77S79VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	vacuums := func() int {
@@ -866,9 +866,16 @@ func TestS47S77VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	require.LessOrEqual(t, vacuums()-before, 2, "tries after 2 s and 4 s, not each second")
 
+	// S79: the pages the table grew by during the hold go back to the system after it.
+	size := func() int64 {
+		return pgqtest.Scalar[int64](t, b.db, `SELECT pg_relation_size('pgq.jobs')`)
+	}
+	held := size()
 	require.NoError(t, hold.Rollback(context.Background()))
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "vacuum removes dead rows again") },
 		30*time.Second, 100*time.Millisecond)
+	require.Less(t, size(), held, "the vacuum that removed the rows gave their pages back")
+	require.Contains(t, logs.String(), "vacuum gave space back to the system")
 	require.NoError(t, stop())
 	require.Equal(t, 1, strings.Count(logs.String(), "could not remove"), "said once while it lasted")
 }

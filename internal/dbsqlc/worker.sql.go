@@ -451,6 +451,18 @@ func (q *Queries) JobsDeadTuples(ctx context.Context) (*JobsDeadTuplesRow, error
 	return &i, err
 }
 
+const jobsSize = `-- name: JobsSize :one
+SELECT pg_catalog.pg_relation_size('pgq.jobs'::regclass)::bigint AS bytes
+`
+
+// The bytes of pgq.jobs's table, without its indexes.
+func (q *Queries) JobsSize(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, jobsSize)
+	var bytes int64
+	err := row.Scan(&bytes)
+	return bytes, err
+}
+
 const jobsVacuum = `-- name: JobsVacuum :exec
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs
 `
@@ -481,6 +493,19 @@ func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
 	var allowed bool
 	err := row.Scan(&allowed)
 	return allowed, err
+}
+
+const jobsVacuumShrink = `-- name: JobsVacuumShrink :exec
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs
+`
+
+// JobsVacuum, and then the empty pages at the table's end are given back to the
+// system (S79): after a held horizon, the whole of what the table grew meanwhile.
+// VACUUM takes the ACCESS EXCLUSIVE lock this needs only when no one holds a lock on
+// the table, and lets go of it as soon as someone waits for one.
+func (q *Queries) JobsVacuumShrink(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, jobsVacuumShrink)
+	return err
 }
 
 const listenJobs = `-- name: ListenJobs :exec

@@ -103,6 +103,17 @@ FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass;
 -- (a process each) cost more than the parallel index pass saved on a table this size.
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs;
 
+-- name: JobsVacuumShrink :exec
+-- JobsVacuum, and then the empty pages at the table's end are given back to the
+-- system (S79): after a held horizon, the whole of what the table grew meanwhile.
+-- VACUUM takes the ACCESS EXCLUSIVE lock this needs only when no one holds a lock on
+-- the table, and lets go of it as soon as someone waits for one.
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs;
+
+-- name: JobsSize :one
+-- The bytes of pgq.jobs's table, without its indexes.
+SELECT pg_catalog.pg_relation_size('pgq.jobs'::regclass)::bigint AS bytes;
+
 -- name: JobCancelRequests :many
 -- The lease tokens of this worker's jobs an operator asked to cancel (pgq.cancel).
 SELECT c.token::uuid AS token FROM pgq.cancel_requests(worker => @worker::text) AS c(token);
