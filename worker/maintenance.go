@@ -18,11 +18,11 @@ type maintenance struct {
 	log *slog.Logger
 
 	// Owned by the vacuum loop: while a held xmin horizon keeps vacuums from removing
-	// dead rows, the next try is not before vacuumNext; once it is let go, the vacuums
-	// give the space the table grew meanwhile back (shrink, S79).
+	// dead rows, the next try is not before vacuumNext. From a hold's start until the
+	// table is back to shrinkTo bytes after it, vacuums give its empty end back (S79).
 	vacuumWait time.Duration
 	vacuumNext time.Time
-	shrinkTo   int64 // bytes; 0: not shrinking
+	shrinkTo   int64 // 0: not shrinking
 }
 
 // checkConfig runs the ordering linter (pgq.check, S16) with this worker's defaults and
