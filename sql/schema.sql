@@ -129,6 +129,8 @@ COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup N
 CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) RETURNS SETOF pgq.admission
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
     AS $$
 DECLARE
     v_n     int := coalesce(cardinality(p_jobs), 0);
@@ -2969,6 +2971,8 @@ COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes 
 CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
     AS $$
     -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
     -- lease found against every uuid.
