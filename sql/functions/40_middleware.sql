@@ -284,10 +284,11 @@ CREATE OR REPLACE FUNCTION pgq._admit(
 RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
--- Its callers (reserve, complete) turn hash and merge joins off for pgq.jobs (S78); its
--- joins are of a batch's arrays with each other and with small keyed tables, and as
--- nested loops they cost n² (the without_overlapping drain fell from 0.46 to 0.21 of
--- the plain drain).
+-- pgq.reserve turns hash and merge joins off for pgq.jobs (S78), and the setting holds
+-- here too; but these joins are of a batch's arrays with each other and with small
+-- keyed tables, and as nested loops they cost n² (the without_overlapping drain fell
+-- from 0.46 to 0.21 of the plain drain). The same for pgq._release_overlap under
+-- pgq.complete and pgq.fail.
 SET enable_hashjoin = on SET enable_mergejoin = on
 AS $$
 DECLARE
