@@ -90,17 +90,18 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, p
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
     pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
-    pgq.wake, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch
+    pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch
     TO {{ident .Worker}};
 -- A running job of a batch may add more to it (pgq.add_to_batch, S73).
 GRANT EXECUTE ON FUNCTION pgq.add_to_batch TO {{ident .Worker}};
 -- PostgreSQL 17 lets a non-owner vacuum a table it holds MAINTAIN on; before that only
 -- the owner may, and workers that are not members of it leave pgq.jobs to autovacuum
 -- (S47; VACUUM cannot run inside a function, so no SECURITY DEFINER function can do it).
+-- A vacuum of pgq.jobs is one of each of its slots (S80).
 DO $$
 BEGIN
     IF current_setting('server_version_num')::int >= 170000 THEN
-        EXECUTE format('GRANT MAINTAIN ON pgq.jobs TO %I', {{lit .Worker}});
+        EXECUTE format('GRANT MAINTAIN ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3 TO %I', {{lit .Worker}});
     END IF;
 END
 $$;
@@ -110,8 +111,8 @@ GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
 
 GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
     pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles,
-    pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains
-    TO {{ident .Reader}};
+    pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains,
+    pgq.job_storage TO {{ident .Reader}};
 GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads, pgq._default_retry_after, pgq._lock_space TO {{ident .Reader}};
 
 GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,

@@ -487,7 +487,7 @@ DECLARE
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.jobs j
-        WHERE j.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.jobs w
+        WHERE j.uuid = ANY (ARRAY(SELECT w.uuid FROM pgq.jobs w
                                   WHERE w.batch_id = p_batch AND w.reserved_at IS NULL
                                   FOR UPDATE SKIP LOCKED))
         RETURNING j.*
@@ -725,17 +725,18 @@ CREATE TABLE pgq.jobs (
     chain_id uuid,
     chain_step integer,
     middleware_keys jsonb,
-    txid xid8 DEFAULT pg_current_xact_id(),
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
-WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+PARTITION BY LIST (slot);
 
 
 --
 -- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.';
+COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).';
 
 
 --
@@ -784,7 +785,7 @@ COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (
 -- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).';
+COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation, and names the job''s slot; complete, fail, release and heartbeat must present it (S15).';
 
 
 --
@@ -833,7 +834,14 @@ COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSO
 -- Name: COLUMN jobs.txid; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the job waiting or set its lease: what reserve''s low-water marks catch up on (pgq._marks_since). NULL before migration 00017.';
+COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the job waiting or set its lease: what reserve''s low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.';
+
+
+--
+-- Name: COLUMN jobs.slot; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.';
 
 
 --
@@ -1814,7 +1822,8 @@ BEGIN
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
 
-    -- The frozen settings (S1), shared by every payload.
+    -- The frozen settings (S1), shared by every payload, and the slot they go to (S80).
+    v_job.slot := pgq._slot();
     v_job.job := _dispatch.job;
     v_job.queue := v_queue;
     v_job.priority := _dispatch.priority;
@@ -1838,10 +1847,10 @@ BEGIN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot
         FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -1875,12 +1884,12 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step)
+                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
                     v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
-                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
+                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;
@@ -2232,7 +2241,9 @@ CREATE FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestam
 DECLARE
     v_job pgq.jobs;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token FOR UPDATE;
+    SELECT * INTO v_job FROM pgq.jobs j
+    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token  -- one slot (S80)
+    FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM pgq._reject(p_call, ARRAY[p_uuid], ARRAY[p_token], p_now);
         RETURN NULL;
@@ -2773,6 +2784,44 @@ COMMENT ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs j
 
 
 --
+-- Name: _move_waiting(smallint, smallint, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._move_waiting(p_from smallint, p_to smallint, p_max integer) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_job pgq.jobs;
+    v_moved int := 0;
+BEGIN
+    FOR v_job IN
+        DELETE FROM pgq.jobs j
+        WHERE j.slot = p_from
+          AND j.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.jobs w
+                                  WHERE w.slot = p_from AND w.reserved_at IS NULL
+                                  LIMIT p_max
+                                  FOR UPDATE SKIP LOCKED))
+        RETURNING j.*
+    LOOP
+        v_job.slot := p_to;
+        v_job.txid := pg_current_xact_id();
+        INSERT INTO pgq.jobs SELECT (v_job).*;
+        v_moved := v_moved + 1;
+    END LOOP;
+    RETURN v_moved;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _move_waiting(p_from smallint, p_to smallint, p_max integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._move_waiting(p_from smallint, p_to smallint, p_max integer) IS 'Moves up to p_max waiting jobs no one holds from one slot of pgq.jobs to another (deleted and inserted again); returns how many.';
+
+
+--
 -- Name: _notify(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3141,18 +3190,80 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 
 
 --
+-- Name: _slot(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._slot() RETURNS smallint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
+
+
+--
+-- Name: FUNCTION _slot(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
+
+
+--
+-- Name: _slot_move_max(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._slot_move_max() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 10000 $$;
+
+
+--
+-- Name: FUNCTION _slot_move_max(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are moved out of a draining slot of pgq.jobs at once (pgq.rotate).';
+
+
+--
+-- Name: _slot_written_since(smallint, pg_snapshot); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+    SELECT EXISTS (
+        SELECT FROM pgq.jobs j
+        WHERE j.slot = p_slot
+          AND (j.txid >= pg_snapshot_xmax(p_snap)
+               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
+$$;
+
+
+--
+-- Name: FUNCTION _slot_written_since(p_slot smallint, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) IS 'Whether slot p_slot of pgq.jobs holds a row written by a transaction the snapshot did not see (through jobs_txid_idx).';
+
+
+--
 -- Name: _sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
     v_job pgq.jobs;
     v_key text;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+    -- The token's slot only, planned for it: the handler's transaction then holds a
+    -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
+    SELECT * INTO v_job FROM pgq.jobs j
+    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
@@ -3348,6 +3459,83 @@ COMMENT ON FUNCTION pgq._timezone_problem(p_tz text) IS 'Why a schedule''s time 
 
 
 --
+-- Name: _token_slot(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN substr(p_token::text, 25, 1) IN ('0', '1', '2', '3') THEN substr(p_token::text, 25, 1)::smallint END;
+$$;
+
+
+--
+-- Name: FUNCTION _token_slot(p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lease token names (its 25th hex character); NULL for a token pgq did not issue.';
+
+
+--
+-- Name: _token_slots(uuid[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT ARRAY(SELECT DISTINCT pgq._token_slot(t) s FROM unnest(p_tokens) t WHERE pgq._token_slot(t) IS NOT NULL ORDER BY s)
+           || '{NULL,NULL,NULL,NULL}'::smallint[];
+$$;
+
+
+--
+-- Name: FUNCTION _token_slots(p_tokens uuid[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._token_slots(p_tokens uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+
+--
+-- Name: _truncate_slot(smallint, pg_snapshot); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    CASE p_slot
+        WHEN 0 THEN LOCK TABLE pgq.jobs_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.jobs_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.jobs_2 IN ACCESS EXCLUSIVE MODE;
+        WHEN 3 THEN LOCK TABLE pgq.jobs_3 IN ACCESS EXCLUSIVE MODE;
+    END CASE;
+    IF pgq._slot_written_since(p_slot, p_snap) THEN
+        RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ003';
+    END IF;
+    CASE p_slot
+        WHEN 0 THEN TRUNCATE pgq.jobs_0;
+        WHEN 1 THEN TRUNCATE pgq.jobs_1;
+        WHEN 2 THEN TRUNCATE pgq.jobs_2;
+        WHEN 3 THEN TRUNCATE pgq.jobs_3;
+    END CASE;
+    RETURN true;
+EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ003' THEN
+    RETURN false;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _truncate_slot(p_slot smallint, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) IS 'Truncates a slot of pgq.jobs in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
+
+
+--
 -- Name: _turn_away(pgq.jobs, text, text, integer, boolean, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3483,8 +3671,13 @@ CREATE FUNCTION pgq.cancel(uuid uuid) RETURNS text
 DECLARE
     v_job pgq.jobs;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
-    IF NOT FOUND THEN
+    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
+    -- under the second statement's snapshot (S80).
+    FOR i IN 1 .. 2 LOOP
+        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
+        EXIT WHEN v_job.id IS NOT NULL;
+    END LOOP;
+    IF v_job.id IS NULL THEN
         RETURN NULL;
     END IF;
     IF v_job.reserved_at IS NULL THEN
@@ -3706,6 +3899,7 @@ CREATE FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp with t
 DECLARE
     -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
     v_now      timestamptz := coalesce(complete.as_of, clock_timestamp());
+    v_slots    smallint[] := pgq._token_slots(complete.tokens);  -- the slots to read (S80)
     v_done     uuid[];
     v_unique   text[];  -- unique locks to release: keys, and the owner token of each
     v_owners   uuid[];
@@ -3728,9 +3922,11 @@ BEGIN
         -- One index probe per uuid, and no join that a plan cached on a small table
         -- could turn around (S78). The token is checked against the set: a lease token
         -- names one reservation of one job (its last six bytes are the job's id), so
-        -- only the job it was issued for can hold it.
+        -- only the job it was issued for can hold it. The slots the tokens name are read,
+        -- not the others (a reserved job does not change slot: S80).
         DELETE FROM pgq.jobs j
-        WHERE j.uuid = ANY (complete.uuids)
+        WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+          AND j.uuid = ANY (complete.uuids)
           AND j.lease_token = ANY (complete.tokens)
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
@@ -4471,19 +4667,24 @@ COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, star
 --
 
 CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF uuid
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
+DECLARE
+    v_slots smallint[] := pgq._token_slots(heartbeat.tokens);  -- as in pgq.complete (S80)
+BEGIN
+    RETURN QUERY
     WITH held AS (
         UPDATE pgq.jobs j
         SET reserved_until = coalesce(heartbeat.as_of, now())
                              + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
                                                               pgq._default_retry_after()))
             , txid = pg_current_xact_id()  -- the low-water marks of pgq.reserve (S77)
-        WHERE j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
+        WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+          AND j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
           AND j.lease_token = ANY (heartbeat.tokens)
         RETURNING j.uuid, j.lease_token, j.overlap_keys
     ), renewed AS (
@@ -4494,6 +4695,7 @@ CREATE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp with 
           AND o.key = ANY (h.overlap_keys) AND o.job_uuid = h.uuid AND o.lease_token = h.lease_token
     )
     SELECT h.lease_token FROM held h;
+END;
 $$;
 
 
@@ -4839,6 +5041,9 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    v_slots smallint[];  -- the slot of each (S80): a ctid names a row within its slot only
+    v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
+    v_whole boolean;     -- every picked row is in that slot
     v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
@@ -4846,11 +5051,12 @@ DECLARE
     v_prio  int;
     v_at    timestamptz;
     v_id    bigint;
-    -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
-    -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
-    -- system call) per job; built as text, which costs less than five bytea calls. The
-    -- base is the first twelve bytes of call when the worker gives one (random), so
-    -- that pgq.unreserve can find the jobs of a call whose answer was lost.
+    -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
+    -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
+    -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
+    -- built as text, which costs less than five bytea calls. The base is the first
+    -- twelve bytes of call when the worker gives one (random), so that pgq.unreserve
+    -- can find the jobs of a call whose answer was lost.
     v_token text := left(coalesce(reserve.call, gen_random_uuid())::text, 24);
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
@@ -4940,41 +5146,52 @@ BEGIN
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
                 -- The session's first pickup on this queue: from its front.
-                v_ids := ARRAY (
-                    SELECT p.ctid
-                    FROM pgq.jobs p
-                    WHERE p.queue = v_queue
-                      AND p.reserved_at IS NULL
-                      AND p.available_at <= v_now
-                      AND p.id <> ALL (v_seen)
-                    ORDER BY p.priority DESC, p.available_at, p.id
-                    LIMIT v_want
-                    FOR UPDATE SKIP LOCKED);
+                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}') INTO v_ids, v_slots
+                FROM (SELECT p.ctid, p.slot
+                      FROM pgq.jobs p
+                      WHERE p.queue = v_queue
+                        AND p.reserved_at IS NULL
+                        AND p.available_at <= v_now
+                        AND p.id <> ALL (v_seen)
+                      ORDER BY p.priority DESC, p.available_at, p.id
+                      LIMIT v_want
+                      FOR UPDATE SKIP LOCKED) x;
             ELSE
                 -- From the marks, one priority after the other (S77): the same order.
                 v_ids := '{}';
+                v_slots := '{}';
                 FOR v_prio, v_at, v_id IN
                     SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
                     FROM jsonb_each(v_qm -> 'p') m
                     ORDER BY m.key::int DESC
                 LOOP
-                    v_ids := v_ids || ARRAY (
-                        SELECT p.ctid
-                        FROM pgq.jobs p
-                        WHERE p.queue = v_queue
-                          AND p.priority = v_prio
-                          AND p.reserved_at IS NULL
-                          AND (p.available_at, p.id) >= (v_at, v_id)
-                          AND p.available_at <= v_now
-                          AND p.id <> ALL (v_seen)
-                        ORDER BY p.available_at, p.id
-                        LIMIT v_want - cardinality(v_ids)
-                        FOR UPDATE SKIP LOCKED);
+                    SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}')
+                    INTO v_ids, v_slots
+                    FROM (SELECT p.ctid, p.slot
+                          FROM pgq.jobs p
+                          WHERE p.queue = v_queue
+                            AND p.priority = v_prio
+                            AND p.reserved_at IS NULL
+                            AND (p.available_at, p.id) >= (v_at, v_id)
+                            AND p.available_at <= v_now
+                            AND p.id <> ALL (v_seen)
+                          ORDER BY p.available_at, p.id
+                          LIMIT v_want - cardinality(v_ids)
+                          FOR UPDATE SKIP LOCKED) x;
                     EXIT WHEN cardinality(v_ids) >= v_want;
                 END LOOP;
             END IF;
+            EXIT WHEN cardinality(v_ids) = 0;
+            -- This pass takes the picked rows up to the first one in another slot (S80),
+            -- so that each statement below names rows of one slot, by ctid, and reads
+            -- that slot only. The rest stay locked by this transaction, and the next
+            -- pass picks them again, first: the batch keeps the pick order.
+            v_slot := v_slots[1];
+            v_whole := v_slot = ALL (v_slots);
+            IF NOT v_whole THEN
+                v_ids := v_ids[1 : (SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slot) - 1];
+            END IF;
             v_picked := cardinality(v_ids);
-            EXIT WHEN v_picked = 0;
 
             -- Fast path, set-based: jobs no pickup check applies to (no cancel request,
             -- no debounce, no middleware, no until-processing lock, not exhausted) are
@@ -4988,9 +5205,10 @@ BEGIN
                 reserved_at = v_now,
                 reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                 reserved_by = reserve.worker,
-                lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
                 started_at = v_now
-            WHERE j.ctid = ANY (v_ids)
+            WHERE j.slot = v_slot
+              AND j.ctid = ANY (v_ids)
               AND j.cancel_requested_at IS NULL
               AND j.debounce_key IS NULL
               AND j.middleware IS NULL
@@ -5015,11 +5233,12 @@ BEGIN
                 -- (aggregates over a sorted subquery keep its order: one sort, not six)
                 SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
                        array_agg(j.middleware_keys), array_agg(j.uuid),
-                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
+                       array_agg((v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid)
                 INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
-                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id, j.slot
                       FROM pgq.jobs j
-                      WHERE j.ctid = ANY (v_ids)
+                      WHERE j.slot = v_slot
+                        AND j.ctid = ANY (v_ids)
                         AND j.reserved_at IS NULL
                         AND j.middleware IS NOT NULL
                         AND j.cancel_requested_at IS NULL
@@ -5046,7 +5265,8 @@ BEGIN
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
-                        WHERE j.ctid = a.tid
+                        WHERE j.slot = v_slot
+                          AND j.ctid = a.tid
                           AND j.ctid = ANY (v_mw_tids)  -- a TID scan, whatever the plan (S78)
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
                         RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
@@ -5076,7 +5296,8 @@ BEGIN
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
-                        WHERE j.ctid = a.tid
+                        WHERE j.slot = v_slot
+                          AND j.ctid = a.tid
                           AND j.ctid = ANY (v_mw_tids)
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
@@ -5102,9 +5323,10 @@ BEGIN
                     reserved_at = v_now,
                     reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                     reserved_by = reserve.worker,
-                    lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                    lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
                     started_at = v_now
                 WHERE v_done < v_picked
+                  AND j.slot = v_slot
                   AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
@@ -5190,7 +5412,7 @@ BEGIN
                 v_left := v_left - 1;
                 RETURN NEXT pgq._reported(v_job, NULL, NULL);
             END LOOP;
-            EXIT WHEN v_picked < v_want OR v_left <= 0;
+            EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,
@@ -5325,14 +5547,14 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason, batch_id, chain_id, chain_step)
+             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
@@ -5366,6 +5588,79 @@ COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than
 
 
 --
+-- Name: rotate(bigint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864) RETURNS text[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '50ms'
+    AS $$
+DECLARE
+    v_done  text[] := '{}';
+    v_cur   pgq.job_slots;
+    v_next  pgq.job_slots;
+    v_slot  pgq.job_slots;
+    v_full  boolean;      -- the current slot holds slot_bytes or more
+    v_bytes bigint;
+    v_snap  pg_snapshot;
+    v_moved int;
+BEGIN
+    IF rotate.slot_bytes IS NULL OR rotate.slot_bytes < 65536 THEN
+        RAISE EXCEPTION 'pgq: rotate slot_bytes must be at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
+        RETURN v_done;
+    END IF;
+
+    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
+    v_bytes := pg_total_relation_size(v_cur.partition);
+    v_full := v_bytes >= rotate.slot_bytes;
+    IF v_full THEN
+        SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
+        IF FOUND THEN
+            UPDATE pgq.job_slots s SET state = 'draining', since = now() WHERE s.slot = v_cur.slot;
+            UPDATE pgq.job_slots s SET state = 'current', since = now() WHERE s.slot = v_next.slot;
+            v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                       v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        END IF;
+    END IF;
+
+    FOR v_slot IN SELECT * FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LOOP
+        v_snap := pg_current_snapshot();
+        CONTINUE WHEN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot);
+        v_bytes := pg_total_relation_size(v_slot.partition);
+        IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
+            UPDATE pgq.job_slots s SET state = 'empty', since = now() WHERE s.slot = v_slot.slot;
+            RETURN v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+        END IF;
+    END LOOP;
+
+    IF v_full AND v_next.slot IS NULL
+       AND NOT EXISTS (SELECT FROM pgq.job_slots s WHERE s.state = 'empty') THEN
+        SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
+        IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
+                                            LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
+            v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
+            IF v_moved > 0 THEN
+                v_done := v_done || format('no slot is empty: %s waiting jobs moved from slot %s to slot %s',
+                                           v_moved, v_slot.slot, v_cur.slot);
+            END IF;
+        END IF;
+    END IF;
+    RETURN v_done;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION rotate(slot_bytes bigint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
+
+
+--
 -- Name: run_now(uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5376,10 +5671,15 @@ CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
 DECLARE
     v_queue text;
 BEGIN
-    UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
-    WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
-    RETURNING j.queue INTO v_queue;
-    IF NOT FOUND THEN
+    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
+    -- under the second statement's snapshot (S80).
+    FOR i IN 1 .. 2 LOOP
+        UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+        WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
+        RETURNING j.queue INTO v_queue;
+        EXIT WHEN v_queue IS NOT NULL;
+    END LOOP;
+    IF v_queue IS NULL THEN
         RETURN false;
     END IF;
     PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
@@ -6082,17 +6382,312 @@ COMMENT ON VIEW pgq.job_settings IS 'Each live job''s frozen settings (S1), coun
 
 
 --
+-- Name: job_slots; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_slots (
+    slot smallint NOT NULL,
+    partition regclass NOT NULL,
+    state text NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_slots_state_check CHECK ((state = ANY (ARRAY['current'::text, 'draining'::text, 'empty'::text])))
+);
+
+
+--
+-- Name: TABLE job_slots; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_slots IS 'The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.';
+
+
+--
+-- Name: COLUMN job_slots.since; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_slots.since IS 'When the slot entered its state.';
+
+
+--
+-- Name: job_storage; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.job_storage AS
+ SELECT s.slot,
+    s.state,
+    s.since,
+    s.partition,
+    pg_total_relation_size(s.partition) AS bytes,
+    pg_stat_get_live_tuples((s.partition)::oid) AS live_rows,
+    pg_stat_get_dead_tuples((s.partition)::oid) AS dead_rows
+   FROM pgq.job_slots s
+  ORDER BY s.slot;
+
+
+--
+-- Name: VIEW job_storage; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, size with indexes (bytes), and the statistics'' live and dead row counts.';
+
+
+--
 -- Name: jobs_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
 --
 
-ALTER TABLE pgq.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME pgq.jobs_id_seq
+CREATE SEQUENCE pgq.jobs_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
     NO MAXVALUE
-    CACHE 1
-);
+    CACHE 1;
+
+
+--
+-- Name: jobs_id_seq; Type: SEQUENCE OWNED BY; Schema: pgq; Owner: -
+--
+
+ALTER SEQUENCE pgq.jobs_id_seq OWNED BY pgq.jobs.id;
+
+
+--
+-- Name: jobs_0; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs_0 (
+    id bigint DEFAULT nextval('pgq.jobs_id_seq'::regclass) NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs_0; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs_0 IS 'Slot 0 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
+
+
+--
+-- Name: jobs_1; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs_1 (
+    id bigint DEFAULT nextval('pgq.jobs_id_seq'::regclass) NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs_1; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs_1 IS 'Slot 1 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
+
+
+--
+-- Name: jobs_2; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs_2 (
+    id bigint DEFAULT nextval('pgq.jobs_id_seq'::regclass) NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs_2; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs_2 IS 'Slot 2 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
+
+
+--
+-- Name: jobs_3; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs_3 (
+    id bigint DEFAULT nextval('pgq.jobs_id_seq'::regclass) NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
+
+
+--
+-- Name: TABLE jobs_3; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs_3 IS 'Slot 3 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
 
 
 --
@@ -6487,6 +7082,41 @@ COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attem
 
 
 --
+-- Name: jobs_0; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_0 FOR VALUES IN ('0');
+
+
+--
+-- Name: jobs_1; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_1 FOR VALUES IN ('1');
+
+
+--
+-- Name: jobs_2; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_2 FOR VALUES IN ('2');
+
+
+--
+-- Name: jobs_3; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_3 FOR VALUES IN ('3');
+
+
+--
+-- Name: jobs id; Type: DEFAULT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs ALTER COLUMN id SET DEFAULT nextval('pgq.jobs_id_seq'::regclass);
+
+
+--
 -- Name: actions actions_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -6567,11 +7197,51 @@ ALTER TABLE ONLY pgq.job_classes
 
 
 --
--- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+-- Name: job_slots job_slots_partition_key; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
-ALTER TABLE ONLY pgq.jobs
-    ADD CONSTRAINT jobs_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
+ALTER TABLE ONLY pgq.job_slots
+    ADD CONSTRAINT job_slots_partition_key UNIQUE (partition);
+
+
+--
+-- Name: job_slots job_slots_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_slots
+    ADD CONSTRAINT job_slots_pkey PRIMARY KEY (slot);
+
+
+--
+-- Name: jobs_0 jobs_0_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs_0
+    ADD CONSTRAINT jobs_0_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
+
+
+--
+-- Name: jobs_1 jobs_1_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs_1
+    ADD CONSTRAINT jobs_1_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
+
+
+--
+-- Name: jobs_2 jobs_2_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs_2
+    ADD CONSTRAINT jobs_2_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
+
+
+--
+-- Name: jobs_3 jobs_3_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.jobs_3
+    ADD CONSTRAINT jobs_3_pkey PRIMARY KEY (uuid) WITH (fillfactor='50');
 
 
 --
@@ -6659,38 +7329,185 @@ CREATE INDEX job_chains_batch_idx ON pgq.job_chains USING btree (batch_id) WHERE
 
 
 --
+-- Name: job_slots_current_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE UNIQUE INDEX job_slots_current_idx ON pgq.job_slots USING btree (state) WHERE (state = 'current'::text);
+
+
+--
 -- Name: jobs_batch_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_batch_idx ON pgq.jobs USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_batch_idx ON ONLY pgq.jobs USING btree (batch_id) WHERE (batch_id IS NOT NULL);
 
 
 --
--- Name: jobs_cancel_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: jobs_0_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_cancel_idx ON pgq.jobs USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
-
-
---
--- Name: jobs_lease_idx; Type: INDEX; Schema: pgq; Owner: -
---
-
-CREATE INDEX jobs_lease_idx ON pgq.jobs USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+CREATE INDEX jobs_0_batch_id_idx ON pgq.jobs_0 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
 
 
 --
 -- Name: jobs_reserve_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_reserve_idx ON pgq.jobs USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+CREATE INDEX jobs_reserve_idx ON ONLY pgq.jobs USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: jobs_0_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_queue_priority_available_at_id_idx ON pgq.jobs_0 USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: jobs_cancel_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_cancel_idx ON ONLY pgq.jobs USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
+
+
+--
+-- Name: jobs_0_reserved_by_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_reserved_by_idx ON pgq.jobs_0 USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
+
+
+--
+-- Name: jobs_lease_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_lease_idx ON ONLY pgq.jobs USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+
+
+--
+-- Name: jobs_0_reserved_until_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_reserved_until_idx ON pgq.jobs_0 USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
 
 
 --
 -- Name: jobs_txid_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_txid_idx ON pgq.jobs USING btree (txid);
+CREATE INDEX jobs_txid_idx ON ONLY pgq.jobs USING btree (txid);
+
+
+--
+-- Name: jobs_0_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_txid_idx ON pgq.jobs_0 USING btree (txid);
+
+
+--
+-- Name: jobs_1_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_batch_id_idx ON pgq.jobs_1 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: jobs_1_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_queue_priority_available_at_id_idx ON pgq.jobs_1 USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: jobs_1_reserved_by_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_reserved_by_idx ON pgq.jobs_1 USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
+
+
+--
+-- Name: jobs_1_reserved_until_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_reserved_until_idx ON pgq.jobs_1 USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+
+
+--
+-- Name: jobs_1_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_txid_idx ON pgq.jobs_1 USING btree (txid);
+
+
+--
+-- Name: jobs_2_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_batch_id_idx ON pgq.jobs_2 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: jobs_2_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_queue_priority_available_at_id_idx ON pgq.jobs_2 USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: jobs_2_reserved_by_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_reserved_by_idx ON pgq.jobs_2 USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
+
+
+--
+-- Name: jobs_2_reserved_until_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_reserved_until_idx ON pgq.jobs_2 USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+
+
+--
+-- Name: jobs_2_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_txid_idx ON pgq.jobs_2 USING btree (txid);
+
+
+--
+-- Name: jobs_3_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_batch_id_idx ON pgq.jobs_3 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: jobs_3_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_queue_priority_available_at_id_idx ON pgq.jobs_3 USING btree (queue, priority DESC, available_at, id) WHERE (reserved_at IS NULL);
+
+
+--
+-- Name: jobs_3_reserved_by_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_reserved_by_idx ON pgq.jobs_3 USING btree (reserved_by) WHERE (cancel_requested_at IS NOT NULL);
+
+
+--
+-- Name: jobs_3_reserved_until_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_reserved_until_idx ON pgq.jobs_3 USING btree (reserved_until) WHERE (reserved_until IS NOT NULL);
+
+
+--
+-- Name: jobs_3_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_txid_idx ON pgq.jobs_3 USING btree (txid);
 
 
 --
@@ -6698,6 +7515,146 @@ CREATE INDEX jobs_txid_idx ON pgq.jobs USING btree (txid);
 --
 
 CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btree (next_run_at) WHERE (NOT paused);
+
+
+--
+-- Name: jobs_0_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_0_batch_id_idx;
+
+
+--
+-- Name: jobs_0_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_reserve_idx ATTACH PARTITION pgq.jobs_0_queue_priority_available_at_id_idx;
+
+
+--
+-- Name: jobs_0_reserved_by_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_cancel_idx ATTACH PARTITION pgq.jobs_0_reserved_by_idx;
+
+
+--
+-- Name: jobs_0_reserved_until_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_0_reserved_until_idx;
+
+
+--
+-- Name: jobs_0_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_0_txid_idx;
+
+
+--
+-- Name: jobs_1_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_1_batch_id_idx;
+
+
+--
+-- Name: jobs_1_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_reserve_idx ATTACH PARTITION pgq.jobs_1_queue_priority_available_at_id_idx;
+
+
+--
+-- Name: jobs_1_reserved_by_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_cancel_idx ATTACH PARTITION pgq.jobs_1_reserved_by_idx;
+
+
+--
+-- Name: jobs_1_reserved_until_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_1_reserved_until_idx;
+
+
+--
+-- Name: jobs_1_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_1_txid_idx;
+
+
+--
+-- Name: jobs_2_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_2_batch_id_idx;
+
+
+--
+-- Name: jobs_2_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_reserve_idx ATTACH PARTITION pgq.jobs_2_queue_priority_available_at_id_idx;
+
+
+--
+-- Name: jobs_2_reserved_by_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_cancel_idx ATTACH PARTITION pgq.jobs_2_reserved_by_idx;
+
+
+--
+-- Name: jobs_2_reserved_until_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_2_reserved_until_idx;
+
+
+--
+-- Name: jobs_2_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_2_txid_idx;
+
+
+--
+-- Name: jobs_3_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_3_batch_id_idx;
+
+
+--
+-- Name: jobs_3_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_reserve_idx ATTACH PARTITION pgq.jobs_3_queue_priority_available_at_id_idx;
+
+
+--
+-- Name: jobs_3_reserved_by_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_cancel_idx ATTACH PARTITION pgq.jobs_3_reserved_by_idx;
+
+
+--
+-- Name: jobs_3_reserved_until_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_3_reserved_until_idx;
+
+
+--
+-- Name: jobs_3_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_3_txid_idx;
 
 
 --
@@ -7125,6 +8082,13 @@ REVOKE ALL ON FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfg
 
 
 --
+-- Name: FUNCTION _move_waiting(p_from smallint, p_to smallint, p_max integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._move_waiting(p_from smallint, p_to smallint, p_max integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _notify(queue text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -7252,6 +8216,27 @@ GRANT ALL ON FUNCTION pgq._sees_payloads() TO pgq_reader;
 
 
 --
+-- Name: FUNCTION _slot(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._slot() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _slot_move_max(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._slot_move_max() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _slot_written_since(p_slot smallint, p_snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -7299,6 +8284,27 @@ REVOKE ALL ON FUNCTION pgq._texts(p jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._timezone_problem(p_tz text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _token_slot(p_token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._token_slot(p_token uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _token_slots(p_tokens uuid[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._token_slots(p_tokens uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _truncate_slot(p_slot smallint, p_snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) FROM PUBLIC;
 
 
 --
@@ -7619,6 +8625,14 @@ GRANT ALL ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_th
 
 
 --
+-- Name: FUNCTION rotate(slot_bytes bigint); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.rotate(slot_bytes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.rotate(slot_bytes bigint) TO pgq_worker;
+
+
+--
 -- Name: FUNCTION run_now(uuid uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -7729,6 +8743,13 @@ GRANT SELECT ON TABLE pgq.failed_job_settings TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.job_settings TO pgq_reader;
+
+
+--
+-- Name: TABLE job_storage; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.job_storage TO pgq_reader;
 
 
 --

@@ -9,8 +9,9 @@ import (
 )
 
 // maintenance keeps the database in shape for the queue: the configuration check at
-// start, the retention prune every WithRetention interval and the vacuum of pgq.jobs
-// under load. Each loop runs on its own goroutine and keeps no state between rounds.
+// start, the retention prune every WithRetention interval, the vacuum of pgq.jobs under
+// load and the rotation of its slots. Each loop runs on its own goroutine; only the
+// vacuum loop keeps state between rounds.
 type maintenance struct {
 	// Set by New; read-only.
 	q   *dbsqlc.Queries
@@ -181,6 +182,32 @@ func (m *maintenance) vacuumJobs(ctx context.Context) error {
 		m.shrinkTo = 0
 	}
 	return nil
+}
+
+// rotate calls pgq.rotate each second (S80): once the current slot of pgq.jobs holds
+// the slot size, new jobs go to an empty one, and a slot whose jobs have all ended is
+// truncated, which gives back its dead rows whatever holds the xmin horizon. Every
+// worker calls it; PostgreSQL lets one at a time do the work. It needs no privilege on
+// the tables: pgq.rotate runs as pgq's owner.
+func (m *maintenance) rotate(ctx context.Context) {
+	if m.cfg.slotBytes <= 0 {
+		return
+	}
+	everySecond(ctx, func() { m.rotateOnce(ctx) })
+}
+
+// rotateOnce is one call of pgq.rotate; it logs what the call did.
+func (m *maintenance) rotateOnce(ctx context.Context) {
+	done, err := m.q.JobsRotate(ctx, m.cfg.slotBytes)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		m.log.Warn("rotating the slots of pgq.jobs failed", "err", err)
+	default:
+		for _, d := range done {
+			m.log.Info("pgq.jobs: " + d)
+		}
+	}
 }
 
 // horizonHeld tells whether a vacuum that left left dead rows, while died rows died,

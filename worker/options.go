@@ -33,6 +33,7 @@ type config struct {
 	failedRetention  time.Duration
 	pruneEvery       time.Duration
 	vacuumAfter      int
+	slotBytes        int64
 	registerer       prometheus.Registerer
 	schedules        bool
 }
@@ -55,6 +56,7 @@ func defaults() config {
 		historyRetention: 14 * 24 * time.Hour,
 		pruneEvery:       time.Hour,
 		vacuumAfter:      10000,
+		slotBytes:        64 << 20,
 		schedules:        true,
 	}
 }
@@ -158,6 +160,21 @@ func WithVacuumAfter(deadRows int) Option {
 			return fmt.Errorf("WithVacuumAfter: must be >= 0, got %d", deadRows)
 		}
 		c.vacuumAfter = deadRows
+		return nil
+	}
+}
+
+// WithSlotSize sets the size (bytes, with indexes) at which the current slot of
+// pgq.jobs takes no more new jobs: the worker calls pgq.rotate each second, which then
+// sends them to an empty slot and truncates a drained one (S80). While the xmin horizon
+// is held, pgq.jobs stays within about four times this size. Default 64 MiB; at least
+// 64 KiB; 0 leaves the slots where they are.
+func WithSlotSize(bytes int64) Option {
+	return func(c *config) error {
+		if bytes != 0 && bytes < 64<<10 {
+			return fmt.Errorf("WithSlotSize: must be 0 or >= 65536, got %d", bytes)
+		}
+		c.slotBytes = bytes
 		return nil
 	}
 }

@@ -12,7 +12,8 @@
 //     what could not reach PostgreSQL while the leases hold (S36);
 //   - heartbeater.go: keeps the leases and overlap leases alive (S14, S34);
 //   - listener.go: wakes the fetcher when a job is dispatched to its queues;
-//   - maintenance.go: the configuration check, retention and vacuum.
+//   - maintenance.go: the configuration check, retention, vacuum and the slots of
+//     pgq.jobs.
 //
 // conns.go prepares the connections they use (the worker's own timeouts, S37).
 package worker
@@ -174,6 +175,7 @@ func (w *Worker) startServices(ctx context.Context) (stop func()) {
 	wg.Go(func() { w.heartbeater.run(bg) })
 	wg.Go(func() { w.maintenance.retain(bg) })
 	wg.Go(func() { w.maintenance.vacuum(bg) })
+	wg.Go(func() { w.maintenance.rotate(bg) })
 	if w.cfg.schedules {
 		s := newSchedules(w.q, w.log)
 		wg.Go(func() { s.run(bg) })

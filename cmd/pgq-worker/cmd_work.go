@@ -51,6 +51,7 @@ without using up their attempt, and exits 0.
 	metricsAddr := f.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDRESS`/metrics, e.g. 127.0.0.1:9090 (default: not served)")
 	keepHistory := f.Duration("keep-history", 14*24*time.Hour, "prune attempt history of finished jobs older than this (0: keep)")
 	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
+	slotMB := f.Int("slot-mb", 64, "`MIB` a slot of pgq.jobs holds before new jobs go to the next, and a drained one is truncated (0: never)")
 	keepFailed := f.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
 	noSchedules := f.Bool("no-schedules", false, "do not fire schedules (pgq.schedules): leave them to other workers, or to pg_cron")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
@@ -74,6 +75,7 @@ without using up their attempt, and exits 0.
 			checkCount("shutdown-grace", *grace, 0),
 			checkDuration("keep-history", *keepHistory),
 			checkCount("vacuum-after", *vacuumAfter, 0),
+			checkCount("slot-mb", *slotMB, 0),
 			checkDuration("keep-failed", *keepFailed),
 		); err != nil {
 			return err
@@ -110,6 +112,7 @@ without using up their attempt, and exits 0.
 			worker.WithLogger(slog.New(h)),
 			worker.WithRetention(*keepHistory, *keepFailed),
 			worker.WithVacuumAfter(*vacuumAfter),
+			worker.WithSlotSize(int64(*slotMB) << 20),
 			worker.WithSchedules(!*noSchedules),
 		}
 		if *name != "" {

@@ -240,7 +240,7 @@ type PgqFailedJobSetting struct {
 	Exception     string
 }
 
-// Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease.
+// Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).
 type PgqJob struct {
 	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
 	ID int64
@@ -278,7 +278,7 @@ type PgqJob struct {
 	ReservedAt    *time.Time
 	ReservedUntil *time.Time
 	ReservedBy    *string
-	// Fresh on every reservation; complete, fail, release and heartbeat must present it (S15).
+	// Fresh on every reservation, and names the job's slot; complete, fail, release and heartbeat must present it (S15).
 	LeaseToken *uuid.UUID
 	StartedAt  *time.Time
 	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
@@ -296,8 +296,10 @@ type PgqJob struct {
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
 	MiddlewareKeys json.RawMessage
-	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks catch up on (pgq._marks_since). NULL before migration 00017.
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.
 	Txid pgtype.Uint64
+	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
+	Slot int16
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.
@@ -388,6 +390,274 @@ type PgqJobSetting struct {
 	CancelRequestedAt    *time.Time
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
+}
+
+// The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.
+type PgqJobSlot struct {
+	Slot      int16
+	Partition interface{}
+	State     string
+	// When the slot entered its state.
+	Since time.Time
+}
+
+// The slots of pgq.jobs: state, size with indexes (bytes), and the statistics' live and dead row counts.
+type PgqJobStorage struct {
+	Slot      int16
+	State     string
+	Since     time.Time
+	Partition interface{}
+	Bytes     int64
+	LiveRows  int64
+	DeadRows  int64
+}
+
+// Slot 0 of pgq.jobs (pgq.job_slots): read pgq.jobs.
+type PgqJobs0 struct {
+	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
+	ID int64
+	// The job's identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Payload       json.RawMessage
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	// Owner token of this job's unique lock: every release deletes the lock only if it still matches (S22).
+	UniqueToken *uuid.UUID
+	UniqueUntil *string
+	DebounceKey *string
+	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
+	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	LastException        *string
+	LastExceptionAttempt *int32
+	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
+	TurnAways   json.RawMessage
+	AvailableAt time.Time
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).
+	WaitReason    string
+	ReservedAt    *time.Time
+	ReservedUntil *time.Time
+	ReservedBy    *string
+	// Fresh on every reservation, and names the job's slot; complete, fail, release and heartbeat must present it (S15).
+	LeaseToken *uuid.UUID
+	StartedAt  *time.Time
+	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
+	OverlapKeys []string
+	CreatedAt   time.Time
+	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
+	Interruptions int32
+	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
+	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
+	BatchID *uuid.UUID
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.
+	Txid pgtype.Uint64
+	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
+	Slot int16
+}
+
+// Slot 1 of pgq.jobs (pgq.job_slots): read pgq.jobs.
+type PgqJobs1 struct {
+	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
+	ID int64
+	// The job's identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Payload       json.RawMessage
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	// Owner token of this job's unique lock: every release deletes the lock only if it still matches (S22).
+	UniqueToken *uuid.UUID
+	UniqueUntil *string
+	DebounceKey *string
+	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
+	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	LastException        *string
+	LastExceptionAttempt *int32
+	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
+	TurnAways   json.RawMessage
+	AvailableAt time.Time
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).
+	WaitReason    string
+	ReservedAt    *time.Time
+	ReservedUntil *time.Time
+	ReservedBy    *string
+	// Fresh on every reservation, and names the job's slot; complete, fail, release and heartbeat must present it (S15).
+	LeaseToken *uuid.UUID
+	StartedAt  *time.Time
+	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
+	OverlapKeys []string
+	CreatedAt   time.Time
+	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
+	Interruptions int32
+	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
+	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
+	BatchID *uuid.UUID
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.
+	Txid pgtype.Uint64
+	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
+	Slot int16
+}
+
+// Slot 2 of pgq.jobs (pgq.job_slots): read pgq.jobs.
+type PgqJobs2 struct {
+	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
+	ID int64
+	// The job's identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Payload       json.RawMessage
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	// Owner token of this job's unique lock: every release deletes the lock only if it still matches (S22).
+	UniqueToken *uuid.UUID
+	UniqueUntil *string
+	DebounceKey *string
+	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
+	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	LastException        *string
+	LastExceptionAttempt *int32
+	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
+	TurnAways   json.RawMessage
+	AvailableAt time.Time
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).
+	WaitReason    string
+	ReservedAt    *time.Time
+	ReservedUntil *time.Time
+	ReservedBy    *string
+	// Fresh on every reservation, and names the job's slot; complete, fail, release and heartbeat must present it (S15).
+	LeaseToken *uuid.UUID
+	StartedAt  *time.Time
+	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
+	OverlapKeys []string
+	CreatedAt   time.Time
+	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
+	Interruptions int32
+	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
+	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
+	BatchID *uuid.UUID
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.
+	Txid pgtype.Uint64
+	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
+	Slot int16
+}
+
+// Slot 3 of pgq.jobs (pgq.job_slots): read pgq.jobs.
+type PgqJobs3 struct {
+	// Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.
+	ID int64
+	// The job's identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Payload       json.RawMessage
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	UniqueKey     *string
+	// Owner token of this job's unique lock: every release deletes the lock only if it still matches (S22).
+	UniqueToken *uuid.UUID
+	UniqueUntil *string
+	DebounceKey *string
+	// This dispatch's debounce token: the job runs only while it is the key's current token (S24).
+	DebounceToken        *uuid.UUID
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	LastException        *string
+	LastExceptionAttempt *int32
+	// Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.
+	TurnAways   json.RawMessage
+	AvailableAt time.Time
+	// Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).
+	WaitReason    string
+	ReservedAt    *time.Time
+	ReservedUntil *time.Time
+	ReservedBy    *string
+	// Fresh on every reservation, and names the job's slot; complete, fail, release and heartbeat must present it (S15).
+	LeaseToken *uuid.UUID
+	StartedAt  *time.Time
+	// Overlap keys whose advisory locks the reserving worker's session holds for this attempt.
+	OverlapKeys []string
+	CreatedAt   time.Time
+	// Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.
+	Interruptions int32
+	// Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.
+	CancelRequestedAt *time.Time
+	CancelRequestedBy *string
+	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
+	BatchID *uuid.UUID
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
+	MiddlewareKeys json.RawMessage
+	// The top-level transaction that last made the job waiting or set its lease: what reserve's low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.
+	Txid pgtype.Uint64
+	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
+	Slot int16
 }
 
 // Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).

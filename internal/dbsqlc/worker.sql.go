@@ -432,8 +432,9 @@ func (q *Queries) JobUnreserve(ctx context.Context, call uuid.UUID) (int32, erro
 }
 
 const jobsDeadTuples = `-- name: JobsDeadTuples :one
-SELECT coalesce(n_dead_tup, 0)::bigint AS dead, coalesce(n_tup_upd + n_tup_del, 0)::bigint AS died
-FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass
+SELECT coalesce(sum(s.n_dead_tup), 0)::bigint AS dead, coalesce(sum(s.n_tup_upd + s.n_tup_del), 0)::bigint AS died
+FROM pg_catalog.pg_stat_user_tables s
+WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass)
 `
 
 type JobsDeadTuplesRow struct {
@@ -441,9 +442,9 @@ type JobsDeadTuplesRow struct {
 	Died int64
 }
 
-// The dead rows of pgq.jobs, from the statistics (about a second old; right after a
-// VACUUM, the rows it could not remove yet), and how many row versions have died in
-// all (updates and deletes: a count that only grows).
+// The dead rows of pgq.jobs's slots, from the statistics (about a second old; right
+// after a VACUUM, the rows it could not remove yet), and how many row versions have died
+// in all (updates and deletes: a count that only grows; a truncation keeps it).
 func (q *Queries) JobsDeadTuples(ctx context.Context) (*JobsDeadTuplesRow, error) {
 	row := q.db.QueryRow(ctx, jobsDeadTuples)
 	var i JobsDeadTuplesRow
@@ -451,11 +452,24 @@ func (q *Queries) JobsDeadTuples(ctx context.Context) (*JobsDeadTuplesRow, error
 	return &i, err
 }
 
-const jobsSize = `-- name: JobsSize :one
-SELECT pg_catalog.pg_relation_size('pgq.jobs'::regclass)::bigint AS bytes
+const jobsRotate = `-- name: JobsRotate :one
+SELECT pgq.rotate(slot_bytes => $1::bigint)::text[] AS done
 `
 
-// The bytes of pgq.jobs's table, without its indexes.
+// Moves the slots of pgq.jobs on (S80); what it did, a line each.
+func (q *Queries) JobsRotate(ctx context.Context, slotBytes int64) ([]string, error) {
+	row := q.db.QueryRow(ctx, jobsRotate, slotBytes)
+	var done []string
+	err := row.Scan(&done)
+	return done, err
+}
+
+const jobsSize = `-- name: JobsSize :one
+SELECT coalesce(sum(pg_catalog.pg_relation_size(i.inhrelid)), 0)::bigint AS bytes
+FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass
+`
+
+// The bytes of pgq.jobs's slots, without their indexes.
 func (q *Queries) JobsSize(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, jobsSize)
 	var bytes int64

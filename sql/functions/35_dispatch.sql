@@ -125,7 +125,8 @@ BEGIN
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
 
-    -- The frozen settings (S1), shared by every payload.
+    -- The frozen settings (S1), shared by every payload, and the slot they go to (S80).
+    v_job.slot := pgq._slot();
     v_job.job := _dispatch.job;
     v_job.queue := v_queue;
     v_job.priority := _dispatch.priority;
@@ -149,10 +150,10 @@ BEGIN
         RETURN QUERY
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step)
+             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step
+               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot
         FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
         ORDER BY p.n
         RETURNING j.uuid;
@@ -186,12 +187,12 @@ BEGIN
             INSERT INTO pgq.jobs
                 (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
                  fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step)
+                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
             VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
                     v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
                     v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
                     v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
-                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step);
+                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;

@@ -44,7 +44,9 @@ AS $$
 DECLARE
     v_job pgq.jobs;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token FOR UPDATE;
+    SELECT * INTO v_job FROM pgq.jobs j
+    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token  -- one slot (S80)
+    FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM pgq._reject(p_call, ARRAY[p_uuid], ARRAY[p_token], p_now);
         RETURN NULL;

@@ -68,6 +68,9 @@ DECLARE
     v_picked int;
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
+    v_slots smallint[];  -- the slot of each (S80): a ctid names a row within its slot only
+    v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
+    v_whole boolean;     -- every picked row is in that slot
     v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
@@ -75,11 +78,12 @@ DECLARE
     v_prio  int;
     v_at    timestamptz;
     v_id    bigint;
-    -- Lease tokens: one base per call, the job's id in its last six bytes (twelve hex
-    -- digits). Unique per reservation without a gen_random_uuid() (and its getpid()
-    -- system call) per job; built as text, which costs less than five bytea calls. The
-    -- base is the first twelve bytes of call when the worker gives one (random), so
-    -- that pgq.unreserve can find the jobs of a call whose answer was lost.
+    -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
+    -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
+    -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
+    -- built as text, which costs less than five bytea calls. The base is the first
+    -- twelve bytes of call when the worker gives one (random), so that pgq.unreserve
+    -- can find the jobs of a call whose answer was lost.
     v_token text := left(coalesce(reserve.call, gen_random_uuid())::text, 24);
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
@@ -169,41 +173,52 @@ BEGIN
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
                 -- The session's first pickup on this queue: from its front.
-                v_ids := ARRAY (
-                    SELECT p.ctid
-                    FROM pgq.jobs p
-                    WHERE p.queue = v_queue
-                      AND p.reserved_at IS NULL
-                      AND p.available_at <= v_now
-                      AND p.id <> ALL (v_seen)
-                    ORDER BY p.priority DESC, p.available_at, p.id
-                    LIMIT v_want
-                    FOR UPDATE SKIP LOCKED);
+                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}') INTO v_ids, v_slots
+                FROM (SELECT p.ctid, p.slot
+                      FROM pgq.jobs p
+                      WHERE p.queue = v_queue
+                        AND p.reserved_at IS NULL
+                        AND p.available_at <= v_now
+                        AND p.id <> ALL (v_seen)
+                      ORDER BY p.priority DESC, p.available_at, p.id
+                      LIMIT v_want
+                      FOR UPDATE SKIP LOCKED) x;
             ELSE
                 -- From the marks, one priority after the other (S77): the same order.
                 v_ids := '{}';
+                v_slots := '{}';
                 FOR v_prio, v_at, v_id IN
                     SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
                     FROM jsonb_each(v_qm -> 'p') m
                     ORDER BY m.key::int DESC
                 LOOP
-                    v_ids := v_ids || ARRAY (
-                        SELECT p.ctid
-                        FROM pgq.jobs p
-                        WHERE p.queue = v_queue
-                          AND p.priority = v_prio
-                          AND p.reserved_at IS NULL
-                          AND (p.available_at, p.id) >= (v_at, v_id)
-                          AND p.available_at <= v_now
-                          AND p.id <> ALL (v_seen)
-                        ORDER BY p.available_at, p.id
-                        LIMIT v_want - cardinality(v_ids)
-                        FOR UPDATE SKIP LOCKED);
+                    SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}')
+                    INTO v_ids, v_slots
+                    FROM (SELECT p.ctid, p.slot
+                          FROM pgq.jobs p
+                          WHERE p.queue = v_queue
+                            AND p.priority = v_prio
+                            AND p.reserved_at IS NULL
+                            AND (p.available_at, p.id) >= (v_at, v_id)
+                            AND p.available_at <= v_now
+                            AND p.id <> ALL (v_seen)
+                          ORDER BY p.available_at, p.id
+                          LIMIT v_want - cardinality(v_ids)
+                          FOR UPDATE SKIP LOCKED) x;
                     EXIT WHEN cardinality(v_ids) >= v_want;
                 END LOOP;
             END IF;
+            EXIT WHEN cardinality(v_ids) = 0;
+            -- This pass takes the picked rows up to the first one in another slot (S80),
+            -- so that each statement below names rows of one slot, by ctid, and reads
+            -- that slot only. The rest stay locked by this transaction, and the next
+            -- pass picks them again, first: the batch keeps the pick order.
+            v_slot := v_slots[1];
+            v_whole := v_slot = ALL (v_slots);
+            IF NOT v_whole THEN
+                v_ids := v_ids[1 : (SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slot) - 1];
+            END IF;
             v_picked := cardinality(v_ids);
-            EXIT WHEN v_picked = 0;
 
             -- Fast path, set-based: jobs no pickup check applies to (no cancel request,
             -- no debounce, no middleware, no until-processing lock, not exhausted) are
@@ -217,9 +232,10 @@ BEGIN
                 reserved_at = v_now,
                 reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                 reserved_by = reserve.worker,
-                lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
                 started_at = v_now
-            WHERE j.ctid = ANY (v_ids)
+            WHERE j.slot = v_slot
+              AND j.ctid = ANY (v_ids)
               AND j.cancel_requested_at IS NULL
               AND j.debounce_key IS NULL
               AND j.middleware IS NULL
@@ -244,11 +260,12 @@ BEGIN
                 -- (aggregates over a sorted subquery keep its order: one sort, not six)
                 SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
                        array_agg(j.middleware_keys), array_agg(j.uuid),
-                       array_agg((v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid)
+                       array_agg((v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid)
                 INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
-                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id
+                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id, j.slot
                       FROM pgq.jobs j
-                      WHERE j.ctid = ANY (v_ids)
+                      WHERE j.slot = v_slot
+                        AND j.ctid = ANY (v_ids)
                         AND j.reserved_at IS NULL
                         AND j.middleware IS NOT NULL
                         AND j.cancel_requested_at IS NULL
@@ -275,7 +292,8 @@ BEGIN
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
-                        WHERE j.ctid = a.tid
+                        WHERE j.slot = v_slot
+                          AND j.ctid = a.tid
                           AND j.ctid = ANY (v_mw_tids)  -- a TID scan, whatever the plan (S78)
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
                         RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
@@ -305,7 +323,8 @@ BEGIN
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
-                        WHERE j.ctid = a.tid
+                        WHERE j.slot = v_slot
+                          AND j.ctid = a.tid
                           AND j.ctid = ANY (v_mw_tids)
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
@@ -331,9 +350,10 @@ BEGIN
                     reserved_at = v_now,
                     reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
                     reserved_by = reserve.worker,
-                    lease_token = (v_token || lpad(to_hex(j.id & 281474976710655), 12, '0'))::uuid,
+                    lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
                     started_at = v_now
                 WHERE v_done < v_picked
+                  AND j.slot = v_slot
                   AND j.ctid = ANY (v_ids)
                   AND j.reserved_at IS NULL
                 RETURNING j.*
@@ -419,7 +439,7 @@ BEGIN
                 v_left := v_left - 1;
                 RETURN NEXT pgq._reported(v_job, NULL, NULL);
             END LOOP;
-            EXIT WHEN v_picked < v_want OR v_left <= 0;
+            EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,

@@ -17,6 +17,7 @@ AS $$
 DECLARE
     -- clock_timestamp: inside run_sql_job's transaction now() is when the handler started
     v_now      timestamptz := coalesce(complete.as_of, clock_timestamp());
+    v_slots    smallint[] := pgq._token_slots(complete.tokens);  -- the slots to read (S80)
     v_done     uuid[];
     v_unique   text[];  -- unique locks to release: keys, and the owner token of each
     v_owners   uuid[];
@@ -39,9 +40,11 @@ BEGIN
         -- One index probe per uuid, and no join that a plan cached on a small table
         -- could turn around (S78). The token is checked against the set: a lease token
         -- names one reservation of one job (its last six bytes are the job's id), so
-        -- only the job it was issued for can hold it.
+        -- only the job it was issued for can hold it. The slots the tokens name are read,
+        -- not the others (a reserved job does not change slot: S80).
         DELETE FROM pgq.jobs j
-        WHERE j.uuid = ANY (complete.uuids)
+        WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+          AND j.uuid = ANY (complete.uuids)
           AND j.lease_token = ANY (complete.tokens)
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
@@ -344,17 +347,22 @@ COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
 -- its lease, and its handler should stop.
 CREATE OR REPLACE FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamptz DEFAULT NULL)
 RETURNS SETOF uuid
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
+DECLARE
+    v_slots smallint[] := pgq._token_slots(heartbeat.tokens);  -- as in pgq.complete (S80)
+BEGIN
+    RETURN QUERY
     WITH held AS (
         UPDATE pgq.jobs j
         SET reserved_until = coalesce(heartbeat.as_of, now())
                              + make_interval(secs => coalesce((SELECT q.retry_after FROM pgq.queues q WHERE q.name = j.queue),
                                                               pgq._default_retry_after()))
             , txid = pg_current_xact_id()  -- the low-water marks of pgq.reserve (S77)
-        WHERE j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
+        WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+          AND j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
           AND j.lease_token = ANY (heartbeat.tokens)
         RETURNING j.uuid, j.lease_token, j.overlap_keys
     ), renewed AS (
@@ -365,6 +373,7 @@ AS $$
           AND o.key = ANY (h.overlap_keys) AND o.job_uuid = h.uuid AND o.lease_token = h.lease_token
     )
     SELECT h.lease_token FROM held h;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
@@ -379,12 +388,16 @@ CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler r
                                         OUT worker text, OUT attempt integer)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- planned for the token's slot: pruned, and not locked
 AS $$
 DECLARE
     v_job pgq.jobs;
     v_key text;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+    -- The token's slot only, planned for it: the handler's transaction then holds a
+    -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
+    SELECT * INTO v_job FROM pgq.jobs j
+    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;

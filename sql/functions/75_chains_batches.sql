@@ -492,7 +492,7 @@ DECLARE
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.jobs j
-        WHERE j.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.jobs w
+        WHERE j.uuid = ANY (ARRAY(SELECT w.uuid FROM pgq.jobs w
                                   WHERE w.batch_id = p_batch AND w.reserved_at IS NULL
                                   FOR UPDATE SKIP LOCKED))
         RETURNING j.*

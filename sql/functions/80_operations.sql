@@ -9,10 +9,15 @@ AS $$
 DECLARE
     v_queue text;
 BEGIN
-    UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
-    WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
-    RETURNING j.queue INTO v_queue;
-    IF NOT FOUND THEN
+    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
+    -- under the second statement's snapshot (S80).
+    FOR i IN 1 .. 2 LOOP
+        UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+        WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
+        RETURNING j.queue INTO v_queue;
+        EXIT WHEN v_queue IS NOT NULL;
+    END LOOP;
+    IF v_queue IS NULL THEN
         RETURN false;
     END IF;
     PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
@@ -61,14 +66,14 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason, batch_id, chain_id, chain_step)
+             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
         FROM gone g
         ORDER BY g.id
         RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step

@@ -52,8 +52,13 @@ AS $$
 DECLARE
     v_job pgq.jobs;
 BEGIN
-    SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
-    IF NOT FOUND THEN
+    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
+    -- under the second statement's snapshot (S80).
+    FOR i IN 1 .. 2 LOOP
+        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
+        EXIT WHEN v_job.id IS NOT NULL;
+    END LOOP;
+    IF v_job.id IS NULL THEN
         RETURN NULL;
     END IF;
     IF v_job.reserved_at IS NULL THEN

@@ -87,11 +87,12 @@ SELECT (pg_has_role(relowner, 'USAGE')
 FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
 
 -- name: JobsDeadTuples :one
--- The dead rows of pgq.jobs, from the statistics (about a second old; right after a
--- VACUUM, the rows it could not remove yet), and how many row versions have died in
--- all (updates and deletes: a count that only grows).
-SELECT coalesce(n_dead_tup, 0)::bigint AS dead, coalesce(n_tup_upd + n_tup_del, 0)::bigint AS died
-FROM pg_catalog.pg_stat_user_tables WHERE relid = 'pgq.jobs'::regclass;
+-- The dead rows of pgq.jobs's slots, from the statistics (about a second old; right
+-- after a VACUUM, the rows it could not remove yet), and how many row versions have died
+-- in all (updates and deletes: a count that only grows; a truncation keeps it).
+SELECT coalesce(sum(s.n_dead_tup), 0)::bigint AS dead, coalesce(sum(s.n_tup_upd + s.n_tup_del), 0)::bigint AS died
+FROM pg_catalog.pg_stat_user_tables s
+WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass);
 
 -- name: JobsVacuum :exec
 -- SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
@@ -111,8 +112,13 @@ VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs;
 VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs;
 
 -- name: JobsSize :one
--- The bytes of pgq.jobs's table, without its indexes.
-SELECT pg_catalog.pg_relation_size('pgq.jobs'::regclass)::bigint AS bytes;
+-- The bytes of pgq.jobs's slots, without their indexes.
+SELECT coalesce(sum(pg_catalog.pg_relation_size(i.inhrelid)), 0)::bigint AS bytes
+FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass;
+
+-- name: JobsRotate :one
+-- Moves the slots of pgq.jobs on (S80); what it did, a line each.
+SELECT pgq.rotate(slot_bytes => @slot_bytes::bigint)::text[] AS done;
 
 -- name: JobCancelRequests :many
 -- The lease tokens of this worker's jobs an operator asked to cancel (pgq.cancel).

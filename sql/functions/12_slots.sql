@@ -1,0 +1,241 @@
+-- The slots of pgq.jobs (S80): where new jobs go, and truncating what a held xmin keeps.
+--
+-- pgq.jobs is partitioned into four slots (migration 00018). New jobs go to the current
+-- slot. With a transaction, snapshot or replication slot holding the xmin horizon back,
+-- vacuum removes no dead row version, and the current slot grows with every job run;
+-- once it holds the worker's slot size, pgq.rotate sends new jobs to an empty slot, and
+-- the old one drains: its jobs run and end where they are, and no new job comes in. A
+-- draining slot with no job left holds only dead versions, and TRUNCATE gives them all
+-- back at once, whatever the horizon. So the table stays within about four slot sizes
+-- for as long as the hold lasts.
+--
+-- TRUNCATE is not MVCC-safe: a snapshot taken before it sees the slot empty after it.
+-- A slot is truncated only when no row of it is visible to a new snapshot, so what an
+-- older one loses is the rows of jobs that have ended since it was taken (a REPEATABLE
+-- READ report counting jobs, say), never a job that is still waiting or running.
+
+-- pgq._slot: the slot new jobs go to.
+CREATE OR REPLACE FUNCTION pgq._slot() RETURNS smallint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
+
+COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
+
+-- pgq._token_slot: the slot a lease token names: pgq.reserve writes the job's slot as
+-- the first hex digit of the token's last group, and a reserved job never changes slot.
+-- NULL for a token pgq did not issue. IMMUTABLE, so that a statement planned for its
+-- token reads, and locks, that one slot.
+CREATE OR REPLACE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN substr(p_token::text, 25, 1) IN ('0', '1', '2', '3') THEN substr(p_token::text, 25, 1)::smallint END;
+$$;
+
+COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names (its 25th hex character); NULL for a token pgq did not issue.';
+
+-- pgq._token_slots: the slots these lease tokens name, each once, in order, as four
+-- elements (NULL past the last). A statement that compares slot with the four prunes
+-- the other partitions when it runs, under a generic plan too: slot = ANY (array) does
+-- not.
+CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ARRAY(SELECT DISTINCT pgq._token_slot(t) s FROM unnest(p_tokens) t WHERE pgq._token_slot(t) IS NOT NULL ORDER BY s)
+           || '{NULL,NULL,NULL,NULL}'::smallint[];
+$$;
+
+COMMENT ON FUNCTION pgq._token_slots(uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+-- pgq._slot_written_since: whether a row of slot p_slot was written by a transaction
+-- that p_snap did not see. Every row of pgq.jobs carries the transaction that inserted
+-- it, or that last made it waiting or reserved it (txid: column default, trigger,
+-- reserve, heartbeat, the move of pgq._move_waiting). A row visible now that p_snap
+-- did not see has a version chain none of whose versions p_snap saw; its first version
+-- was inserted, and each later one written, by a transaction that p_snap did not see
+-- either, so its txid is one of those. Through jobs_txid_idx: a few index entries,
+-- however many dead versions the slot holds.
+CREATE OR REPLACE FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+AS $$
+    SELECT EXISTS (
+        SELECT FROM pgq.jobs j
+        WHERE j.slot = p_slot
+          AND (j.txid >= pg_snapshot_xmax(p_snap)
+               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
+$$;
+
+COMMENT ON FUNCTION pgq._slot_written_since(smallint, pg_snapshot) IS
+    'Whether slot p_slot of pgq.jobs holds a row written by a transaction the snapshot did not see (through jobs_txid_idx).';
+
+-- pgq._truncate_slot: truncates slot p_slot of pgq.jobs if it holds no job. p_snap is
+-- the snapshot under which the caller found no row in it. Takes the slot's ACCESS
+-- EXCLUSIVE lock within lock_timeout (pgq.rotate's 50 ms): every statement of a generic
+-- plan on pgq.jobs locks all four slots, so the wait holds up the workers' calls for as
+-- long as it lasts; under the lock no transaction can write the slot, and one that did
+-- since p_snap shows in its txid (pgq._slot_written_since). The slot is truncated when
+-- none did. Returns whether it was; false leaves no lock behind (the block's
+-- subtransaction takes it with it). No dynamic SQL: the four partitions are named.
+CREATE OR REPLACE FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    CASE p_slot
+        WHEN 0 THEN LOCK TABLE pgq.jobs_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.jobs_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.jobs_2 IN ACCESS EXCLUSIVE MODE;
+        WHEN 3 THEN LOCK TABLE pgq.jobs_3 IN ACCESS EXCLUSIVE MODE;
+    END CASE;
+    IF pgq._slot_written_since(p_slot, p_snap) THEN
+        RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ003';
+    END IF;
+    CASE p_slot
+        WHEN 0 THEN TRUNCATE pgq.jobs_0;
+        WHEN 1 THEN TRUNCATE pgq.jobs_1;
+        WHEN 2 THEN TRUNCATE pgq.jobs_2;
+        WHEN 3 THEN TRUNCATE pgq.jobs_3;
+    END CASE;
+    RETURN true;
+EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ003' THEN
+    RETURN false;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._truncate_slot(smallint, pg_snapshot) IS
+    'Truncates a slot of pgq.jobs in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
+
+-- pgq._move_waiting: moves up to p_max waiting jobs of slot p_from that no other
+-- transaction holds (SKIP LOCKED: a reserve taking one now keeps it) to slot p_to, as
+-- they were but for slot and txid: deleted and inserted again in this transaction,
+-- never an UPDATE of slot (a concurrent FOR UPDATE of a row moved across partitions
+-- fails with 40001 instead of skipping it). A reserve whose snapshot saw the old row
+-- skips it (deleted), and finds the new one through its txid (S77). Returns how many.
+CREATE OR REPLACE FUNCTION pgq._move_waiting(p_from smallint, p_to smallint, p_max int) RETURNS int
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_job pgq.jobs;
+    v_moved int := 0;
+BEGIN
+    FOR v_job IN
+        DELETE FROM pgq.jobs j
+        WHERE j.slot = p_from
+          AND j.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.jobs w
+                                  WHERE w.slot = p_from AND w.reserved_at IS NULL
+                                  LIMIT p_max
+                                  FOR UPDATE SKIP LOCKED))
+        RETURNING j.*
+    LOOP
+        v_job.slot := p_to;
+        v_job.txid := pg_current_xact_id();
+        INSERT INTO pgq.jobs SELECT (v_job).*;
+        v_moved := v_moved + 1;
+    END LOOP;
+    RETURN v_moved;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
+    'Moves up to p_max waiting jobs no one holds from one slot of pgq.jobs to another (deleted and inserted again); returns how many.';
+
+-- pgq.rotate: moves the slots of pgq.jobs on (S80); the worker calls it every second.
+-- One worker at a time does the work (the others return at once). In one call:
+--   1. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
+--      empty slot becomes current, and the current one drains;
+--   2. the oldest draining slot in which no job is left is truncated, and is empty;
+--   3. otherwise, when no slot is empty and the current one is full, the waiting jobs
+--      of the oldest draining slot move to the current one, if it holds at most
+--      pgq._slot_move_max() jobs: they are jobs that wait long (a delay, a backoff, a
+--      paused queue), which would keep its dead rows for as long. A running job keeps
+--      its slot until it ends. A slot holding more is a backlog the workers are
+--      taking: it drains by itself.
+-- A truncation is the call's last statement: its lock is held until the call commits.
+-- Returns what it did, a line each, for the worker's log; empty when nothing.
+CREATE OR REPLACE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864) RETURNS text[]
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '50ms'
+AS $$
+DECLARE
+    v_done  text[] := '{}';
+    v_cur   pgq.job_slots;
+    v_next  pgq.job_slots;
+    v_slot  pgq.job_slots;
+    v_full  boolean;      -- the current slot holds slot_bytes or more
+    v_bytes bigint;
+    v_snap  pg_snapshot;
+    v_moved int;
+BEGIN
+    IF rotate.slot_bytes IS NULL OR rotate.slot_bytes < 65536 THEN
+        RAISE EXCEPTION 'pgq: rotate slot_bytes must be at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
+        RETURN v_done;
+    END IF;
+
+    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
+    v_bytes := pg_total_relation_size(v_cur.partition);
+    v_full := v_bytes >= rotate.slot_bytes;
+    IF v_full THEN
+        SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
+        IF FOUND THEN
+            UPDATE pgq.job_slots s SET state = 'draining', since = now() WHERE s.slot = v_cur.slot;
+            UPDATE pgq.job_slots s SET state = 'current', since = now() WHERE s.slot = v_next.slot;
+            v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                       v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        END IF;
+    END IF;
+
+    FOR v_slot IN SELECT * FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LOOP
+        v_snap := pg_current_snapshot();
+        CONTINUE WHEN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot);
+        v_bytes := pg_total_relation_size(v_slot.partition);
+        IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
+            UPDATE pgq.job_slots s SET state = 'empty', since = now() WHERE s.slot = v_slot.slot;
+            RETURN v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+        END IF;
+    END LOOP;
+
+    IF v_full AND v_next.slot IS NULL
+       AND NOT EXISTS (SELECT FROM pgq.job_slots s WHERE s.state = 'empty') THEN
+        SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
+        IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
+                                            LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
+            v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
+            IF v_moved > 0 THEN
+                v_done := v_done || format('no slot is empty: %s waiting jobs moved from slot %s to slot %s',
+                                           v_moved, v_slot.slot, v_cur.slot);
+            END IF;
+        END IF;
+    END IF;
+    RETURN v_done;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.rotate(bigint) IS
+    'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
+
+-- pgq._slot_move_max: at most this many jobs are moved out of a draining slot at once,
+-- and only out of a slot holding no more.
+CREATE OR REPLACE FUNCTION pgq._slot_move_max() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 10000 $$;
+
+COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are moved out of a draining slot of pgq.jobs at once (pgq.rotate).';
+
+CREATE OR REPLACE VIEW pgq.job_storage AS
+SELECT s.slot, s.state, s.since, s.partition,
+       pg_total_relation_size(s.partition) AS bytes,
+       pg_stat_get_live_tuples(s.partition) AS live_rows,
+       pg_stat_get_dead_tuples(s.partition) AS dead_rows
+FROM pgq.job_slots s
+ORDER BY s.slot;
+
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, size with indexes (bytes), and the statistics'' live and dead row counts.';
