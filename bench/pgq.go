@@ -581,7 +581,7 @@ func printServerStats(ctx context.Context, pool *pgxpool.Pool, jobs int) error {
 	fmt.Println("\nserver-side: table statistics during the drain")
 	rows, err = pool.Query(ctx, `SELECT relname, seq_scan, idx_scan, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
 			n_dead_tup, autovacuum_count
-		FROM pg_stat_user_tables WHERE schemaname = 'pgq' AND relname IN ('jobs', 'attempts') ORDER BY relname`)
+		FROM pg_stat_user_tables WHERE schemaname = 'pgq' AND (relname = 'attempts' OR relname LIKE 'jobs\_%') ORDER BY relname`)
 	if err != nil {
 		return err
 	}

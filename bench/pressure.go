@@ -167,8 +167,10 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		s1 := sent.Load()
 		backlog := s1 - rc.handled.Load()
 		var dead, size int64
-		serr := sys.pool().QueryRow(ctx, `SELECT coalesce((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = $1::regclass), 0),
-		    pg_total_relation_size($1::regclass)`, pressureTable(sys)).Scan(&dead, &size)
+		// Every partition of the table (pgq.jobs has four slots), or the table itself.
+		serr := sys.pool().QueryRow(ctx, `SELECT coalesce(sum(s.n_dead_tup), 0)::bigint, sum(pg_total_relation_size(t.relid))::bigint
+		    FROM pg_partition_tree($1::regclass) t LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
+		    WHERE t.isleaf`, pressureTable(sys)).Scan(&dead, &size)
 		ierr := endInterference()
 		if err := errors.Join(cerr, serr, ierr); err != nil {
 			_ = stopProducer()

@@ -113,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	var sizes string
 	if err := pool.QueryRow(ctx, `SELECT format('pgq.attempts %s rows (%s), pgq.jobs %s rows (%s), pgq.failed_jobs %s rows, attempts in the last hour %s',
 		(SELECT count(*) FROM pgq.attempts), pg_size_pretty(pg_total_relation_size('pgq.attempts')),
-		(SELECT count(*) FROM pgq.jobs), pg_size_pretty(pg_total_relation_size('pgq.jobs')),
+		(SELECT count(*) FROM pgq.jobs), pg_size_pretty((SELECT sum(bytes) FROM pgq.job_storage)),
 		(SELECT count(*) FROM pgq.failed_jobs),
 		(SELECT count(*) FROM pgq.attempts WHERE finished_at > now() - interval '1 hour'))`).Scan(&sizes); err != nil {
 		return err
