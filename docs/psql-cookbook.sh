@@ -88,6 +88,9 @@ section "Rate limits and circuit breakers" \
 section "How far behind is each queue?" \
   "Ready jobs and how long the oldest has waited; \`pgq-worker status\` prints the same." \
   "SELECT * FROM pgq.queue_stats ORDER BY queue;"
+section "How much room do the jobs take, and is it given back?" \
+  "\`pgq.jobs\` is four slots (S80). New jobs go to the current one; once it holds the workers' \`--slot-mb\`, they go to an empty one, and the old one drains and is truncated when its last job ends, whatever holds the xmin horizon. A draining slot that still holds a job is looked at again at \`next_try\`." \
+  "SELECT slot, state, pg_size_pretty(bytes) AS size, live_rows, dead_rows, next_try::time(0) FROM pgq.job_storage;"
 section "Is the configuration safe?" \
   "The ordering linter, given the workers' --timeout and --tries (\`pgq-worker check\` prints the same and exits 1)." \
   "SELECT object, rule, detail FROM pgq.check(worker_timeout => 60, worker_tries => 1);"

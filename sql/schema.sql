@@ -3465,16 +3465,14 @@ COMMENT ON FUNCTION pgq._timezone_problem(p_tz text) IS 'Why a schedule''s time 
 CREATE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    SELECT CASE WHEN substr(p_token::text, 25, 1) IN ('0', '1', '2', '3') THEN substr(p_token::text, 25, 1)::smallint END;
-$$;
+    AS $$ SELECT CASE WHEN get_byte(uuid_send(p_token), 10) >> 4 <= 3 THEN (get_byte(uuid_send(p_token), 10) >> 4)::smallint END $$;
 
 
 --
 -- Name: FUNCTION _token_slot(p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lease token names (its 25th hex character); NULL for a token pgq did not issue.';
+COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lease token names (the first hex digit of its last group); NULL for a token pgq did not issue.';
 
 
 --
@@ -3485,7 +3483,8 @@ CREATE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT ARRAY(SELECT DISTINCT pgq._token_slot(t) s FROM unnest(p_tokens) t WHERE pgq._token_slot(t) IS NOT NULL ORDER BY s)
+    SELECT ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
+                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
            || '{NULL,NULL,NULL,NULL}'::smallint[];
 $$;
 
@@ -5588,20 +5587,20 @@ COMMENT ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_than
 
 
 --
--- Name: rotate(bigint); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: rotate(bigint, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864) RETURNS text[]
+CREATE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS text[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '50ms'
     AS $$
 DECLARE
+    v_now   timestamptz := coalesce(rotate.as_of, now());
     v_done  text[] := '{}';
     v_cur   pgq.job_slots;
     v_next  pgq.job_slots;
     v_slot  pgq.job_slots;
-    v_full  boolean;      -- the current slot holds slot_bytes or more
     v_bytes bigint;
     v_snap  pg_snapshot;
     v_moved int;
@@ -5613,35 +5612,52 @@ BEGIN
         RETURN v_done;
     END IF;
 
-    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
-    v_bytes := pg_total_relation_size(v_cur.partition);
-    v_full := v_bytes >= rotate.slot_bytes;
-    IF v_full THEN
-        SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
-        IF FOUND THEN
-            UPDATE pgq.job_slots s SET state = 'draining', since = now() WHERE s.slot = v_cur.slot;
-            UPDATE pgq.job_slots s SET state = 'current', since = now() WHERE s.slot = v_next.slot;
-            v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
-                                       v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
-        END IF;
-    END IF;
-
-    FOR v_slot IN SELECT * FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LOOP
+    -- 1. The oldest draining slot in which no job is left is truncated.
+    FOR v_slot IN
+        SELECT * FROM pgq.job_slots s
+        WHERE s.state = 'draining' AND (s.next_try IS NULL OR s.next_try <= v_now)
+        ORDER BY s.since, s.slot
+    LOOP
         v_snap := pg_current_snapshot();
-        CONTINUE WHEN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot);
-        v_bytes := pg_total_relation_size(v_slot.partition);
-        IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
-            UPDATE pgq.job_slots s SET state = 'empty', since = now() WHERE s.slot = v_slot.slot;
-            RETURN v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot) THEN
+            v_bytes := pg_total_relation_size(v_slot.partition);
+            IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
+                UPDATE pgq.job_slots s SET state = 'empty', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
+                v_done := v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+                EXIT;
+            END IF;
         END IF;
+        -- A job is left in it, or its lock was not free in time (a long transaction that
+        -- read pgq.jobs): not before 1, 2, 4, 8, then 10 seconds. Each look reads the slot
+        -- whole, and each wait for the lock holds up the workers' calls.
+        UPDATE pgq.job_slots s SET tries = s.tries + 1, next_try = v_now + make_interval(secs => least(2 ^ s.tries, 10))
+        WHERE s.slot = v_slot.slot;
     END LOOP;
 
-    IF v_full AND v_next.slot IS NULL
-       AND NOT EXISTS (SELECT FROM pgq.job_slots s WHERE s.state = 'empty') THEN
+    -- 2. A full current slot hands over to an empty one.
+    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
+    v_bytes := pg_total_relation_size(v_cur.partition);
+    IF v_bytes < rotate.slot_bytes THEN
+        RETURN v_done;
+    END IF;
+    SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
+    IF FOUND THEN
+        UPDATE pgq.job_slots s SET state = 'draining', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_cur.slot;
+        UPDATE pgq.job_slots s SET state = 'current', since = v_now WHERE s.slot = v_next.slot;
+        RETURN v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+    END IF;
+
+    -- 3. No slot is empty: the few jobs waiting long in the oldest draining slot move on,
+    -- and the next call truncates it (unless a job still runs there). Not in this call:
+    -- the truncation would wait for its lock while holding the moved rows, for which an
+    -- operation holding a lock on the slot may be waiting.
+    IF cardinality(v_done) = 0 THEN
         SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
         IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
                                             LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
             v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
+            UPDATE pgq.job_slots s SET tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
             IF v_moved > 0 THEN
                 v_done := v_done || format('no slot is empty: %s waiting jobs moved from slot %s to slot %s',
                                            v_moved, v_slot.slot, v_cur.slot);
@@ -5654,10 +5670,10 @@ $$;
 
 
 --
--- Name: FUNCTION rotate(slot_bytes bigint); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION rotate(slot_bytes bigint, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
+COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
 
 
 --
@@ -6390,6 +6406,8 @@ CREATE TABLE pgq.job_slots (
     partition regclass NOT NULL,
     state text NOT NULL,
     since timestamp with time zone DEFAULT now() NOT NULL,
+    tries integer DEFAULT 0 NOT NULL,
+    next_try timestamp with time zone,
     CONSTRAINT job_slots_state_check CHECK ((state = ANY (ARRAY['current'::text, 'draining'::text, 'empty'::text])))
 );
 
@@ -6409,6 +6427,20 @@ COMMENT ON COLUMN pgq.job_slots.since IS 'When the slot entered its state.';
 
 
 --
+-- Name: COLUMN job_slots.tries; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_slots.tries IS 'Draining: how many times pgq.rotate found a job left in it, or could not take its lock in time.';
+
+
+--
+-- Name: COLUMN job_slots.next_try; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_slots.next_try IS 'Draining: pgq.rotate tries to truncate it again from then on (1, 2, 4, 8, then every 10 seconds).';
+
+
+--
 -- Name: job_storage; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -6416,6 +6448,7 @@ CREATE VIEW pgq.job_storage AS
  SELECT s.slot,
     s.state,
     s.since,
+    s.next_try,
     s.partition,
     pg_total_relation_size(s.partition) AS bytes,
     pg_stat_get_live_tuples((s.partition)::oid) AS live_rows,
@@ -6428,7 +6461,7 @@ CREATE VIEW pgq.job_storage AS
 -- Name: VIEW job_storage; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, size with indexes (bytes), and the statistics'' live and dead row counts.';
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics'' live and dead row counts.';
 
 
 --
@@ -8625,11 +8658,11 @@ GRANT ALL ON FUNCTION pgq.retry_failed(uuid uuid, queue text, job text, older_th
 
 
 --
--- Name: FUNCTION rotate(slot_bytes bigint); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION rotate(slot_bytes bigint, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.rotate(slot_bytes bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.rotate(slot_bytes bigint) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) TO pgq_worker;
 
 
 --

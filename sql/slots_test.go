@@ -8,6 +8,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +25,15 @@ func slotStates(t *testing.T, db *pgqtest.DB) []string {
 	return pgqtest.Scalar[[]string](t, db, `SELECT array_agg(state ORDER BY slot) FROM pgq.job_slots`)
 }
 
-// rotate calls pgq.rotate with slot size bytes and returns what it did.
+// rotate calls pgq.rotate with slot size bytes and returns what it did. Each call is a
+// minute after the one before: a draining slot that was busy is looked at again.
 func rotate(t *testing.T, db *pgqtest.DB, bytes int) []string {
 	t.Helper()
-	return pgqtest.Scalar[[]string](t, db, `SELECT pgq.rotate($1)`, bytes)
+	return pgqtest.Scalar[[]string](t, db, `SELECT pgq.rotate($1, as_of => now() + $2::int * interval '1 minute')`,
+		bytes, rotations.Add(1))
 }
+
+var rotations atomic.Int64
 
 // jobsBytes is the size of pgq.jobs: every slot, with its indexes.
 func jobsBytes(t *testing.T, db *pgqtest.DB) int64 {

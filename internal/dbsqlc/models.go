@@ -399,13 +399,18 @@ type PgqJobSlot struct {
 	State     string
 	// When the slot entered its state.
 	Since time.Time
+	// Draining: how many times pgq.rotate found a job left in it, or could not take its lock in time.
+	Tries int32
+	// Draining: pgq.rotate tries to truncate it again from then on (1, 2, 4, 8, then every 10 seconds).
+	NextTry *time.Time
 }
 
-// The slots of pgq.jobs: state, size with indexes (bytes), and the statistics' live and dead row counts.
+// The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics' live and dead row counts.
 type PgqJobStorage struct {
 	Slot      int16
 	State     string
 	Since     time.Time
+	NextTry   *time.Time
 	Partition interface{}
 	Bytes     int64
 	LiveRows  int64

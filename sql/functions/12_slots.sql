@@ -23,27 +23,27 @@ AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
 COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
 
 -- pgq._token_slot: the slot a lease token names: pgq.reserve writes the job's slot as
--- the first hex digit of the token's last group, and a reserved job never changes slot.
--- NULL for a token pgq did not issue. IMMUTABLE, so that a statement planned for its
--- token reads, and locks, that one slot.
+-- the first hex digit of the token's last group (the high half of its byte 10), and a
+-- reserved job never changes slot. NULL for a token pgq did not issue. IMMUTABLE, so
+-- that a statement planned for its token reads, and locks, that one slot.
 CREATE OR REPLACE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT CASE WHEN substr(p_token::text, 25, 1) IN ('0', '1', '2', '3') THEN substr(p_token::text, 25, 1)::smallint END;
-$$;
+AS $$ SELECT CASE WHEN get_byte(uuid_send(p_token), 10) >> 4 <= 3 THEN (get_byte(uuid_send(p_token), 10) >> 4)::smallint END $$;
 
-COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names (its 25th hex character); NULL for a token pgq did not issue.';
+COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names (the first hex digit of its last group); NULL for a token pgq did not issue.';
 
 -- pgq._token_slots: the slots these lease tokens name, each once, in order, as four
 -- elements (NULL past the last). A statement that compares slot with the four prunes
 -- the other partitions when it runs, under a generic plan too: slot = ANY (array) does
--- not.
+-- not. The test of pgq._token_slot is written out: a call per token costs ten times
+-- the rest.
 CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT ARRAY(SELECT DISTINCT pgq._token_slot(t) s FROM unnest(p_tokens) t WHERE pgq._token_slot(t) IS NOT NULL ORDER BY s)
+    SELECT ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
+                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
            || '{NULL,NULL,NULL,NULL}'::smallint[];
 $$;
 
@@ -146,28 +146,31 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 
 -- pgq.rotate: moves the slots of pgq.jobs on (S80); the worker calls it every second.
 -- One worker at a time does the work (the others return at once). In one call:
---   1. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
+--   1. the oldest draining slot in which no job is left is truncated, and is empty;
+--   2. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
 --      empty slot becomes current, and the current one drains;
---   2. the oldest draining slot in which no job is left is truncated, and is empty;
 --   3. otherwise, when no slot is empty and the current one is full, the waiting jobs
 --      of the oldest draining slot move to the current one, if it holds at most
 --      pgq._slot_move_max() jobs: they are jobs that wait long (a delay, a backoff, a
 --      paused queue), which would keep its dead rows for as long. A running job keeps
 --      its slot until it ends. A slot holding more is a backlog the workers are
 --      taking: it drains by itself.
--- A truncation is the call's last statement: its lock is held until the call commits.
--- Returns what it did, a line each, for the worker's log; empty when nothing.
-CREATE OR REPLACE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864) RETURNS text[]
+-- A draining slot that still holds a job, or whose lock was not free within 50 ms, is
+-- looked at again 1, 2, 4, 8, then every 10 seconds later (pgq.job_slots.next_try).
+-- A truncation holds its lock until the call commits; only the hand-over (two updates
+-- of pgq.job_slots) comes after it. as_of stands in for now() (tests). Returns what it
+-- did, a line each, for the worker's log; empty when nothing.
+CREATE OR REPLACE FUNCTION pgq.rotate(slot_bytes bigint DEFAULT 67108864, as_of timestamptz DEFAULT NULL) RETURNS text[]
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '50ms'
 AS $$
 DECLARE
+    v_now   timestamptz := coalesce(rotate.as_of, now());
     v_done  text[] := '{}';
     v_cur   pgq.job_slots;
     v_next  pgq.job_slots;
     v_slot  pgq.job_slots;
-    v_full  boolean;      -- the current slot holds slot_bytes or more
     v_bytes bigint;
     v_snap  pg_snapshot;
     v_moved int;
@@ -179,35 +182,52 @@ BEGIN
         RETURN v_done;
     END IF;
 
-    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
-    v_bytes := pg_total_relation_size(v_cur.partition);
-    v_full := v_bytes >= rotate.slot_bytes;
-    IF v_full THEN
-        SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
-        IF FOUND THEN
-            UPDATE pgq.job_slots s SET state = 'draining', since = now() WHERE s.slot = v_cur.slot;
-            UPDATE pgq.job_slots s SET state = 'current', since = now() WHERE s.slot = v_next.slot;
-            v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
-                                       v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
-        END IF;
-    END IF;
-
-    FOR v_slot IN SELECT * FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LOOP
+    -- 1. The oldest draining slot in which no job is left is truncated.
+    FOR v_slot IN
+        SELECT * FROM pgq.job_slots s
+        WHERE s.state = 'draining' AND (s.next_try IS NULL OR s.next_try <= v_now)
+        ORDER BY s.since, s.slot
+    LOOP
         v_snap := pg_current_snapshot();
-        CONTINUE WHEN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot);
-        v_bytes := pg_total_relation_size(v_slot.partition);
-        IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
-            UPDATE pgq.job_slots s SET state = 'empty', since = now() WHERE s.slot = v_slot.slot;
-            RETURN v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot) THEN
+            v_bytes := pg_total_relation_size(v_slot.partition);
+            IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
+                UPDATE pgq.job_slots s SET state = 'empty', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
+                v_done := v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
+                EXIT;
+            END IF;
         END IF;
+        -- A job is left in it, or its lock was not free in time (a long transaction that
+        -- read pgq.jobs): not before 1, 2, 4, 8, then 10 seconds. Each look reads the slot
+        -- whole, and each wait for the lock holds up the workers' calls.
+        UPDATE pgq.job_slots s SET tries = s.tries + 1, next_try = v_now + make_interval(secs => least(2 ^ s.tries, 10))
+        WHERE s.slot = v_slot.slot;
     END LOOP;
 
-    IF v_full AND v_next.slot IS NULL
-       AND NOT EXISTS (SELECT FROM pgq.job_slots s WHERE s.state = 'empty') THEN
+    -- 2. A full current slot hands over to an empty one.
+    SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
+    v_bytes := pg_total_relation_size(v_cur.partition);
+    IF v_bytes < rotate.slot_bytes THEN
+        RETURN v_done;
+    END IF;
+    SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
+    IF FOUND THEN
+        UPDATE pgq.job_slots s SET state = 'draining', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_cur.slot;
+        UPDATE pgq.job_slots s SET state = 'current', since = v_now WHERE s.slot = v_next.slot;
+        RETURN v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+    END IF;
+
+    -- 3. No slot is empty: the few jobs waiting long in the oldest draining slot move on,
+    -- and the next call truncates it (unless a job still runs there). Not in this call:
+    -- the truncation would wait for its lock while holding the moved rows, for which an
+    -- operation holding a lock on the slot may be waiting.
+    IF cardinality(v_done) = 0 THEN
         SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
         IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
                                             LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
             v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
+            UPDATE pgq.job_slots s SET tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
             IF v_moved > 0 THEN
                 v_done := v_done || format('no slot is empty: %s waiting jobs moved from slot %s to slot %s',
                                            v_moved, v_slot.slot, v_cur.slot);
@@ -218,7 +238,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.rotate(bigint) IS
+COMMENT ON FUNCTION pgq.rotate(bigint, timestamptz) IS
     'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
 
 -- pgq._slot_move_max: at most this many jobs are moved out of a draining slot at once,
@@ -231,11 +251,11 @@ AS $$ SELECT 10000 $$;
 COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are moved out of a draining slot of pgq.jobs at once (pgq.rotate).';
 
 CREATE OR REPLACE VIEW pgq.job_storage AS
-SELECT s.slot, s.state, s.since, s.partition,
+SELECT s.slot, s.state, s.since, s.next_try, s.partition,
        pg_total_relation_size(s.partition) AS bytes,
        pg_stat_get_live_tuples(s.partition) AS live_rows,
        pg_stat_get_dead_tuples(s.partition) AS dead_rows
 FROM pgq.job_slots s
 ORDER BY s.slot;
 
-COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, size with indexes (bytes), and the statistics'' live and dead row counts.';
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics'' live and dead row counts.';

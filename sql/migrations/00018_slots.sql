@@ -180,11 +180,15 @@ CREATE TABLE pgq.job_slots (
     slot      smallint PRIMARY KEY,
     partition regclass NOT NULL UNIQUE,
     state     text NOT NULL CHECK (state IN ('current', 'draining', 'empty')),
-    since     timestamptz NOT NULL DEFAULT now()
+    since     timestamptz NOT NULL DEFAULT now(),
+    tries     int NOT NULL DEFAULT 0,
+    next_try  timestamptz
 );
 CREATE UNIQUE INDEX job_slots_current_idx ON pgq.job_slots (state) WHERE state = 'current';
 COMMENT ON TABLE pgq.job_slots IS 'The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.';
 COMMENT ON COLUMN pgq.job_slots.since IS 'When the slot entered its state.';
+COMMENT ON COLUMN pgq.job_slots.tries IS 'Draining: how many times pgq.rotate found a job left in it, or could not take its lock in time.';
+COMMENT ON COLUMN pgq.job_slots.next_try IS 'Draining: pgq.rotate tries to truncate it again from then on (1, 2, 4, 8, then every 10 seconds).';
 INSERT INTO pgq.job_slots (slot, partition, state) VALUES
     (0, 'pgq.jobs_0', 'current'), (1, 'pgq.jobs_1', 'empty'), (2, 'pgq.jobs_2', 'empty'), (3, 'pgq.jobs_3', 'empty');
 
