@@ -43,7 +43,8 @@ type phaseResult struct {
 	p50, p99          float64 // ms
 	backlog           int64
 	dead              int64
-	size              int64 // bytes, indexes and TOAST included
+	size              int64 // bytes, indexes and TOAST included, at the end of the phase
+	largest           int64 // bytes: the most it held, sampled each second
 	waitsSeen, starts int
 	windows           []string // per 10 s of the phase: jobs started/s and their p99 wait
 }
@@ -141,6 +142,36 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		}
 	}
 
+	// The table's size, each second, for the largest it was in each phase and window.
+	type sizeAt struct{ at, bytes int64 }
+	var sizesMu sync.Mutex
+	var sizes []sizeAt
+	samplerDone := make(chan struct{})
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	go func() {
+		defer close(samplerDone)
+		every(samplerCtx, time.Second, func() {
+			if b, err := tableBytes(samplerCtx, sys); err == nil {
+				sizesMu.Lock()
+				sizes = append(sizes, sizeAt{int64(time.Since(base)), b})
+				sizesMu.Unlock()
+			}
+		})
+	}()
+	defer func() { stopSampler(); <-samplerDone }()
+	// largestIn is the largest size sampled in [from, to) ns since base.
+	largestIn := func(from, to int64) int64 {
+		sizesMu.Lock()
+		defer sizesMu.Unlock()
+		var m int64
+		for _, s := range sizes {
+			if s.at >= from && s.at < to {
+				m = max(m, s.bytes)
+			}
+		}
+		return m
+	}
+
 	connConfig := sys.pool().Config().ConnConfig // the system's database, whatever the URL named
 	var results []phaseResult
 	for _, phase := range o.pressurePhases {
@@ -166,19 +197,21 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		c1, cerr := sys.completed(ctx)
 		s1 := sent.Load()
 		backlog := s1 - rc.handled.Load()
-		var dead, size int64
-		// Every partition of the table (pgq.jobs has four slots), or the table itself.
-		serr := sys.pool().QueryRow(ctx, `SELECT coalesce(sum(s.n_dead_tup), 0)::bigint, sum(pg_total_relation_size(t.relid))::bigint
-		    FROM pg_partition_tree($1::regclass) t LEFT JOIN pg_stat_user_tables s ON s.relid = t.relid
-		    WHERE t.isleaf`, pressureTable(sys)).Scan(&dead, &size)
+		var dead int64
+		// Every partition of the table (pgq.jobs has four slots), or the table itself
+		// (pg_partition_tree lists nothing for a table that is not partitioned).
+		serr := sys.pool().QueryRow(ctx, `SELECT coalesce(sum(s.n_dead_tup), 0)::bigint FROM pg_stat_user_tables s
+		    WHERE s.relid IN (SELECT t.relid FROM pg_partition_tree($1::regclass) t WHERE t.isleaf UNION SELECT $1::regclass)`,
+			pressureTable(sys)).Scan(&dead)
+		size, zerr := tableBytes(ctx, sys)
 		ierr := endInterference()
-		if err := errors.Join(cerr, serr, ierr); err != nil {
+		if err := errors.Join(cerr, serr, zerr, ierr); err != nil {
 			_ = stopProducer()
 			return fail(err)
 		}
 		secs := float64(to-from) / 1e9
 		r := phaseResult{name: phase, offered: float64(s1-s0) / secs, done: float64(c1-c0) / secs,
-			backlog: backlog, dead: dead, size: size}
+			backlog: backlog, dead: dead, size: size, largest: max(largestIn(from, to), size)}
 		var waits []float64
 		for i := range int(s1) {
 			st := started[i].Load()
@@ -200,9 +233,11 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 				byWindow[w] = append(byWindow[w], float64(st-cm)/1e6)
 			}
 		}
-		for _, ws := range byWindow {
+		for w, ws := range byWindow {
 			slices.Sort(ws)
-			r.windows = append(r.windows, fmt.Sprintf("%.0f/s p99 %.0f ms", float64(len(ws))/pressureWindow.Seconds(), percentile(ws, 99)))
+			wfrom := from + int64(w)*int64(pressureWindow)
+			r.windows = append(r.windows, fmt.Sprintf("%.0f/s p99 %.0f ms %.0f MB", float64(len(ws))/pressureWindow.Seconds(), percentile(ws, 99),
+				float64(largestIn(wfrom, wfrom+int64(pressureWindow)))/1e6))
 		}
 		results = append(results, r)
 	}
@@ -214,8 +249,8 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	warnings, err := finish(ctx, sys, rc, n, stop)
 	var parts []string
 	for _, r := range results {
-		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB",
-			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6))
+		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB (at most %.1f MB)",
+			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6, float64(r.largest)/1e6))
 		fmt.Fprintf(os.Stderr, "pressure %s %s, per %s: %s\n", sys.name(), r.name, pressureWindow, strings.Join(r.windows, " | "))
 	}
 	out.line = strings.Join(parts, " | ") + fmt.Sprintf(" | %d jobs in all | warnings logged %d", n, warnings)
@@ -227,6 +262,15 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		out.add("pressure-"+r.name+"-p99", r.p99)
 	}
 	return out
+}
+
+// tableBytes is the size of a system's jobs table, indexes and TOAST included: every
+// partition of it (pgq.jobs has four slots), or the table itself.
+func tableBytes(ctx context.Context, sys liveSystem) (int64, error) {
+	var n int64
+	err := sys.pool().QueryRow(ctx, `SELECT coalesce((SELECT sum(pg_total_relation_size(t.relid)) FROM pg_partition_tree($1::regclass) t
+		    WHERE t.isleaf), pg_total_relation_size($1::regclass))::bigint`, pressureTable(sys)).Scan(&n)
+	return n, err
 }
 
 // interfere starts what a phase puts next to the queue, on connections of its own to
