@@ -5041,6 +5041,7 @@ DECLARE
     v_fast  int;
     v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
     v_slots smallint[];  -- the slot of each (S80): a ctid names a row within its slot only
+    v_mws   boolean[];   -- whether each has middleware: the fast path and the middleware path run only for their jobs
     v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
     v_whole boolean;     -- every picked row is in that slot
     v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
@@ -5145,8 +5146,9 @@ BEGIN
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
                 -- The session's first pickup on this queue: from its front.
-                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}') INTO v_ids, v_slots
-                FROM (SELECT p.ctid, p.slot
+                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}')
+                INTO v_ids, v_slots, v_mws
+                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
                       FROM pgq.jobs p
                       WHERE p.queue = v_queue
                         AND p.reserved_at IS NULL
@@ -5159,14 +5161,16 @@ BEGIN
                 -- From the marks, one priority after the other (S77): the same order.
                 v_ids := '{}';
                 v_slots := '{}';
+                v_mws := '{}';
                 FOR v_prio, v_at, v_id IN
                     SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
                     FROM jsonb_each(v_qm -> 'p') m
                     ORDER BY m.key::int DESC
                 LOOP
-                    SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}')
-                    INTO v_ids, v_slots
-                    FROM (SELECT p.ctid, p.slot
+                    SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
+                           v_mws || coalesce(array_agg(x.mw), '{}')
+                    INTO v_ids, v_slots, v_mws
+                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
                           FROM pgq.jobs p
                           WHERE p.queue = v_queue
                             AND p.priority = v_prio
@@ -5188,7 +5192,9 @@ BEGIN
             v_slot := v_slots[1];
             v_whole := v_slot = ALL (v_slots);
             IF NOT v_whole THEN
-                v_ids := v_ids[1 : (SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slot) - 1];
+                v_picked := (SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slot) - 1;
+                v_ids := v_ids[1 : v_picked];
+                v_mws := v_mws[1 : v_picked];
             END IF;
             v_picked := cardinality(v_ids);
 
@@ -5197,30 +5203,34 @@ BEGIN
             -- reserved and go out in one statement. ctid = ANY ($1) is a TID scan: no
             -- index lookup, and the cached generic plan stays good (force_generic_plan
             -- above). The test is written out here, not called: a function per row
-            -- would cost more than the rest of the statement.
-            RETURN QUERY
-            UPDATE pgq.jobs j
-            SET attempts = j.attempts + 1,
-                reserved_at = v_now,
-                reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                reserved_by = reserve.worker,
-                lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
-                started_at = v_now
-            WHERE j.slot = v_slot
-              AND j.ctid = ANY (v_ids)
-              AND j.cancel_requested_at IS NULL
-              AND j.debounce_key IS NULL
-              AND j.middleware IS NULL
-              AND j.unique_until IS DISTINCT FROM 'processing'
-              AND (j.batch_id IS NULL
-                   OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
-              AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                       ELSE coalesce(j.tries, reserve.default_tries) = 0
-                            OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-            RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
-                      j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                      NULL::pgq.pickup, NULL::text, NULL::text;
-            GET DIAGNOSTICS v_fast = ROW_COUNT;
+            -- would cost more than the rest of the statement. Not run for a batch whose
+            -- jobs all have middleware: it would read each of them for nothing.
+            v_fast := 0;
+            IF false = ANY (v_mws) THEN
+                RETURN QUERY
+                UPDATE pgq.jobs j
+                SET attempts = j.attempts + 1,
+                    reserved_at = v_now,
+                    reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
+                    reserved_by = reserve.worker,
+                    lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
+                    started_at = v_now
+                WHERE j.slot = v_slot
+                  AND j.ctid = ANY (v_ids)
+                  AND j.cancel_requested_at IS NULL
+                  AND j.debounce_key IS NULL
+                  AND j.middleware IS NULL
+                  AND j.unique_until IS DISTINCT FROM 'processing'
+                  AND (j.batch_id IS NULL
+                       OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
+                  AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                           ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
+                          j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                          NULL::pgq.pickup, NULL::text, NULL::text;
+                GET DIAGNOSTICS v_fast = ROW_COUNT;
+            END IF;
             v_left := v_left - v_fast;
             v_done := v_fast;
 
@@ -5228,7 +5238,7 @@ BEGIN
             -- their middleware are admitted by one pgq._admit call for the whole batch,
             -- then reserved: those admitted in one statement, with their overlap keys;
             -- those turned away or failed one by one below, as before.
-            IF v_done < v_picked THEN
+            IF v_done < v_picked AND true = ANY (v_mws) THEN
                 -- (aggregates over a sorted subquery keep its order: one sort, not six)
                 SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
                        array_agg(j.middleware_keys), array_agg(j.uuid),
@@ -5263,10 +5273,14 @@ BEGIN
                             reserved_by = reserve.worker,
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)  -- unnest expands the admission
+                        -- unnest expands the admission. The join goes from it to each job by TID:
+                        -- with sequential scans, hash and merge joins off (S78) the only other way
+                        -- into pgq.jobs is a whole index scan, which no statistics price below a
+                        -- probe per admitted job. (A filter ctid = ANY (v_mw_tids) besides cost a
+                        -- scan of the array per row: a quarter of the statement.)
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
-                          AND j.ctid = ANY (v_mw_tids)  -- a TID scan, whatever the plan (S78)
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
                         RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
                     LOOP
@@ -5297,7 +5311,6 @@ BEGIN
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
-                          AND j.ctid = ANY (v_mw_tids)
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
