@@ -92,7 +92,7 @@ BEGIN
         WHEN 3 THEN LOCK TABLE pgq.jobs_3 IN ACCESS EXCLUSIVE MODE;
     END CASE;
     IF pgq._slot_written_since(p_slot, p_snap) THEN
-        RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ003';
+        RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ998';  -- caught below: it never leaves this function
     END IF;
     CASE p_slot
         WHEN 0 THEN TRUNCATE pgq.jobs_0;
@@ -101,7 +101,7 @@ BEGIN
         WHEN 3 THEN TRUNCATE pgq.jobs_3;
     END CASE;
     RETURN true;
-EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ003' THEN
+EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
     RETURN false;
 END;
 $$;
