@@ -112,6 +112,25 @@ func TestS80HeldHorizonCannotGrowTheTable(t *testing.T) {
 	require.Greater(t, jobsBytes(t, db), int64(4*slot), "without the truncations the table grows past the bound")
 }
 
+// pgq.rotate refuses a slot size below 64 KiB, and does nothing while another call runs.
+func TestS80RotateChecksItsArgumentAndRunsOneAtATime(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	for _, bad := range []string{"NULL", "0", "65535"} {
+		_, err := db.Pool.Exec(ctx, `SELECT pgq.rotate(`+bad+`)`)
+		require.Equal(t, "22023", pgCode(err), bad)
+		require.ErrorContains(t, err, "rotate slot_bytes must be at least 65536", bad)
+	}
+	dispatch(t, db, `'x', '{}'`)
+	other, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer other.Rollback(ctx)
+	require.Len(t, scalarOn[[]string](t, other, `SELECT pgq.rotate(65536)`), 1, "the current slot is full")
+	require.Empty(t, rotate(t, db, 65536), "another call holds the rotation")
+	require.NoError(t, other.Rollback(ctx))
+	require.Len(t, rotate(t, db, 65536), 1)
+}
+
 // A slot is truncated only when no job is left in it: not while a job dispatched to it
 // is uncommitted, not while a job runs in it, not when a transaction wrote it after it
 // was found empty.

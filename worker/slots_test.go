@@ -110,3 +110,17 @@ func TestS80WorkersKeepTheTableBoundedUnderAHold(t *testing.T) {
 	require.Positive(t, strings.Count(text, "moved from slot"), "delayed jobs were moved out of a draining slot")
 	require.Less(t, largest.Load(), int64(4*slot+4<<20), "four slots and what a second of the load writes")
 }
+
+// WithSlotSize refuses a size pgq.rotate would refuse; 0 turns the rotation off.
+func TestS80WithSlotSizeChecksItsArgument(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, bad := range []int64{-1, 1, 65535} {
+		_, err := worker.New(b.db.WorkerPool, worker.WithSlotSize(bad))
+		require.ErrorContains(t, err, "WithSlotSize: must be 0 or >= 65536", "%d", bad)
+	}
+	for _, good := range []int64{0, 65536, 64 << 20} {
+		_, err := worker.New(b.db.WorkerPool, worker.WithSlotSize(good))
+		require.NoError(t, err, "%d", good)
+	}
+}
