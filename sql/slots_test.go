@@ -157,6 +157,26 @@ func TestS80NoLiveJobIsTruncated(t *testing.T) {
 		require.Contains(t, strings.Join(rotate(t, db, 1<<30), "\n"), "slot 0 truncated")
 	})
 
+	t.Run("OpenReader", func(t *testing.T) {
+		t.Parallel()
+		db := pgqtest.New(t)
+		dispatch(t, db, `'x', '{}'`)
+		require.True(t, complete(t, db, reserveOne(t, db, clock())))
+		rotate(t, db, 65536)
+		reader, err := session(t, db).Begin(ctx)
+		require.NoError(t, err)
+		require.Zero(t, scalarOn[int](t, reader, `SELECT count(*)::int FROM pgq.ready`), "a psql session that looked, and stays open")
+		var said []string
+		for range 8 {
+			said = append(said, rotate(t, db, 1<<30)...)
+		}
+		require.Equal(t, []string{"draining", "current", "empty", "empty"}, slotStates(t, db))
+		require.Len(t, said, 1, "said once")
+		require.Contains(t, said[0], "slot 0 has no job left but could not be truncated")
+		require.NoError(t, reader.Rollback(ctx))
+		require.Contains(t, strings.Join(rotate(t, db, 1<<30), "\n"), "slot 0 truncated")
+	})
+
 	t.Run("RunningJob", func(t *testing.T) {
 		t.Parallel()
 		db := pgqtest.New(t)

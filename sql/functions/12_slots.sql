@@ -196,6 +196,13 @@ BEGIN
                 v_done := v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
                 EXIT;
             END IF;
+            -- Said once, at the sixth try (about half a minute): while it lasts, the slots
+            -- are not bounded.
+            IF v_slot.tries = 5 THEN
+                v_done := v_done || format('slot %s has no job left but could not be truncated for %s: a transaction holds a lock on it '
+                                           '(one that read pgq.jobs and stays open; see pg_locks for relation %s)',
+                                           v_slot.slot, date_trunc('second', v_now - v_slot.since), v_slot.partition);
+            END IF;
         END IF;
         -- A job is left in it, or its lock was not free in time (a long transaction that
         -- read pgq.jobs): not before 1, 2, 4, 8, then 10 seconds. Each look reads the slot
