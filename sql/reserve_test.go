@@ -56,6 +56,35 @@ func TestJobUUIDsAreTimeOrdered(t *testing.T) {
 	}
 }
 
+// One dispatch_many draws its uuids in one call (pgq._uuid7s): distinct, version 7, and
+// counting up in payload order, which is also the order of the jobs' ids (FIFO within
+// the batch). The uuids are made before the insert and returned without RETURNING, so
+// the test also checks that each returned uuid is the row of its payload.
+func TestJobUUIDsOfOneDispatchManyCountUpInPayloadOrder(t *testing.T) {
+	db := pgqtest.New(t)
+	got := pgqtest.Scalar[[]uuid.UUID](t, db,
+		`SELECT array_agg(u) FROM pgq.dispatch_many('a', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 2000) i)) u`)
+	require.Len(t, got, 2000)
+	inTable := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY (payload->>'n')::int) FROM pgq.jobs`)
+	require.Equal(t, got, inTable, "the i-th uuid returned is the job of the i-th payload")
+	byID := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY id) FROM pgq.jobs`)
+	require.Equal(t, got, byID, "ids follow payload order")
+	for i, id := range got {
+		require.Equal(t, uuid.Version(7), id.Version(), "uuid %s", id)
+		require.Equal(t, uuid.RFC4122, id.Variant())
+		if i > 0 {
+			require.Equal(t, got[0][:10], id[:10], "one call shares its time and random prefix")
+			// the last 48 bits count up by one, modulo 2^48
+			prev, cur := got[i-1][10:], id[10:]
+			p, c := uint64(0), uint64(0)
+			for k := range 6 {
+				p, c = p<<8|uint64(prev[k]), c<<8|uint64(cur[k])
+			}
+			require.Equal(t, (p+1)&(1<<48-1), c, "uuid %d follows uuid %d", i, i-1)
+		}
+	}
+}
+
 // Lease tokens (S15 fencing) are built from one random base per reserve call and the
 // job's id: distinct within a call, and new on every reservation of the same job.
 func TestS15LeaseTokensAreFreshPerReservation(t *testing.T) {

@@ -1844,16 +1844,18 @@ BEGIN
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
-        RETURN QUERY
-        INSERT INTO pgq.jobs AS j
+        -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
+        -- clause would cost a fifth as much again as the insert's other work.
+        v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
+        INSERT INTO pgq.jobs
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
         SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
                v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
                v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot
-        FROM unnest(_dispatch.payloads, pgq._uuid7s(cardinality(_dispatch.payloads))) WITH ORDINALITY AS p(payload, uuid, n)
-        ORDER BY p.n
-        RETURNING j.uuid;
+        FROM unnest(_dispatch.payloads, v_uuids) WITH ORDINALITY AS p(payload, uuid, n)
+        ORDER BY p.n;
+        RETURN QUERY SELECT unnest(v_uuids);
     ELSE
         v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
         v_debounce_for := coalesce(_dispatch.debounce_for, v_class.debounce_for);
@@ -3597,20 +3599,20 @@ COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset tha
 --
 
 CREATE FUNCTION pgq._uuid7s(p_count integer) RETURNS uuid[]
-    LANGUAGE sql PARALLEL SAFE
+    LANGUAGE plpgsql PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    WITH b AS (
-        SELECT lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') AS ms,
-               replace(gen_random_uuid()::text, '-', '') AS r
-    ), c AS (
-        -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
-        SELECT substr(b.ms, 1, 8) || '-' || substr(b.ms, 9, 4) || '-7' || substr(b.r, 1, 3) || '-8' || substr(b.r, 4, 3) || '-' AS head,
-               ('x' || substr(b.r, 20, 12))::bit(48)::bigint AS start
-        FROM b
-    )
-    SELECT coalesce(array_agg((c.head || lpad(to_hex((c.start + i) & 281474976710655), 12, '0'))::uuid ORDER BY i), '{}')
-    FROM c, generate_series(1, p_count) i;
+DECLARE
+    v_ms    text := lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0');
+    v_rand  text := replace(gen_random_uuid()::text, '-', '');
+    -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
+    v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
+                    || '-8' || substr(v_rand, 4, 3) || '-';
+    v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint | 281474976710656;  -- | 2^48
+BEGIN
+    RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
+                 FROM generate_series(1, p_count) i ORDER BY i);
+END;
 $$;
 
 
@@ -4267,9 +4269,14 @@ COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text)
 --
 
 CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+BEGIN
+    -- plpgsql, whose set-returning functions hand back all their rows at once: a LANGUAGE
+    -- sql one is entered again for each row, and each entry of a function with SET saves
+    -- and restores the settings, about a microsecond per job (bench/RESULTS.md, issue 19).
+    RETURN QUERY
     SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
                                 dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,
                                 dispatch_many.retry_until, dispatch_many.max_exceptions,
@@ -4278,6 +4285,7 @@ CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT
                                 dispatch_many.unique_until, dispatch_many.debounce_key,
                                 dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
                                 dispatch_many.middleware, dispatch_many.retry_for);
+END;
 $$;
 
 
