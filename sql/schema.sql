@@ -2490,10 +2490,11 @@ COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p
 --
 
 CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce(array_agg(
+BEGIN
+    RETURN (SELECT coalesce(array_agg(
         CASE
             WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
             WHEN u.by IS NULL THEN u.job
@@ -2505,7 +2506,8 @@ CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb
             THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
                                   FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
         END ORDER BY u.n), '{}')
-    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n);
+    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n));
+END;
 $$;
 
 
@@ -2538,9 +2540,13 @@ COMMENT ON FUNCTION pgq._lock_id(p_name text) IS 'A one-key advisory lock id in 
 --
 
 CREATE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+    AS $$
+BEGIN
+    RETURN ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n);
+END;
+$$;
 
 
 --
@@ -2577,10 +2583,11 @@ COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-ke
 --
 
 CREATE FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT set_config('pgq.reserve_marks', jsonb_build_object(
+BEGIN
+    PERFORM set_config('pgq.reserve_marks', jsonb_build_object(
         'since', jsonb_build_object(
             'xmax', pg_snapshot_xmax(p_snap)::text,
             'xip', (SELECT coalesce(jsonb_agg(x::text), '[]')
@@ -2589,6 +2596,7 @@ CREATE FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) RETURNS void
                           SELECT pg_current_xact_id_if_assigned()) s
                     WHERE x IS NOT NULL)),
         'queues', p_marks)::text, false);
+END;
 $$;
 
 
@@ -2763,10 +2771,11 @@ COMMENT ON FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_
 --
 
 CREATE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq._keys_or_null(
+BEGIN
+    RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
@@ -2774,7 +2783,8 @@ CREATE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
         array_agg(u.cfg -> 'by' ORDER BY u.n),
         array_agg(u.payload ORDER BY u.n))
-    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n));
+END;
 $$;
 
 
@@ -2878,10 +2888,12 @@ COMMENT ON FUNCTION pgq._overlap_lock_id(p_key text) IS 'The advisory lock id of
 --
 
 CREATE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+END;
 $$;
 
 
@@ -2914,10 +2926,12 @@ COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts witho
 --
 
 CREATE FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) RETURNS timestamp with time zone
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
+BEGIN
+    RETURN least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
+END;
 $$;
 
 
@@ -3020,16 +3034,18 @@ COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes 
 --
 
 CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
     AS $$
+BEGIN
     -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
     -- lease found against every uuid.
     DELETE FROM pgq.overlap_locks o
     USING unnest(p_keys) k(key)
     WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+END;
 $$;
 
 
@@ -3482,12 +3498,14 @@ COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lea
 --
 
 CREATE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
                  WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
            || '{NULL,NULL,NULL,NULL}'::smallint[];
+END;
 $$;
 
 

@@ -6,6 +6,13 @@
 -- it is created, so what it calls must come in an earlier file or earlier in its file;
 -- views come last. Every object here is CREATE OR REPLACE: a change of signature or
 -- return type needs a DROP FUNCTION in a migration first.
+--
+-- A helper that a protocol function (reserve, complete, heartbeat, dispatch) calls with
+-- arguments known only when it runs is plpgsql, even when its body is one SELECT. Every
+-- pgq function pins its search_path, so PostgreSQL never inlines a LANGUAGE sql one, and
+-- PostgreSQL 15 parses and plans such a body again in every transaction that calls it:
+-- pgq._token_slots took 41 µs a call as sql and 13 µs as plpgsql, whose plans live as
+-- long as the session. Constants, whose calls the planner folds, stay LANGUAGE sql.
 
 -- pgq._default_retry_after: the lease in seconds of a queue with no pgq.queues row, and
 -- the default of pgq.define_queue (S14). The column default of pgq.queues.retry_after
@@ -73,9 +80,13 @@ COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key adviso
 -- pgq._lock_ids: one-key advisory lock ids in pgq's space: 'pgq.' || name, hashed, for
 -- each name, in one call. The one definition of the ids.
 CREATE OR REPLACE FUNCTION pgq._lock_ids(p_names text[]) RETURNS bigint[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n) $$;
+AS $$
+BEGIN
+    RETURN ARRAY(SELECT hashtextextended('pgq.' || u.name, 0) FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n);
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._lock_ids(text[]) IS 'One-key advisory lock ids in pgq''s space, hashed from ''pgq.'' || name, one per name.';
 
@@ -227,10 +238,11 @@ COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may prod
 -- format, set-based so that a batch costs one call: a function with a pinned search_path
 -- is never inlined, and a call per job costs more than the rest of a reserve.
 CREATE OR REPLACE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(array_agg(
+BEGIN
+    RETURN (SELECT coalesce(array_agg(
         CASE
             WHEN u.explicit IS NOT NULL THEN u.job || ':' || u.explicit
             WHEN u.by IS NULL THEN u.job
@@ -242,7 +254,8 @@ AS $$
             THEN u.job || ':' || (SELECT jsonb_agg(u.payload -> f ORDER BY n)
                                   FROM jsonb_array_elements_text(u.by) WITH ORDINALITY AS b(f, n))::text
         END ORDER BY u.n), '{}')
-    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n);
+    FROM unnest(p_jobs, p_explicits, p_bys, p_payloads) WITH ORDINALITY AS u(job, explicit, by, payload, n));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._keys_or_null(text[], text[], jsonb[], jsonb[]) IS 'Keys scoped to the job name (explicit, or from payload fields), one per element, NULL where a field is missing; never raises.';

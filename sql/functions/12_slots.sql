@@ -39,12 +39,14 @@ COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token
 -- not. The test of pgq._token_slot is written out: a call per token costs ten times
 -- the rest.
 CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
                  WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
            || '{NULL,NULL,NULL,NULL}'::smallint[];
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._token_slots(uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';

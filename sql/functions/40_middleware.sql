@@ -122,10 +122,11 @@ COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first m
 -- given) or a circuit's key (the job name by default). NULL where the payload lacks a
 -- field of by. Never raises; one call for a batch (see pgq._keys_or_null).
 CREATE OR REPLACE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq._keys_or_null(
+BEGIN
+    RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
@@ -133,7 +134,8 @@ AS $$
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
         array_agg(u.cfg -> 'by' ORDER BY u.n),
         array_agg(u.payload ORDER BY u.n))
-    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n);
+    FROM unnest(p_jobs, p_names, p_cfgs, p_payloads) WITH ORDINALITY AS u(job, name, cfg, payload, n));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._middleware_keys(text[], text[], jsonb[], jsonb[]) IS 'The overlap, rate-limit or circuit key a middleware uses for each job of a batch; NULL where a by field is missing.';
@@ -214,10 +216,12 @@ COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a wit
 
 -- pgq._overlap_lock_ids: pgq._overlap_lock_id of each key, in one call (pgq._admit).
 CREATE OR REPLACE FUNCTION pgq._overlap_lock_ids(p_keys text[]) RETURNS bigint[]
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'overlap:' || k FROM unnest(p_keys) WITH ORDINALITY u(k, n) ORDER BY u.n));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._overlap_lock_ids(text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
@@ -235,10 +239,12 @@ COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts witho
 -- pgq._overlap_until: when an overlap lease taken at p_since and renewed at p_now ends:
 -- a TTL from the renewal, never past expire_after seconds from p_since (S27).
 CREATE OR REPLACE FUNCTION pgq._overlap_until(p_since timestamptz, p_now timestamptz, p_expire_after int) RETURNS timestamptz
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
+BEGIN
+    RETURN least(p_now + pgq._overlap_ttl(), p_since + make_interval(secs => p_expire_after));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
@@ -247,15 +253,17 @@ COMMENT ON FUNCTION pgq._overlap_until(timestamptz, timestamptz, int) IS 'The en
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. No-op when p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
 AS $$
+BEGIN
     -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
     -- lease found against every uuid.
     DELETE FROM pgq.overlap_locks o
     USING unnest(p_keys) k(key)
     WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';

@@ -124,10 +124,11 @@ COMMENT ON FUNCTION pgq._marks_since(text[]) IS
 -- hold for. The transaction's own id is added to the in-progress list: its rows written
 -- after this call (a reserve inside a longer transaction) are looked at next time.
 CREATE OR REPLACE FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT set_config('pgq.reserve_marks', jsonb_build_object(
+BEGIN
+    PERFORM set_config('pgq.reserve_marks', jsonb_build_object(
         'since', jsonb_build_object(
             'xmax', pg_snapshot_xmax(p_snap)::text,
             'xip', (SELECT coalesce(jsonb_agg(x::text), '[]')
@@ -136,6 +137,7 @@ AS $$
                           SELECT pg_current_xact_id_if_assigned()) s
                     WHERE x IS NOT NULL)),
         'queues', p_marks)::text, false);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._marks_keep(jsonb, pg_snapshot) IS
