@@ -484,7 +484,33 @@ func TestS68S69LoadingJobsFromSQL(t *testing.T) {
 	    JOIN pgq.jobs j ON j.uuid = u.id AND (j.payload ->> 'product_id')::int = u.n AND j.queue = 'bulk' AND j.tries = 2`,
 		append(ids, more...)).Scan(&inOrder))
 	require.Equal(t, 500, inOrder, "uuids in row order, options applied")
-	stage(1, 1)
+
+	// The rows are not deleted: a mark local to the transaction says how far the last
+	// call read. A rollback to a savepoint takes back its jobs and the mark together,
+	// so the same rows are queued again, once.
+	stage(501, 510)
+	_, err = tx.Exec(ctx, `SAVEPOINT s`)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk')`).Scan(&more))
+	require.Len(t, more, 10)
+	_, err = tx.Exec(ctx, `ROLLBACK TO SAVEPOINT s`)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk')`).Scan(&more))
+	require.Len(t, more, 10, "the rows of the rolled-back call, queued again")
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM pgq.jobs WHERE (payload ->> 'product_id')::int > 500`).Scan(&inOrder))
+	require.Equal(t, 10, inOrder, "each once")
+	require.NoError(t, tx.Commit(ctx))
+
+	// The next transaction starts with an empty table and no mark.
+	tx, err = c.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk')`).Scan(&more))
+	require.Empty(t, more, "the committed rows went with the commit")
+	stage(1, 3)
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk')`).Scan(&more))
+	require.Len(t, more, 3, "read from the table's first row again")
+	stage(4, 4)
 	_, err = tx.Exec(ctx, `SELECT pgq.dispatch_staged('reindex', timeout => 0)`)
 	require.Equal(t, "22023", pgCode(err), "checked as pgq.dispatch checks")
 }

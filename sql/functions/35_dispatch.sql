@@ -344,9 +344,9 @@ $$;
 COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_temp.pgq_staged_payloads is the staging table pgq.stage_dispatch made (S68).';
 
 -- pgq.dispatch_staged: the COPY path of a bulk dispatch, step 2 (S68). Queues one job
--- per row staged in pg_temp.pgq_staged_payloads since the last call (in the order
--- COPY wrote them) through pgq.dispatch_many, so every job is validated and written
--- exactly as pgq.dispatch would, and empties the table. Returns the uuids in row order,
+-- per row staged in pg_temp.pgq_staged_payloads since its last call in this
+-- transaction (in the order COPY wrote them) through pgq.dispatch_many, so every job
+-- is validated and written exactly as pgq.dispatch would. Returns the uuids in row order,
 -- as one array (NULL for a unique duplicate dropped). Raises as pgq.dispatch_many, and
 -- 42P07 when the staging table is not pgq's. State change: (nothing) -> waiting.
 CREATE OR REPLACE FUNCTION pgq.dispatch_staged(
@@ -373,12 +373,22 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    -- The last row an earlier call of this transaction queued. The rows are not deleted:
+    -- the table is emptied at commit anyway (ON COMMIT DELETE ROWS), and a DELETE cost a
+    -- tenth of a bulk dispatch. The mark is local to the transaction, as the rows are,
+    -- and a rollback to a savepoint takes it back with the jobs it queued.
+    v_from     tid := coalesce(nullif(current_setting('pgq.staged_upto', true), ''), '(0,0)')::tid;
     v_payloads jsonb[];
+    v_upto     tid;
 BEGIN
     PERFORM pgq._staged_payloads_checked();
     -- A table COPY only appended to since it was emptied reads back in the order written.
-    v_payloads := ARRAY(SELECT s.payload FROM pg_temp.pgq_staged_payloads s ORDER BY s.ctid);
-    DELETE FROM pg_temp.pgq_staged_payloads;
+    SELECT array_agg(s.payload ORDER BY s.ctid), max(s.ctid) INTO v_payloads, v_upto
+    FROM pg_temp.pgq_staged_payloads s WHERE s.ctid > v_from;
+    IF v_upto IS NOT NULL THEN
+        PERFORM set_config('pgq.staged_upto', v_upto::text, true);
+    END IF;
+    v_payloads := coalesce(v_payloads, '{}');
     RETURN ARRAY(
         SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
                                         dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
@@ -391,4 +401,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.dispatch_staged(text, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
-    'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), empties the table; returns their uuids in order (S68).';
+    'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
