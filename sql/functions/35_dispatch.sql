@@ -148,7 +148,7 @@ BEGIN
 
     IF NOT v_unique AND NOT v_debounce THEN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
-        -- clause would cost a fifth as much again as the insert's other work.
+        -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
         INSERT INTO pgq.jobs
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
@@ -245,7 +245,7 @@ AS $$
 BEGIN
     -- plpgsql, whose set-returning functions hand back all their rows at once: a LANGUAGE
     -- sql one is entered again for each row, and each entry of a function with SET saves
-    -- and restores the settings, about a microsecond per job (bench/RESULTS.md, issue 19).
+    -- and restores the settings: 3 % of a bulk dispatch's time (bench/RESULTS.md, issue 19).
     RETURN QUERY
     SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
                                 dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,
