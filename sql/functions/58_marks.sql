@@ -45,10 +45,11 @@ CREATE OR REPLACE TRIGGER jobs_stamp_txid BEFORE UPDATE ON pgq.jobs
 -- whole at its next pickup) is left so.
 CREATE OR REPLACE FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority int, p_at timestamptz, p_id bigint)
 RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE
+BEGIN
+    RETURN CASE
         WHEN p_marks -> p_queue -> 'p' IS NULL THEN p_marks
         WHEN p_marks -> p_queue -> 'p' -> (p_priority::text) IS NULL
              OR (p_at, p_id) < ((p_marks -> p_queue -> 'p' -> (p_priority::text) ->> 0)::timestamptz,
@@ -56,6 +57,7 @@ AS $$
         THEN jsonb_set(p_marks, ARRAY[p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id))
         ELSE p_marks
     END;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._marks_lower(jsonb, text, int, timestamptz, bigint) IS
