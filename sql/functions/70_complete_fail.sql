@@ -43,12 +43,15 @@ BEGIN
         -- One index probe per uuid, and no join that a plan cached on a small table
         -- could turn around (S78). The token is checked against the set: a lease token
         -- names one reservation of one job (its last six bytes are the job's id), so
-        -- only the job it was issued for can hold it. The slots the tokens name are read,
-        -- not the others (a reserved job does not change slot: S80).
+        -- only the job it was issued for can hold it. The set is a hashed subquery:
+        -- lease_token = ANY (tokens) scans the array for every row, 0.4 ms in a
+        -- complete of 450 jobs; OR false keeps the planner from making the subquery a
+        -- join. The slots the tokens name are read, not the others (a reserved job
+        -- does not change slot: S80).
         DELETE FROM pgq.jobs j
         WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
           AND j.uuid = ANY (complete.uuids)
-          AND j.lease_token = ANY (complete.tokens)
+          AND (j.lease_token IN (SELECT unnest(complete.tokens)) OR false)
         RETURNING j.uuid, j.job, j.queue, j.attempts, j.reserved_by, j.lease_token, j.reserved_at, j.started_at,
                   j.unique_key, j.unique_token, j.debounce_key, j.debounce_token, j.overlap_keys, j.payload,
                   j.batch_id, j.chain_id, j.chain_step,
@@ -368,7 +371,7 @@ BEGIN
             , txid = pg_current_xact_id()  -- the low-water marks of pgq.reserve (S77)
         WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
           AND j.uuid = ANY (heartbeat.uuids)  -- as in pgq.complete (S78)
-          AND j.lease_token = ANY (heartbeat.tokens)
+          AND (j.lease_token IN (SELECT unnest(heartbeat.tokens)) OR false)
         RETURNING j.uuid, j.lease_token, j.overlap_keys
     ), renewed AS (
         UPDATE pgq.overlap_locks o
