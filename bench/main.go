@@ -95,6 +95,7 @@ type options struct {
 	pressurePhases []string
 	pressureConc   int
 	pressureHigh   float64
+	preload        int
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
@@ -169,6 +170,7 @@ func parseFlags() (options, error) {
 	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
 	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
 	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (issue 19's burst: 1.5)")
+	flag.IntVar(&o.preload, "pressure-preload", 0, "pressure: jobs dispatched before the workers start, a backlog on a clean table (the reference for a burst's recovery)")
 	flag.Parse()
 
 	for p := range strings.SplitSeq(*phases, ",") {
@@ -183,8 +185,8 @@ func parseFlags() (options, error) {
 	if o.pressureHold == 0 {
 		o.pressureHold = o.pressurePhase
 	}
-	if o.pressureRate < 1 || o.pressurePhase <= 0 || o.pressureHold < 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 {
-		return o, errors.New("-pressure-rate, -pressure-concurrency and -pressure-high-factor must be >= 1, -pressure-phase > 0, -pressure-phases not empty")
+	if o.pressureRate < 1 || o.pressurePhase <= 0 || o.pressureHold < 0 || len(o.pressurePhases) == 0 || o.pressureConc < 1 || o.pressureHigh < 1 || o.preload < 0 {
+		return o, errors.New("-pressure-rate, -pressure-concurrency and -pressure-high-factor must be >= 1, -pressure-phase > 0, -pressure-preload >= 0, -pressure-phases not empty")
 	}
 
 	for s := range strings.SplitSeq(scen, ",") {

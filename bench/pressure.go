@@ -26,7 +26,9 @@ import (
 //
 // Each phase reports the offered and completed rate, the wait from the return of the
 // committing dispatch call to the handler's start (p50, p99, of the jobs started in the
-// phase), the backlog at its end, and the jobs table's dead tuples and size.
+// phase), the backlog at its end, and the jobs table's dead tuples and size. With
+// -pressure-preload the first phase starts with a backlog dispatched before the workers:
+// the drain of a clean table with the producer running, for a recovery to compare with.
 var pressurePhases = []string{"clean", "idle-tx", "readers", "high-load", "recovery"}
 
 // pressureTable is the jobs table of a system, whose dead tuples and size are reported.
@@ -66,13 +68,30 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	if _, err := prepare(ctx, o, sys.pool(), ""); err != nil {
 		return fail(err)
 	}
-	total := int(float64(o.pressureRate)*(o.pressurePhase+o.pressureHold).Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate
+	total := int(float64(o.pressureRate)*(o.pressurePhase+o.pressureHold).Seconds()*float64(len(o.pressurePhases))*max(o.pressureHigh, 1)) + o.pressureRate + o.preload
 	var rate atomic.Int64 // jobs/s offered now
 	rate.Store(int64(o.pressureRate))
 	base := time.Now()
 	committed := make([]atomic.Int64, total) // ns since base; 0: not yet
 	started := make([]atomic.Int64, total)
 	rc := newRunCounter(total)
+	var sent atomic.Int64
+	// The preload: a backlog on a clean table, dispatched before any worker runs, whose
+	// drain with the producer running is what a recovery after a burst compares with.
+	for sent.Load() < int64(o.preload) {
+		seqs := make([]int64, min(int64(o.preload)-sent.Load(), 1000))
+		for i := range seqs {
+			seqs[i] = sent.Load() + int64(i)
+		}
+		if err := sys.dispatch(ctx, seqs); err != nil {
+			return fail(fmt.Errorf("preload: %w", err))
+		}
+		now := int64(time.Since(base))
+		for _, s := range seqs {
+			committed[s].Store(now)
+		}
+		sent.Add(int64(len(seqs)))
+	}
 	stop, err := sys.start(ctx, o, func(seq int64) {
 		if seq >= 0 && seq < int64(total) {
 			started[seq].CompareAndSwap(0, int64(time.Since(base)))
@@ -91,7 +110,6 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 
 	// The open-loop producer: every 5 ms it dispatches what the rate says is due since
 	// the start, at most 500 jobs per call. It never waits for the workers.
-	var sent atomic.Int64
 	var halt atomic.Bool
 	perr := make(chan error, 1)
 	var pwg sync.WaitGroup
