@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -270,6 +271,19 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB (at most %.1f MB)",
 			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6, float64(r.largest)/1e6))
 		fmt.Fprintf(os.Stderr, "pressure %s %s, per %s: %s\n", sys.name(), r.name, pressureWindow, strings.Join(r.windows, " | "))
+	}
+	if o.preload > 0 {
+		// The preload's drain rate: its jobs over the time from the first one's start
+		// to the last one's.
+		first, last := int64(math.MaxInt64), int64(0)
+		for i := range o.preload {
+			if st := started[i].Load(); st > 0 {
+				first, last = min(first, st), max(last, st)
+			}
+		}
+		if last > first {
+			parts = append(parts, fmt.Sprintf("preload of %d drained at %.0f jobs/s", o.preload, float64(o.preload)/(float64(last-first)/1e9)))
+		}
 	}
 	out.line = strings.Join(parts, " | ") + fmt.Sprintf(" | %d jobs in all | warnings logged %d", n, warnings)
 	if err != nil {
