@@ -377,10 +377,11 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 		wpool.Close()
 		return nil, fmt.Errorf("river.NewClient: %w", err)
 	}
-	l.producer, err = river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(o, l.tuned, 0, workers, warnLogger(logs)))
-	if err != nil {
-		wpool.Close()
-		return nil, fmt.Errorf("river.NewClient (insert-only): %w", err)
+	if l.producer == nil { // a preload (-pressure-preload) made it before the workers
+		if l.producer, err = river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(o, l.tuned, 0, workers, warnLogger(logs))); err != nil {
+			wpool.Close()
+			return nil, fmt.Errorf("river.NewClient (insert-only): %w", err)
+		}
 	}
 	if err := client.Start(ctx); err != nil {
 		wpool.Close()
@@ -401,6 +402,15 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 }
 
 func (l *riverLive) dispatch(ctx context.Context, seqs []int64) error {
+	if l.producer == nil { // a preload, before start: an insert-only client of its own
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &riverSeqWorker{})
+		p, err := river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(l.o, l.tuned, 0, workers, warnLogger(&logCounter{})))
+		if err != nil {
+			return fmt.Errorf("river.NewClient (insert-only): %w", err)
+		}
+		l.producer = p
+	}
 	if len(seqs) == 1 {
 		_, err := l.producer.Insert(ctx, riverSeqArgs{seqs[0]}, nil)
 		return err
