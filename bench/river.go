@@ -353,11 +353,12 @@ type riverLive struct {
 	o          options
 	tuned      bool
 	maxWorkers int
-	producer   *river.Client[pgx.Tx]
+	logs       *logCounter           // warnings of the workers and of the producer
+	producer   *river.Client[pgx.Tx] // made by the first dispatch, which may come before start
 }
 
 func (e *riverEnv) live(o options, tuned bool, maxWorkers int) *riverLive {
-	return &riverLive{e: e, o: o, tuned: tuned, maxWorkers: maxWorkers}
+	return &riverLive{e: e, o: o, tuned: tuned, maxWorkers: maxWorkers, logs: &logCounter{}}
 }
 
 func (l *riverLive) name() string                    { return "river" }
@@ -369,19 +370,13 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 	if err != nil {
 		return nil, err
 	}
-	logs := &logCounter{}
+	logs := l.logs
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverSeqWorker{onRun: onRun})
 	client, err := river.NewClient(riverpgxv5.New(wpool), l.e.config(o, l.tuned, l.maxWorkers, workers, warnLogger(logs)))
 	if err != nil {
 		wpool.Close()
 		return nil, fmt.Errorf("river.NewClient: %w", err)
-	}
-	if l.producer == nil { // a preload (-pressure-preload) made it before the workers
-		if l.producer, err = river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(o, l.tuned, 0, workers, warnLogger(logs))); err != nil {
-			wpool.Close()
-			return nil, fmt.Errorf("river.NewClient (insert-only): %w", err)
-		}
 	}
 	if err := client.Start(ctx); err != nil {
 		wpool.Close()
@@ -402,10 +397,10 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 }
 
 func (l *riverLive) dispatch(ctx context.Context, seqs []int64) error {
-	if l.producer == nil { // a preload, before start: an insert-only client of its own
+	if l.producer == nil {
 		workers := river.NewWorkers()
-		river.AddWorker(workers, &riverSeqWorker{})
-		p, err := river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(l.o, l.tuned, 0, workers, warnLogger(&logCounter{})))
+		river.AddWorker(workers, &riverSeqWorker{}) // the job kind the inserts name; it runs nothing here
+		p, err := river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(l.o, l.tuned, 0, workers, warnLogger(l.logs)))
 		if err != nil {
 			return fmt.Errorf("river.NewClient (insert-only): %w", err)
 		}
