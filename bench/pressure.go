@@ -50,10 +50,20 @@ type phaseResult struct {
 	largest           int64 // bytes: the most it held, sampled each second
 	waitsSeen, starts int
 	windows           []string // per 10 s of the phase: jobs started/s and their p99 wait
+	// The whole windows that ended with a backlog of pressureBacklogged jobs or more, and
+	// the rate jobs started in them: with work always waiting, the rate of the drain.
+	backlogged, whole int
+	drain             float64 // jobs/s
 }
 
-// pressureWindow is the length of the windows of a phase's tail report.
-const pressureWindow = 10 * time.Second
+const (
+	// pressureWindow is the length of the windows of a phase's tail report.
+	pressureWindow = 10 * time.Second
+	// pressureBacklogged is the backlog at a window's end from which the window counts
+	// as draining: the workers were never short of work in it (a reserve takes at most
+	// a few hundred jobs). The window in which a backlog runs out is left out.
+	pressureBacklogged = 1000
+)
 
 // runPressure runs the phases on one system and returns one figure per phase: the
 // completed rate (row pressure-<phase>) and the p99 wait (row pressure-<phase>-p99).
@@ -252,11 +262,24 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 				byWindow[w] = append(byWindow[w], float64(st-cm)/1e6)
 			}
 		}
+		commits, starts := sortedTimes(committed[:s1]), sortedTimes(started[:s1])
+		backlogAt := func(t int64) int { return upTo(commits, t) - upTo(starts, t) }
+		drained := 0
 		for w, ws := range byWindow {
 			slices.Sort(ws)
 			wfrom := from + int64(w)*int64(pressureWindow)
 			r.windows = append(r.windows, fmt.Sprintf("%.0f/s p99 %.0f ms %.0f MB", float64(len(ws))/pressureWindow.Seconds(), percentile(ws, 99),
 				float64(largestIn(wfrom, wfrom+int64(pressureWindow)))/1e6))
+			if wend := wfrom + int64(pressureWindow); wend <= to {
+				r.whole++
+				if backlogAt(wend) >= pressureBacklogged {
+					r.backlogged++
+					drained += len(ws)
+				}
+			}
+		}
+		if r.backlogged > 0 {
+			r.drain = float64(drained) / (float64(r.backlogged) * pressureWindow.Seconds())
 		}
 		results = append(results, r)
 	}
@@ -268,8 +291,12 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	warnings, err := finish(ctx, sys, rc, n, stop)
 	var parts []string
 	for _, r := range results {
-		parts = append(parts, fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB (at most %.1f MB)",
-			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6, float64(r.largest)/1e6))
+		part := fmt.Sprintf("%s: offered %.0f/s, completed %.0f/s, wait p50 %.1f ms p99 %.1f ms, backlog %d, %s dead tuples %d, size %.1f MB (at most %.1f MB)",
+			r.name, r.offered, r.done, r.p50, r.p99, r.backlog, pressureTable(sys), r.dead, float64(r.size)/1e6, float64(r.largest)/1e6)
+		if r.backlogged > 0 {
+			part += fmt.Sprintf(", draining at %.0f jobs/s (started in the %d of %d windows that ended with a backlog)", r.drain, r.backlogged, r.whole)
+		}
+		parts = append(parts, part)
 		fmt.Fprintf(os.Stderr, "pressure %s %s, per %s: %s\n", sys.name(), r.name, pressureWindow, strings.Join(r.windows, " | "))
 	}
 	if o.preload > 0 {
@@ -372,4 +399,22 @@ func interfere(ctx context.Context, phase string, cfg *pgx.ConnConfig, table str
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown pressure phase %q (use %s)", phase, strings.Join(pressurePhases, ", "))
+}
+
+// sortedTimes is the times set in ts (ns since base; 0: not yet), in order.
+func sortedTimes(ts []atomic.Int64) []int64 {
+	out := make([]int64, 0, len(ts))
+	for i := range ts {
+		if t := ts[i].Load(); t > 0 {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// upTo is how many of the sorted times are at or before t.
+func upTo(sorted []int64, t int64) int {
+	n, _ := slices.BinarySearch(sorted, t+1)
+	return n
 }
