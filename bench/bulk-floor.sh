@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What one job row costs to insert, piece by piece: the floor under bulk dispatch
-# (issue 19). In a migrated pgq database ($1, or $DATABASE_URL), five scratch tables
+# (issue 19). In a migrated scratch pgq database (the URL, $1), five scratch tables
 # shaped like a slot of pgq.jobs (LIKE pgq.jobs_0: its columns and defaults) take
 # 100,000 rows each in one INSERT, after a TRUNCATE and a CHECKPOINT:
 #   narrow      uuid, job, queue, payload and slot only, no index
@@ -14,9 +14,9 @@
 #               indexes, the partial ones empty for these rows)
 #   dispatch    pgq.dispatch_many of 100,000 payloads in one call (its checks, uuids)
 # Rounds alternate; the script prints each one's median in µs per row. The scratch
-# tables are dropped at the end. Usage: bench/bulk-floor.sh [url] [rounds, default 5]
+# tables are dropped at the end. Usage: bench/bulk-floor.sh URL [rounds, default 5]
 set -euo pipefail
-url=${1:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}
+url=${1:?usage: bench/bulk-floor.sh URL-of-a-scratch-pgq-database [rounds]}
 rounds=${2:-5}
 tables=(floor_narrow floor_row floor_key floor_reserve floor_txid)
 steps=("${tables[@]}" jobs dispatch)

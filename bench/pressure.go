@@ -60,8 +60,9 @@ const (
 	// pressureWindow is the length of the windows of a phase's tail report.
 	pressureWindow = 10 * time.Second
 	// pressureBacklogged is the backlog at a window's end from which the window counts
-	// as draining: the workers were never short of work in it (a reserve takes at most
-	// a few hundred jobs). The window in which a backlog runs out is left out.
+	// as draining: the workers were never short of work in it (more than one reserve
+	// takes at -pressure-concurrency 100). The window in which a backlog runs out is
+	// left out.
 	pressureBacklogged = 1000
 )
 
