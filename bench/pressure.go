@@ -90,10 +90,11 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 	var sent atomic.Int64
 	// The preload: a backlog on a clean table, dispatched before any worker runs, whose
 	// drain with the producer running is what a recovery after a burst compares with.
-	for sent.Load() < int64(o.preload) {
-		seqs := make([]int64, min(int64(o.preload)-sent.Load(), 1000))
+	// The producer goroutine starts after it, so it alone makes the first dispatch here.
+	for first := 0; first < o.preload; first += 1000 {
+		seqs := make([]int64, min(o.preload-first, 1000))
 		for i := range seqs {
-			seqs[i] = sent.Load() + int64(i)
+			seqs[i] = int64(first + i)
 		}
 		if err := sys.dispatch(ctx, seqs); err != nil {
 			return fail(fmt.Errorf("preload: %w", err))
@@ -102,8 +103,8 @@ func runPressure(ctx context.Context, o options, sys liveSystem) runOut {
 		for _, s := range seqs {
 			committed[s].Store(now)
 		}
-		sent.Add(int64(len(seqs)))
 	}
+	sent.Store(int64(o.preload))
 	stop, err := sys.start(ctx, o, func(seq int64) {
 		if seq >= 0 && seq < int64(total) {
 			started[seq].CompareAndSwap(0, int64(time.Since(base)))
