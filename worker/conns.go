@@ -34,6 +34,10 @@ type conns struct {
 
 const preparedKey = "pgq.worker.prepared"
 
+// prepareTries bounds the tries of a connection's preparation that a statement_timeout
+// cancelled.
+const prepareTries = 5
+
 // acquire takes a prepared connection from the pool; the caller releases it.
 func (c *conns) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	pc, err := c.pool.Acquire(ctx)
@@ -64,11 +68,21 @@ func prepare(ctx context.Context, conn *pgx.Conn) error {
 		return nil
 	}
 	pgcodec.Register(conn.TypeMap())
-	err := dbsqlc.New(conn).SessionSetProtocolLimits(ctx, dbsqlc.SessionSetProtocolLimitsParams{
-		StatementMilliseconds: milliseconds(protocolStatementTimeout),
-		LockMilliseconds:      milliseconds(protocolLockTimeout),
-		IdleMilliseconds:      milliseconds(idleInTransaction),
-	})
+	// The role's or the database's statement_timeout bounds this call too. At 1 ms it
+	// cancels about one in a hundred on a new connection, whose first statement fills
+	// the backend's caches, and none of the calls after; so a cancelled call is sent
+	// again, a few times.
+	var err error
+	for range prepareTries {
+		err = dbsqlc.New(conn).SessionSetProtocolLimits(ctx, dbsqlc.SessionSetProtocolLimitsParams{
+			StatementMilliseconds: milliseconds(protocolStatementTimeout),
+			LockMilliseconds:      milliseconds(protocolLockTimeout),
+			IdleMilliseconds:      milliseconds(idleInTransaction),
+		})
+		if !isQueryCanceled(err) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
