@@ -19,8 +19,10 @@ import (
 
 // watchSchedules records, by triggers that pgq knows nothing of, every job inserted
 // (with its unique key and payload) and every advance of a schedule's next_run_at from
-// a tick. A fence that let two workers through would show as one tick advanced twice
-// even when the tick's unique lock then dropped the second job. The trigger functions
+// a tick to the next. A fence that let two workers through would show as one tick
+// advanced twice even when the tick's unique lock then dropped the second job. A change
+// of expression, a pause or a resume sets next_run_at to NULL (pending): not an advance,
+// and the first tick planned after it may be the one it replaced. The trigger functions
 // are SECURITY DEFINER: they fire inside pgq's functions, which run as pgq_owner.
 const watchSchedules = `
 CREATE SCHEMA watch;
@@ -38,7 +40,7 @@ BEGIN
     RETURN NULL;
 END $$;
 CREATE TRIGGER watch AFTER UPDATE OF next_run_at ON pgq.schedule_entries FOR EACH ROW
-    WHEN (OLD.next_run_at IS NOT NULL AND NEW.next_run_at IS DISTINCT FROM OLD.next_run_at)
+    WHEN (OLD.next_run_at IS NOT NULL AND NEW.next_run_at IS NOT NULL AND NEW.next_run_at <> OLD.next_run_at)
     EXECUTE FUNCTION watch.advance();
 `
 
