@@ -1,6 +1,36 @@
 package worker
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// S39: pgq.prune_all lets one caller at a time prune and returns NULL to the others at
+// once. A worker whose prune finds another one at work says nothing; before, it warned
+// "retention prune failed: cannot scan NULL into *int64" whenever two workers pruned
+// together.
+func TestS39PruneWhileAnotherWorkerPrunes(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	ctx := context.Background()
+	other, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer other.Rollback(ctx)
+	_, err = other.Exec(ctx, `SELECT pgq.prune_all(interval '1 day')`) // holds the prune lock until it ends
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	cfg := defaults()
+	m := &maintenance{q: dbsqlc.New(db.WorkerPool), cfg: &cfg, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	m.retainOnce(ctx)
+	require.Empty(t, logs.String())
+}
 
 // A vacuum under load leaves the rows that died while it ran; that is not a held
 // horizon, and must not make the worker vacuum less often (S47, S77). What a held

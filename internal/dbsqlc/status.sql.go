@@ -78,8 +78,8 @@ func (q *Queries) QueueStatsList(ctx context.Context) ([]*PgqQueueStat, error) {
 }
 
 const retentionPrune = `-- name: RetentionPrune :one
-SELECT pgq.prune_all(history_older_than => $1::interval,
-                     failed_older_than => $2::interval)::bigint AS pruned
+SELECT coalesce(pgq.prune_all(history_older_than => $1::interval,
+                              failed_older_than => $2::interval), 0)::bigint AS pruned
 `
 
 type RetentionPruneParams struct {
@@ -87,6 +87,7 @@ type RetentionPruneParams struct {
 	FailedOlderThan  *time.Duration
 }
 
+// NULL from pgq.prune_all: another caller is pruning, and this call pruned nothing.
 func (q *Queries) RetentionPrune(ctx context.Context, arg RetentionPruneParams) (int64, error) {
 	row := q.db.QueryRow(ctx, retentionPrune, arg.HistoryOlderThan, arg.FailedOlderThan)
 	var pruned int64
