@@ -205,6 +205,57 @@ func TestS27ReleaseAfterDontReleaseExpireAfter(t *testing.T) {
 	require.Len(t, runnable(reserveOn(t, w, "W", now.Add(23*time.Second))), 1, "expire_after freed the key while its holder runs")
 }
 
+// S27, S34: reserve tells the worker, for each job it hands over to run, the largest
+// expire_after of the overlap keys the job took when each key has one: its leases end
+// that long after the reservation however often they are renewed, so the worker renews
+// them, and cancels the handler for a renewal that failed, only while a renewal can
+// still move that end. NULL when a key has no expire_after, or when the job took no key;
+// the same from the set-based middleware path and the one-by-one path (a job with an
+// until-processing lock).
+func TestS27S34ReserveSaysHowLongOverlapLeasesNeedRenewing(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	type want struct {
+		name, dispatch string
+		expireAfter    *int
+	}
+	seconds := func(n int) *int { return &n }
+	cases := []want{
+		{"one key with expire_after", `'a', middleware => '[{"without_overlapping": {"key": "x", "expire_after": 5}}]'`, seconds(5)},
+		{"two keys, each with one", `'b', middleware => '[{"without_overlapping": {"key": "x", "expire_after": 3}},
+		                                                  {"without_overlapping": {"key": "y", "expire_after": 7}}]'`, seconds(7)},
+		{"a key without", `'c', middleware => '[{"without_overlapping": {"key": "x", "expire_after": 3}},
+		                                        {"without_overlapping": {"key": "y"}}]'`, nil},
+		{"no key", `'d'`, nil},
+		{"one by one", `'e', unique_key => 'u', unique_until => 'processing',
+		                middleware => '[{"without_overlapping": {"key": "x", "expire_after": 4}}]'`, seconds(4)},
+		{"one by one, a key without", `'f', unique_key => 'v', unique_until => 'processing',
+		                               middleware => '[{"without_overlapping": {"key": "x"}}]'`, nil},
+	}
+	names := map[uuid.UUID]string{}
+	expected := map[string]*int{}
+	for _, c := range cases {
+		names[dispatch(t, db, c.dispatch)] = c.name
+		expected[c.name] = c.expireAfter
+	}
+	rows, err := session(t, db).Query(ctx, `SELECT uuid, pickup, overlap_keys, overlap_expire_after FROM pgq.reserve('W', '{default}', 10, 1, $1)`, clock())
+	require.NoError(t, err)
+	type row struct {
+		UUID        uuid.UUID
+		Pickup      *string
+		Keys        []string
+		ExpireAfter *int
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	require.NoError(t, err)
+	require.Len(t, got, len(cases))
+	for _, r := range got {
+		name := names[r.UUID]
+		require.Nil(t, r.Pickup, "%s: runnable (each job's keys are its own class's)", name)
+		require.Equal(t, expected[name], r.ExpireAfter, name)
+	}
+}
+
 // S28: a named limit is one budget for every worker; over budget the job is released
 // until the window resets plus 3 s, without its handler; the count is exact under
 // concurrency.

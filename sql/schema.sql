@@ -40,7 +40,8 @@ CREATE TYPE pgq.admission AS (
 	delay integer,
 	drop boolean,
 	held text[],
-	error text
+	error text,
+	held_expire_after integer
 );
 
 
@@ -48,7 +49,7 @@ CREATE TYPE pgq.admission AS (
 -- Name: TYPE admission; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased), turned away, or failed.';
+COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased, and the largest of their expire_after when each has one), turned away, or failed.';
 
 
 --
@@ -111,7 +112,8 @@ CREATE TYPE pgq.reservation AS (
 	dispatched_at timestamp with time zone,
 	pickup pgq.pickup,
 	pickup_note text,
-	pickup_middleware text
+	pickup_middleware text,
+	overlap_expire_after integer
 );
 
 
@@ -119,7 +121,7 @@ CREATE TYPE pgq.reservation AS (
 -- Name: TYPE reservation; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup NULL) with its lease, or a job reserve handled at pickup (pickup says how, pickup_note why).';
+COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup NULL) with its lease and, when each overlap key it took has an expire_after, the largest (overlap_expire_after, seconds); or a job reserve handled at pickup (pickup says how, pickup_note why).';
 
 
 --
@@ -155,12 +157,15 @@ DECLARE
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
+    v_won_exp int[];
+    v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
     v_lost    text[];
     v_lost_by uuid[];
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
     v_held := array_fill(NULL::text, ARRAY[v_n]);
+    v_exp := array_fill(NULL::int, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
@@ -185,7 +190,7 @@ BEGIN
         -- A key that cannot be computed fails the job.
         v_dec := v_dec || ARRAY(
             SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
             FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
             WHERE s.key IS NULL);
 
@@ -217,10 +222,11 @@ BEGIN
             v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
                             FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
             SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(coalesce(f.expire_after, -1)) FILTER (WHERE t.free),
                    array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
-            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            INTO v_won_ord, v_won_key, v_won_exp, v_lost, v_lost_by
             FROM unnest(v_taken, v_free) t(key, free)
-            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
+            JOIN unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after) ON f.key = t.key;
             IF v_lost IS NOT NULL THEN
                 DELETE FROM pgq.overlap_locks o
                 USING unnest(v_lost, v_lost_by) l(key, job_uuid)
@@ -232,6 +238,8 @@ BEGIN
             FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
                 v_won[v_won_ord[i]] := true;
                 v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+                v_exp[v_won_ord[i]] := CASE WHEN v_won_exp[i] < 0 OR v_exp[v_won_ord[i]] < 0 THEN -1
+                                            ELSE greatest(v_exp[v_won_ord[i]], v_won_exp[i]) END;
             END LOOP;
             v_dec := v_dec || ARRAY(
                 SELECT ROW(s.ord, s.name,
@@ -239,7 +247,7 @@ BEGIN
                                   CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
                                        ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
                            coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
@@ -285,7 +293,7 @@ BEGIN
                               h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
                               ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
                        ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL)::pgq.admission), '{}')
+                       false, NULL, NULL, NULL)::pgq.admission), '{}')
             INTO v_dec
             FROM hit h
             JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
@@ -300,7 +308,7 @@ BEGIN
                                   c.key, c.failures, c.decay,
                                   ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
                            ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL)::pgq.admission
+                           false, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
                 JOIN pgq.circuits c ON c.key = s.key
                 WHERE s.name = 'throttles_exceptions'
@@ -325,7 +333,8 @@ BEGIN
 
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL AND v_exp[a.ord] >= 0 THEN v_exp[a.ord] END
     FROM generate_series(1, v_n) a(ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
     ORDER BY a.ord;
@@ -3087,7 +3096,7 @@ CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, 
     AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
 $$;
 
 
@@ -5081,6 +5090,7 @@ DECLARE
     v_lease int;
     v_paused boolean;
     v_job   pgq.jobs;
+    v_run   pgq.reservation;  -- a job of the one-by-one path, to run
     v_tries int;
     v_want  int;
     v_picked int;
@@ -5281,7 +5291,7 @@ BEGIN
                                 OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
                 RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                           j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                          NULL::pgq.pickup, NULL::text, NULL::text;
+                          NULL::pgq.pickup, NULL::text, NULL::text, NULL::int;
                 GET DIAGNOSTICS v_fast = ROW_COUNT;
             END IF;
             v_left := v_left - v_fast;
@@ -5335,7 +5345,7 @@ BEGIN
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
-                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL)::pgq.admission AS adm
                     LOOP
                         v_job := v_rec.job;
                         v_admit := v_rec.adm;
@@ -5361,14 +5371,14 @@ BEGIN
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
                                       j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
-                                      j.created_at, NULL, NULL, NULL)::pgq.reservation AS r
+                                      j.created_at, NULL, NULL, NULL, a.held_expire_after)::pgq.reservation AS r
                     ), reported AS (
                         SELECT x.ord, x.r FROM admitted x
                         UNION ALL
@@ -5476,7 +5486,11 @@ BEGIN
                         WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
                     END IF;
                     v_left := v_left - 1;
-                    RETURN NEXT pgq._reported(v_job, NULL, NULL);
+                    v_run := pgq._reported(v_job, NULL, NULL);
+                    IF v_job.middleware IS NOT NULL THEN
+                        v_run.overlap_expire_after := v_admit.held_expire_after;  -- this job's admission, above
+                    END IF;
+                    RETURN NEXT v_run;
                 END LOOP;
             END IF;
             EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;

@@ -54,6 +54,9 @@ func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow, sent time.Time)
 	a.heartbeatAt = a.started.Add(a.lease / 3)
 	a.heldUntil = sent.Add(a.lease)
 	a.overlapRenewed = sent
+	if e := row.OverlapExpireAfter; e != nil {
+		a.overlapFreeAt = a.started.Add(time.Duration(*e) * time.Second) // started is after the answer came
+	}
 	if d.timer != nil {
 		d.mu.Lock()
 		d.jobs = append(d.jobs, a)

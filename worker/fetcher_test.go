@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/internal/pgqtest"
 	"github.com/pgq-dev/pgq/pgq"
 )
@@ -55,6 +56,32 @@ func TestFetcherRunOnce(t *testing.T) {
 	stop()
 	require.Zero(t, w.active.count())
 	require.Equal(t, 5, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+}
+
+// S27, S34: overlap leases need renewing while a renewal can move their end: always
+// when a key has no expire_after; otherwise until the TTL from the last renewal reaches
+// the reservation + the largest expire_after.
+func TestS27S34OverlapRenewingUntilExpireAfter(t *testing.T) {
+	t.Parallel()
+	at := time.Now()
+	keys := &dbsqlc.JobReserveRow{OverlapKeys: []string{"k"}}
+	for _, c := range []struct {
+		name    string
+		row     *dbsqlc.JobReserveRow
+		freeAt  time.Time
+		renewed time.Time
+		want    bool
+	}{
+		{"no key", &dbsqlc.JobReserveRow{}, time.Time{}, at, false},
+		{"a key without expire_after", keys, time.Time{}, at.Add(-time.Hour), true},
+		{"expire_after within the TTL", keys, at.Add(time.Second), at, false},
+		{"expire_after past the TTL", keys, at.Add(30 * time.Second), at, true},
+		{"renewed until the TTL reaches it", keys, at.Add(30 * time.Second), at.Add(19 * time.Second), true},
+		{"the TTL reaches it", keys, at.Add(30 * time.Second), at.Add(20 * time.Second), false},
+	} {
+		a := &active{row: c.row, overlapFreeAt: c.freeAt, overlapRenewed: c.renewed}
+		require.Equal(t, c.want, a.overlapRenewing(), c.name)
+	}
 }
 
 // S34: the worker's idea of an overlap lease's length is pgq._overlap_ttl(), and its

@@ -29,7 +29,8 @@ const (
 
 // heartbeater keeps the worker's claims alive, once a second: it extends the leases of
 // running jobs once a third of their lease has passed (S14), renews every second the
-// overlap leases of jobs that hold keys (S34), and cancels the handlers whose lease was
+// overlap leases of jobs that hold keys, for as long as a renewal can move their end
+// (S27, S34), and cancels the handlers whose lease was
 // lost, whose overlap leases it could not renew in time, or whose job an operator
 // cancelled (pgq.cancel, S40).
 type heartbeater struct {
@@ -54,7 +55,7 @@ func (h *heartbeater) runOnce(ctx context.Context) {
 	h.cancelUnrenewed(now)
 	var due []*active
 	h.active.each(func(a *active) {
-		if !now.Before(a.heartbeatAt) || len(a.row.OverlapKeys) > 0 {
+		if !now.Before(a.heartbeatAt) || a.overlapRenewing() {
 			due = append(due, a)
 		}
 	})
@@ -110,11 +111,12 @@ func (h *heartbeater) beat(ctx context.Context, due []*active) (map[uuid.UUID]bo
 }
 
 // cancelUnrenewed cancels the running handlers whose overlap leases have gone unrenewed
-// for overlapRenewWithin (S34): the attempt is given back (S35).
+// for overlapRenewWithin while they still needed renewing (S34): the attempt is given
+// back (S35).
 func (h *heartbeater) cancelUnrenewed(now time.Time) {
 	var stale []*active
 	h.active.each(func(a *active) {
-		if len(a.row.OverlapKeys) > 0 && a.state.Load() == running && now.Sub(a.overlapRenewed) > overlapRenewWithin {
+		if a.overlapRenewing() && a.state.Load() == running && now.Sub(a.overlapRenewed) > overlapRenewWithin {
 			stale = append(stale, a)
 		}
 	})

@@ -280,6 +280,9 @@ type active struct {
 	deadline *deadline
 	started  time.Time
 	lease    time.Duration // the queue's retry_after, as granted at reservation
+	// overlapFreeAt: when each overlap key has an expire_after, the latest its leases
+	// can end by them (the reservation's answer + the largest); zero otherwise (S27, S34).
+	overlapFreeAt time.Time
 
 	// Guarded by activeSet.mu; the heartbeater moves them on.
 	heartbeatAt    time.Time // when the lease is next due for a heartbeat
@@ -289,6 +292,15 @@ type active struct {
 	returned time.Time    // when the handler returned: set by the handler goroutine before it reports
 	state    atomic.Int32 // running, then returned (handler goroutine) or abandoned (watchdog): whichever comes first decides
 	watched  atomic.Bool  // the watchdog is started: set by whichever goroutine cancels first
+}
+
+// overlapRenewing tells whether a's overlap leases still need renewing: a lease whose
+// keys each have an expire_after ends by overlapFreeAt however often it is renewed
+// (S27), so once its TTL from the last renewal reaches that far, a renewal can no
+// longer move its end, and one that fails cannot let another handler in early (S34).
+// Guarded by activeSet.mu.
+func (a *active) overlapRenewing() bool {
+	return len(a.row.OverlapKeys) > 0 && (a.overlapFreeAt.IsZero() || a.overlapRenewed.Add(overlapTTL).Before(a.overlapFreeAt))
 }
 
 // States of an active attempt's handler.

@@ -595,6 +595,64 @@ func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
 	require.NoError(t, stop())
 }
 
+// S27, S34: a lease whose keys each have an expire_after ends by it however often it is
+// renewed, so once no renewal can move its end the worker stops renewing it, and a
+// heartbeat that fails then does not cancel the handler. Both jobs' rows are held, so
+// every heartbeat waits and times out: the handler whose key has no expire_after is
+// cancelled after 3 s and given back; the one whose key's expire_after (1 s) has passed
+// runs on and succeeds in its first attempt. Before, both were cancelled.
+func TestS27S34ExpiredKeysNeedNoRenewal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond))
+	started := make(chan int, 8)
+	cancelled := make(chan int, 8)
+	release := make(chan struct{})
+	worker.Handle(w, "locked", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		started <- j.Args.OrderID
+		select {
+		case <-ctx.Done():
+			cancelled <- j.Args.OrderID
+			return ctx.Err()
+		case <-release:
+			return nil
+		}
+	}})
+	ctx := context.Background()
+	expiring, err := b.client.Dispatch(ctx, "locked", order{1},
+		pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "a", ExpireAfter: time.Second}))
+	require.NoError(t, err)
+	renewed, err := b.client.Dispatch(ctx, "locked", order{2}, pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "b"}))
+	require.NoError(t, err)
+	stop := start(t, w)
+	require.ElementsMatch(t, []int{1, 2}, []int{<-started, <-started})
+
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT FROM pgq.jobs WHERE uuid IN ($1, $2) FOR UPDATE`, expiring, renewed)
+	require.NoError(t, err)
+	select {
+	case id := <-cancelled:
+		require.Equal(t, 2, id, "the handler whose key has no expire_after is cancelled first")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler whose overlap lease could not be renewed was not cancelled")
+	}
+	select {
+	case id := <-cancelled:
+		t.Fatalf("handler %d was cancelled although its key's expire_after had passed", id)
+	case <-time.After(3 * time.Second): // past the 3 s within which a renewal must succeed, again
+	}
+	require.NoError(t, tx.Rollback(ctx))
+	close(release)
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`) == 0
+	}, 15*time.Second, 50*time.Millisecond, "both jobs ended")
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, expiring), "one attempt, never cancelled")
+	require.Equal(t, []string{"interrupted", "succeeded"}, b.outcomes(t, renewed), "given back, then run again")
+	require.NoError(t, stop())
+}
+
 // After a reserve that came back short, a notification waits out the fetch cooldown, so
 // a trickle of dispatches is gathered into fewer reserves; the job still starts.
 func TestFetchCooldownAfterShortReserve(t *testing.T) {

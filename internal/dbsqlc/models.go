@@ -768,23 +768,24 @@ type PgqReady struct {
 }
 
 type PgqReservation struct {
-	Uuid             uuid.UUID
-	Job              string
-	Queue            string
-	Payload          json.RawMessage
-	Priority         int32
-	Attempts         int32
-	Tries            *int32
-	Handler          *string
-	Timeout          *int32
-	LeaseToken       uuid.UUID
-	ReservedAt       time.Time
-	ReservedUntil    time.Time
-	OverlapKeys      []string
-	DispatchedAt     time.Time
-	Pickup           *PgqPickup
-	PickupNote       *string
-	PickupMiddleware *string
+	Uuid               uuid.UUID
+	Job                string
+	Queue              string
+	Payload            json.RawMessage
+	Priority           int32
+	Attempts           int32
+	Tries              *int32
+	Handler            *string
+	Timeout            *int32
+	LeaseToken         uuid.UUID
+	ReservedAt         time.Time
+	ReservedUntil      time.Time
+	OverlapKeys        []string
+	DispatchedAt       time.Time
+	Pickup             *PgqPickup
+	PickupNote         *string
+	PickupMiddleware   *string
+	OverlapExpireAfter *int32
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).

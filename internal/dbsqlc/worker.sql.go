@@ -325,7 +325,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]*PgqA
 
 const jobReserve = `-- name: JobReserve :many
 SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
-       overlap_keys, pickup, pickup_note, pickup_middleware
+       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware
 FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
@@ -346,20 +346,21 @@ type JobReserveParams struct {
 }
 
 type JobReserveRow struct {
-	Uuid             uuid.UUID
-	Job              string
-	Queue            string
-	Payload          json.RawMessage
-	Attempts         int32
-	Handler          *string
-	Timeout          *int32
-	LeaseToken       uuid.UUID
-	ReservedAt       time.Time
-	ReservedUntil    time.Time
-	OverlapKeys      []string
-	Pickup           *PgqPickup
-	PickupNote       *string
-	PickupMiddleware *string
+	Uuid               uuid.UUID
+	Job                string
+	Queue              string
+	Payload            json.RawMessage
+	Attempts           int32
+	Handler            *string
+	Timeout            *int32
+	LeaseToken         uuid.UUID
+	ReservedAt         time.Time
+	ReservedUntil      time.Time
+	OverlapKeys        []string
+	OverlapExpireAfter *int32
+	Pickup             *PgqPickup
+	PickupNote         *string
+	PickupMiddleware   *string
 }
 
 // Only the columns the worker reads: every column scanned costs the worker time per job.
@@ -391,6 +392,7 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]*JobR
 			&i.ReservedAt,
 			&i.ReservedUntil,
 			&i.OverlapKeys,
+			&i.OverlapExpireAfter,
 			&i.Pickup,
 			&i.PickupNote,
 			&i.PickupMiddleware,

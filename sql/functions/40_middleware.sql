@@ -275,7 +275,8 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- middleware, their keys as dispatch stored them (jobs.middleware_keys; computed here
 -- where NULL), uuids and the lease tokens the jobs will get; p_worker is the worker.
 -- Returns one pgq.admission per job (ord = its position in the arrays): turned_by NULL and
--- the overlap keys now leased to it when every middleware admits it; otherwise the
+-- the overlap keys now leased to it when every middleware admits it (and, when each of
+-- those keys has an expire_after, the largest: how long the leases can last, S34); otherwise the
 -- middleware that turned it away, a note, the delay and whether to drop it
 -- (dont_release), having ended any lease an earlier middleware took; or error when a
 -- key cannot be computed. Never raises for a job's settings and opens no
@@ -322,12 +323,15 @@ DECLARE
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
+    v_won_exp int[];
+    v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
     v_lost    text[];
     v_lost_by uuid[];
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
     v_held := array_fill(NULL::text, ARRAY[v_n]);
+    v_exp := array_fill(NULL::int, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
@@ -352,7 +356,7 @@ BEGIN
         -- A key that cannot be computed fails the job.
         v_dec := v_dec || ARRAY(
             SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'))::pgq.admission
+                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
             FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
             WHERE s.key IS NULL);
 
@@ -384,10 +388,11 @@ BEGIN
             v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
                             FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
             SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
+                   array_agg(coalesce(f.expire_after, -1)) FILTER (WHERE t.free),
                    array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
-            INTO v_won_ord, v_won_key, v_lost, v_lost_by
+            INTO v_won_ord, v_won_key, v_won_exp, v_lost, v_lost_by
             FROM unnest(v_taken, v_free) t(key, free)
-            JOIN unnest(v_f_ord, v_f_key) f(ord, key) ON f.key = t.key;
+            JOIN unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after) ON f.key = t.key;
             IF v_lost IS NOT NULL THEN
                 DELETE FROM pgq.overlap_locks o
                 USING unnest(v_lost, v_lost_by) l(key, job_uuid)
@@ -399,6 +404,8 @@ BEGIN
             FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
                 v_won[v_won_ord[i]] := true;
                 v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
+                v_exp[v_won_ord[i]] := CASE WHEN v_won_exp[i] < 0 OR v_exp[v_won_ord[i]] < 0 THEN -1
+                                            ELSE greatest(v_exp[v_won_ord[i]], v_won_exp[i]) END;
             END LOOP;
             v_dec := v_dec || ARRAY(
                 SELECT ROW(s.ord, s.name,
@@ -406,7 +413,7 @@ BEGIN
                                   CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
                                        ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
                            coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL)::pgq.admission
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
@@ -452,7 +459,7 @@ BEGIN
                               h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
                               ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
                        ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL)::pgq.admission), '{}')
+                       false, NULL, NULL, NULL)::pgq.admission), '{}')
             INTO v_dec
             FROM hit h
             JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
@@ -467,7 +474,7 @@ BEGIN
                                   c.key, c.failures, c.decay,
                                   ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
                            ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL)::pgq.admission
+                           false, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
                 JOIN pgq.circuits c ON c.key = s.key
                 WHERE s.name = 'throttles_exceptions'
@@ -492,7 +499,8 @@ BEGIN
 
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error
+           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL AND v_exp[a.ord] >= 0 THEN v_exp[a.ord] END
     FROM generate_series(1, v_n) a(ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
     ORDER BY a.ord;

@@ -9,7 +9,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
 $$;
 
 COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as pgq.reserve returns it: to run, or with what happened at pickup.';
@@ -23,7 +23,9 @@ COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as
 -- before its handler runs (S12); middleware may turn it away (S26-S29); an
 -- until-processing lock is released once the handler will run (S23: a turn-away keeps
 -- it). Returns the jobs whose handler may run, each with a fresh lease_token and
--- attempts already counted (S5), and (with pickup set, not to be run) the jobs
+-- attempts already counted (S5) (and overlap_expire_after: how long the worker must
+-- renew its overlap leases, when each key it took has an expire_after, S34), and
+-- (with pickup set, not to be run) the jobs
 -- exhausted, debounced, turned away or failed by middleware in this call, so the worker
 -- can log every outcome.
 -- State change: waiting -> reserved; reserved (lease ended) -> waiting -> reserved;
@@ -63,6 +65,7 @@ DECLARE
     v_lease int;
     v_paused boolean;
     v_job   pgq.jobs;
+    v_run   pgq.reservation;  -- a job of the one-by-one path, to run
     v_tries int;
     v_want  int;
     v_picked int;
@@ -263,7 +266,7 @@ BEGIN
                                 OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
                 RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                           j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                          NULL::pgq.pickup, NULL::text, NULL::text;
+                          NULL::pgq.pickup, NULL::text, NULL::text, NULL::int;
                 GET DIAGNOSTICS v_fast = ROW_COUNT;
             END IF;
             v_left := v_left - v_fast;
@@ -317,7 +320,7 @@ BEGIN
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
-                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error)::pgq.admission AS adm
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL)::pgq.admission AS adm
                     LOOP
                         v_job := v_rec.job;
                         v_admit := v_rec.adm;
@@ -343,14 +346,14 @@ BEGIN
                             lease_token = v_mw_tokens[a.ord],
                             started_at = v_now,
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
                                       j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
-                                      j.created_at, NULL, NULL, NULL)::pgq.reservation AS r
+                                      j.created_at, NULL, NULL, NULL, a.held_expire_after)::pgq.reservation AS r
                     ), reported AS (
                         SELECT x.ord, x.r FROM admitted x
                         UNION ALL
@@ -458,7 +461,11 @@ BEGIN
                         WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
                     END IF;
                     v_left := v_left - 1;
-                    RETURN NEXT pgq._reported(v_job, NULL, NULL);
+                    v_run := pgq._reported(v_job, NULL, NULL);
+                    IF v_job.middleware IS NOT NULL THEN
+                        v_run.overlap_expire_after := v_admit.held_expire_after;  -- this job's admission, above
+                    END IF;
+                    RETURN NEXT v_run;
                 END LOOP;
             END IF;
             EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;

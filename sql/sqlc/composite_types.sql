@@ -22,7 +22,8 @@ CREATE TABLE pgq.reservation (
     dispatched_at     timestamptz NOT NULL,
     pickup            pgq.pickup,
     pickup_note       text,
-    pickup_middleware text
+    pickup_middleware text,
+    overlap_expire_after int
 );
 
 CREATE TABLE pgq.check_finding (
