@@ -69,11 +69,16 @@ func (h *heartbeater) runOnce(ctx context.Context) {
 		return
 	}
 	h.metrics.lease("extended", len(held))
-	h.metrics.lease("lost", len(due)-len(held))
+	lost := 0
 	for _, a := range due {
 		if !held[a.token] {
-			h.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
-			h.executor.cancel(a, pgq.ErrLeaseLost)
+			// A handler that has returned has nothing to cancel, and its report (often
+			// committed while this call ran) tells what became of the job.
+			if a.state.Load() == running {
+				lost++
+				h.log.Warn("lease lost; cancelling handler", "job", a.row.Job, "uuid", a.row.Uuid)
+				h.executor.cancel(a, pgq.ErrLeaseLost)
+			}
 			continue
 		}
 		h.active.mu.Lock()
@@ -83,6 +88,7 @@ func (h *heartbeater) runOnce(ctx context.Context) {
 		a.overlapRenewed = now
 		h.active.mu.Unlock()
 	}
+	h.metrics.lease("lost", lost)
 }
 
 // beat sends one pgq.heartbeat for the attempts and returns the tokens still holding.
