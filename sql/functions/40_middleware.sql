@@ -275,9 +275,9 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- middleware, their keys as dispatch stored them (jobs.middleware_keys; computed here
 -- where NULL), uuids and the lease tokens the jobs will get; p_worker is the worker.
 -- Returns one pgq.admission per job (ord = its position in the arrays): turned_by NULL and
--- the overlap keys now leased to it when every middleware admits it (and, when each of
--- those keys has an expire_after, the largest: how long the leases can last, S34); otherwise the
--- middleware that turned it away, a note, the delay and whether to drop it
+-- the overlap keys now leased to it when every middleware admits it (with the largest
+-- of their expire_after when each has one: how long the leases can last, S34); otherwise
+-- the middleware that turned it away, a note, the delay and whether to drop it
 -- (dont_release), having ended any lease an earlier middleware took; or error when a
 -- key cannot be computed. Never raises for a job's settings and opens no
 -- subtransaction (S67): dispatch validated them, and a broken job must not stop reserve.
