@@ -523,18 +523,10 @@ func TestS30PriorityQueues(t *testing.T) {
 	require.Equal(t, []string{"high", "high", "low", "low"}, order_)
 }
 
-// S26, S34: a without_overlapping job's key is a lease that its worker's heartbeat
-// renews. When the worker's reserving session drops, the handler runs on and the key
-// stays held (before, the key went with the session while the handler ran). When the
-// worker cannot renew the lease for 3 s, it cancels the handler and gives the attempt
-// back (S35): not counted, so tries 1 is not used up.
-func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond), worker.WithName("W"))
-	started := make(chan int, 8)
-	cancelled := make(chan int, 8)
-	release := make(chan struct{})
+// handleLocked registers a "locked" handler that says on started which order it runs,
+// then waits for release, or for its cancellation, which it says on cancelled.
+func handleLocked(w *worker.Worker) (started, cancelled chan int, release chan struct{}) {
+	started, cancelled, release = make(chan int, 8), make(chan int, 8), make(chan struct{})
 	worker.Handle(w, "locked", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
 		started <- j.Args.OrderID
 		select {
@@ -545,6 +537,19 @@ func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
 			return nil
 		}
 	}})
+	return started, cancelled, release
+}
+
+// S26, S34: a without_overlapping job's key is a lease that its worker's heartbeat
+// renews. When the worker's reserving session drops, the handler runs on and the key
+// stays held (before, the key went with the session while the handler ran). When the
+// worker cannot renew the lease for 3 s, it cancels the handler and gives the attempt
+// back (S35): not counted, so tries 1 is not used up.
+func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond), worker.WithName("W"))
+	started, cancelled, release := handleLocked(w)
 	ctx := context.Background()
 	first, err := b.client.Dispatch(ctx, "locked", order{1}, pgq.Tries(1), pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "ledger"}))
 	require.NoError(t, err)
@@ -605,19 +610,7 @@ func TestS27S34ExpiredKeysNeedNoRenewal(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	w := b.worker(t, worker.WithShutdownGrace(300*time.Millisecond))
-	started := make(chan int, 8)
-	cancelled := make(chan int, 8)
-	release := make(chan struct{})
-	worker.Handle(w, "locked", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
-		started <- j.Args.OrderID
-		select {
-		case <-ctx.Done():
-			cancelled <- j.Args.OrderID
-			return ctx.Err()
-		case <-release:
-			return nil
-		}
-	}})
+	started, cancelled, release := handleLocked(w)
 	ctx := context.Background()
 	expiring, err := b.client.Dispatch(ctx, "locked", order{1},
 		pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "a", ExpireAfter: time.Second}))
