@@ -2,14 +2,12 @@ package worker_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -39,17 +37,7 @@ func TestS37WorkerSetsItsOwnTimeouts(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), b.db.URL)
 	require.NoError(t, err)
 	defer pool.Close()
-	// SHOW is under the 1 ms limit too: on a new connection it is cancelled now and then.
-	var setting string
-	for range 5 {
-		if err = pool.QueryRow(context.Background(), `SHOW statement_timeout`).Scan(&setting); err == nil {
-			break
-		}
-		var pgErr *pgconn.PgError
-		require.True(t, errors.As(err, &pgErr) && pgErr.Code == "57014", "%v", err)
-	}
-	require.NoError(t, err)
-	require.Equal(t, "1ms", setting, "the database's setting applies to connections that set none")
+	require.Equal(t, "1ms", pgqtest.Setting(t, pool, "statement_timeout"), "the database's setting applies to connections that set none")
 
 	w, err := worker.New(pool, worker.WithLogger(quiet), worker.WithStopWhenEmpty(), worker.WithConcurrency(20))
 	require.NoError(t, err)

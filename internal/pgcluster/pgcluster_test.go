@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgcluster"
+	"github.com/pgq-dev/pgq/internal/pgqtest"
 )
 
 // One cluster through its life: settings applied, a migrated database, data kept across
@@ -37,10 +38,9 @@ func TestCluster(t *testing.T) {
 		other, err := pgx.Connect(context.Background(), c.URL(db.Name))
 		require.NoError(t, err)
 		defer other.Close(context.Background())
-		var v string
-		require.NoError(t, other.QueryRow(context.Background(), `SHOW statement_timeout`).Scan(&v))
-		require.Equal(t, "1ms", v, "a plain connection gets the role's setting")
+		require.Equal(t, "1ms", pgqtest.Setting(t, other, "statement_timeout"), "a plain connection gets the role's setting")
 		pool := c.Pool(t, "app", 2)
+		var v string
 		require.NoError(t, pool.QueryRow(context.Background(), `SELECT current_setting('statement_timeout'), pg_sleep(0.01)::text`).Scan(&v, new(string)))
 		require.Equal(t, "0", v)
 	})

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/pgq"
@@ -274,4 +276,26 @@ func Scalar[T any](t testing.TB, db *DB, sql string, args ...any) T {
 		t.Fatalf("query %q: %v", sql, err)
 	}
 	return v
+}
+
+// Setting returns current_setting(name) on c. Under a statement_timeout of a
+// millisecond, a new connection's first statement is cancelled about once in a hundred
+// (SQLSTATE 57014), and not when sent again: a cancelled read is sent again, a few times.
+func Setting(t testing.TB, c interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, name string) string {
+	t.Helper()
+	var v string
+	var err error
+	for range 5 {
+		if err = c.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&v); err == nil {
+			return v
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+			break
+		}
+	}
+	t.Fatalf("current_setting(%q): %v", name, err)
+	return ""
 }
