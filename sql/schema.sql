@@ -187,12 +187,14 @@ BEGIN
         END IF;
         v_dec := '{}';
 
-        -- A key that cannot be computed fails the job.
-        v_dec := v_dec || ARRAY(
-            SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                       format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
-            FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-            WHERE s.key IS NULL);
+        -- A key that cannot be computed fails the job (a key dispatch stored is never NULL).
+        IF v_missing THEN
+            v_dec := ARRAY(
+                SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                WHERE s.key IS NULL);
+        END IF;
 
         -- without_overlapping (S26, S34): the first job of the batch at each key takes the
         -- lease when no unexpired lease holds it; then no transaction may hold the key's
@@ -331,11 +333,13 @@ BEGIN
         WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
 
+    -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] took 4 of the 5 ms
+    -- this statement spent on 1,000 jobs.
     RETURN QUERY
-    SELECT coalesce(d.ord, a.ord), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(v_held[a.ord]::text[], '{}') ELSE '{}' END, d.error,
-           CASE WHEN d.ord IS NULL AND v_exp[a.ord] >= 0 THEN v_exp[a.ord] END
-    FROM generate_series(1, v_n) a(ord)
+    SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
+           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END
+    FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
     ORDER BY a.ord;
 END;
