@@ -1284,6 +1284,7 @@ COMMENT ON FUNCTION pgq._check_middleware(p_middleware jsonb) IS 'Raises 22023 n
 CREATE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v_names    text[];
@@ -1805,6 +1806,9 @@ DECLARE
     v_max_wait  interval;
     v_uuids     uuid[];
     v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
+    v_ukeys     text[];   -- the unique or debounce key of each payload
+    v_explicit  text;
+    v_by        text[];
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -1876,13 +1880,26 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
         END IF;
+        -- Every payload's key in one call, as pgq._check_middleware_keys does; pgq._key
+        -- raises for the first that cannot be computed or is too long (S38). A call of
+        -- pgq._key per payload took 135 µs of the 240 a unique job cost.
+        v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
+        v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
+        v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
+                                     array_fill(v_explicit, ARRAY[cardinality(_dispatch.payloads)]),
+                                     array_fill(to_jsonb(v_by), ARRAY[cardinality(_dispatch.payloads)]),
+                                     _dispatch.payloads);
+        PERFORM pgq._key(_dispatch.job, v_explicit, v_by, _dispatch.payloads[k.n])
+        FROM generate_subscripts(v_ukeys, 1) k(n)
+        WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
+        ORDER BY k.n;
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
         FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
             v_payload := _dispatch.payloads[i];
             v_job.uuid := v_uuids[i];
             v_job.payload := v_payload;
             IF v_unique THEN
-                v_job.unique_key := pgq._key(_dispatch.job, _dispatch.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_key := v_ukeys[i];
                 v_job.unique_token := gen_random_uuid();
                 v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
                 IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
@@ -1890,7 +1907,7 @@ BEGIN
                     CONTINUE;
                 END IF;
             ELSE
-                v_job.debounce_key := pgq._key(_dispatch.job, _dispatch.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_key := v_ukeys[i];
                 v_job.debounce_token := gen_random_uuid();
                 v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
                 v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
@@ -2505,6 +2522,7 @@ COMMENT ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[], p
 CREATE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
     RETURN (SELECT coalesce(array_agg(
@@ -3634,6 +3652,7 @@ COMMENT ON FUNCTION pgq._turn_away_slack() IS 'Seconds past a limit''s reset tha
 CREATE FUNCTION pgq._uuid7s(p_count integer) RETURNS uuid[]
     LANGUAGE plpgsql PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v_ms    text := lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0');

@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -253,6 +254,48 @@ func TestS25UniqueAndDebounceExclusive(t *testing.T) {
 	require.Equal(t, 0, count(t, db, "pgq.jobs"))
 	require.Equal(t, 0, count(t, db, "pgq.unique_locks"))
 	require.Equal(t, 0, count(t, db, "pgq.debounce_tokens"))
+}
+
+// S21, S24, S38 for a batch: pgq.dispatch_many computes every payload's unique or
+// debounce key in one call. A payload whose key cannot be computed, or is too long,
+// fails the whole batch with the error of the first such payload in payload order, and
+// nothing is written; in a good batch each payload gets its own key, and a key met twice
+// drops the second job, as two dispatches would.
+func TestS21S24S38BatchKeys(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('u', unique_for => '1 hour', unique_by => '{id}')`)
+	db.Exec(t, `SELECT pgq.define_job('d', debounce_for => '1 minute', debounce_by => '{id}')`)
+	long := `"` + strings.Repeat("x", 1001) + `"`
+	for _, c := range []struct{ job, payloads, want string }{
+		{"u", `'{"id": 1}', '{"other": 2}', '{"id": ` + long + `}'`, "lacks field 'id'"},
+		{"u", `'{"id": 1}', '{"id": ` + long + `}', '{"other": 2}'`, "longer than the 1000 allowed"},
+		{"d", `'{"id": 1}', '{"other": 2}'`, "lacks field 'id'"},
+	} {
+		_, err := db.Pool.Exec(ctx, `SELECT pgq.dispatch_many('`+c.job+`', ARRAY[`+c.payloads+`]::jsonb[])`)
+		require.Equal(t, "22023", pgCode(err), c.payloads)
+		require.Contains(t, err.Error(), c.want, c.payloads)
+	}
+	require.Equal(t, 0, count(t, db, "pgq.jobs"))
+	require.Equal(t, 0, count(t, db, "pgq.unique_locks"))
+	require.Equal(t, 0, count(t, db, "pgq.debounce_tokens"))
+
+	ids := pgqtest.Scalar[[]*uuid.UUID](t, db, `SELECT array_agg(u) FROM pgq.dispatch_many('u',
+		ARRAY['{"id": 1}', '{"id": 2}', '{"id": 1}', '{"id": "a"}']::jsonb[]) u`)
+	require.Len(t, ids, 4)
+	require.NotNil(t, ids[0])
+	require.NotNil(t, ids[1])
+	require.Nil(t, ids[2], "the second job of key 1 is dropped")
+	require.NotNil(t, ids[3])
+	require.Equal(t, []string{`u:["a"]`, "u:[1]", "u:[2]"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(unique_key ORDER BY unique_key) FROM pgq.jobs`))
+	require.Equal(t, []string{`u:["a"]`, "u:[1]", "u:[2]"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key ORDER BY key) FROM pgq.unique_locks`))
+
+	db.Exec(t, `SELECT pgq.dispatch_many('d', ARRAY['{"id": 1}', '{"id": 2}', '{"id": 1}']::jsonb[])`)
+	require.Equal(t, []string{"d:[1]", "d:[1]", "d:[2]"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(debounce_key ORDER BY debounce_key) FROM pgq.jobs WHERE job = 'd'`))
+	require.Equal(t, 2, count(t, db, "pgq.debounce_tokens"), "one current token per key")
 }
 
 // S21, S24 under concurrency: eight connections dispatching the same key 1,000 times at

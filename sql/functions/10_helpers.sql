@@ -116,6 +116,10 @@ COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s 
 CREATE OR REPLACE FUNCTION pgq._uuid7s(p_count int) RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+-- Planned once. A custom plan (a statement's first five runs, and kept while it looks
+-- cheaper than the generic one: for a count of 1, always) planned the SELECT on every
+-- call: 37 µs of a single dispatch, against 13.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_ms    text := lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0');
@@ -240,6 +244,9 @@ COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may prod
 CREATE OR REPLACE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
+-- Planned once, as pgq._uuid7s: with custom plans each call of a few keys planned its
+-- SELECT again (92-119 µs a call, against 16-36).
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN (SELECT coalesce(array_agg(

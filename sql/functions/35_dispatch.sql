@@ -95,6 +95,9 @@ DECLARE
     v_max_wait  interval;
     v_uuids     uuid[];
     v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
+    v_ukeys     text[];   -- the unique or debounce key of each payload
+    v_explicit  text;
+    v_by        text[];
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -166,13 +169,26 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
         END IF;
+        -- Every payload's key in one call, as pgq._check_middleware_keys does; pgq._key
+        -- raises for the first that cannot be computed or is too long (S38). A call of
+        -- pgq._key per payload took 135 µs of the 240 a unique job cost.
+        v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
+        v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
+        v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
+                                     array_fill(v_explicit, ARRAY[cardinality(_dispatch.payloads)]),
+                                     array_fill(to_jsonb(v_by), ARRAY[cardinality(_dispatch.payloads)]),
+                                     _dispatch.payloads);
+        PERFORM pgq._key(_dispatch.job, v_explicit, v_by, _dispatch.payloads[k.n])
+        FROM generate_subscripts(v_ukeys, 1) k(n)
+        WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
+        ORDER BY k.n;
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
         FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
             v_payload := _dispatch.payloads[i];
             v_job.uuid := v_uuids[i];
             v_job.payload := v_payload;
             IF v_unique THEN
-                v_job.unique_key := pgq._key(_dispatch.job, _dispatch.unique_key, v_class.unique_by, v_payload);
+                v_job.unique_key := v_ukeys[i];
                 v_job.unique_token := gen_random_uuid();
                 v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
                 IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
@@ -180,7 +196,7 @@ BEGIN
                     CONTINUE;
                 END IF;
             ELSE
-                v_job.debounce_key := pgq._key(_dispatch.job, _dispatch.debounce_key, v_class.debounce_by, v_payload);
+                v_job.debounce_key := v_ukeys[i];
                 v_job.debounce_token := gen_random_uuid();
                 v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
                 v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),

@@ -159,6 +159,7 @@ COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overla
 CREATE OR REPLACE FUNCTION pgq._check_middleware_keys(p_job text, p_middleware jsonb, p_payloads jsonb[]) RETURNS jsonb[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- as pgq._uuid7s: a dispatch of one job planned each statement again
 AS $$
 DECLARE
     v_names    text[];
