@@ -8,16 +8,23 @@
 #   overlap          without_overlapping jobs, no other session
 #   overlap, held    the same while another session holds a transaction id
 #   plain, held      jobs without middleware while the id is held (the reference)
+# and, for the held runs, how many pages a lookup of one reused key reads at the end
+# (EXPLAIN BUFFERS: one per version of the key's row it steps over) and the size of
+# pgq.overlap_locks.
 # A lease is a pgq.overlap_locks row inserted by reserve and deleted by the outcome, so
 # under the hold each round leaves one more version of every key's row, which the next
-# round steps over. The script stops if pgq.jobs holds a row (it must be a scratch
+# round steps over, until pgq.rotate truncates the generation it is in (S81): each
+# round ends with a call of pgq.rotate(slot_bytes), as a worker makes every second
+# (default 64 MiB, the worker's --slot-mb; the leases' generations turn at a
+# sixty-fourth of it). The script stops if pgq.jobs holds a row (it must be a scratch
 # database), and empties pgq's tables between the runs.
-# Usage: bench/lease-hold.sh URL [rounds, default 60]
+# Usage: bench/lease-hold.sh URL [rounds, default 60] [slot_bytes, default 67108864]
 set -euo pipefail
 url=${1:?usage: bench/lease-hold.sh URL-of-a-scratch-pgq-database [rounds]}
 rounds=${2:-60}
+slot_bytes=${3:-67108864}
 holder=
-trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; psql "$url" -X -qc "DROP PROCEDURE IF EXISTS public.pgq_lease_hold(text, text, int, jsonb)" >/dev/null 2>&1 || true' EXIT
+trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; psql "$url" -X -qc "DROP PROCEDURE IF EXISTS public.pgq_lease_hold(text, text, int, bigint, jsonb)" >/dev/null 2>&1 || true' EXIT
 
 if [ "$(psql "$url" -X -qAtc 'SELECT EXISTS (SELECT FROM pgq.jobs)')" != f ]; then
     echo "lease-hold: pgq.jobs in $url is not empty; run this in a scratch database" >&2
@@ -29,7 +36,7 @@ SET client_min_messages = warning;
 SELECT pgq.define_job('lease_hold_overlap', queue => 'lease_hold_overlap',
                       middleware => '[{"without_overlapping": {"by": ["k"]}}]');
 SELECT pgq.define_job('lease_hold_plain', queue => 'lease_hold_plain');
-CREATE OR REPLACE PROCEDURE public.pgq_lease_hold(job text, queue text, rounds int, INOUT times jsonb DEFAULT NULL)
+CREATE OR REPLACE PROCEDURE public.pgq_lease_hold(job text, queue text, rounds int, slot_bytes bigint, INOUT times jsonb DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz; u uuid[]; tk uuid[]; r jsonb := '[]'; c jsonb := '[]';
 BEGIN
@@ -44,6 +51,8 @@ BEGIN
         PERFORM pgq.complete(u, tk);
         c := c || to_jsonb(extract(epoch FROM clock_timestamp() - t0) * 1000);
         COMMIT;
+        PERFORM pgq.rotate(slot_bytes => slot_bytes);
+        COMMIT;
     END LOOP;
     times := jsonb_build_object('reserve', r, 'complete', c);
 END $$;
@@ -57,7 +66,7 @@ run() { # label job hold(yes|no)
         holder=$!
         sleep 1
     fi
-    psql "$url" -X -qAtc "CALL public.pgq_lease_hold('$2', '$2', $rounds)" | python3 -c '
+    psql "$url" -X -qAtc "CALL public.pgq_lease_hold('$2', '$2', $rounds, $slot_bytes)" | python3 -c '
 import json, statistics as st, sys
 label = sys.argv[1]
 d = json.load(sys.stdin)
@@ -66,6 +75,13 @@ for what, v in d.items():
     print(f"{label:<16} {what:<9} ms: rounds 2-6 {st.median(v[1:6]):6.1f} | middle {st.median(v[n//2-2:n//2+3]):6.1f} | last 5 {st.median(v[-5:]):6.1f}")
 ' "$1"
     if [ -n "$holder" ]; then
+        # what a lookup of one reused key reads under the hold, and the leases' size
+        pages=$(psql "$url" -X -qAt -c 'SET enable_seqscan = off' \
+            -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) SELECT * FROM pgq.overlap_locks WHERE key = '$2:[5]'" |
+            python3 -c 'import json, sys; p = json.load(sys.stdin)[0]["Plan"]; print(p["Shared Hit Blocks"] + p["Shared Read Blocks"])')
+        size=$(psql "$url" -X -qAtc "SELECT pg_size_pretty(coalesce(sum(pg_total_relation_size(c.oid)), 0))
+            FROM pg_class c WHERE c.relname LIKE 'overlap_locks%' AND c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'p')")
+        printf '%-16s a lookup of one key reads %s pages; pgq.overlap_locks is %s\n' "$1" "$pages" "$size"
         psql "$url" -X -qAtc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)%' AND pid <> pg_backend_pid()" >/dev/null
         wait "$holder" 2>/dev/null || true
         holder=

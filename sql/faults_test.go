@@ -145,9 +145,9 @@ func TestS39NothingGrowsWithoutBound(t *testing.T) {
 	db.Exec(t, `INSERT INTO pgq.rate_limit_windows VALUES ('api', 'old', now() - interval '2 minutes', 3), ('api', 'current', now(), 3)`)
 	db.Exec(t, `INSERT INTO pgq.circuits (key, failures, window_start, decay, max_exceptions) VALUES
 	    ('closed', 5, now() - interval '11 minutes', 600, 5), ('open', 5, now(), 600, 5)`)
-	db.Exec(t, `INSERT INTO pgq.overlap_locks (key, job_uuid, lease_token, since, expires_at) VALUES
-	    ('gone', gen_random_uuid(), gen_random_uuid(), now() - interval '1 minute', now() - interval '1 second'),
-	    ('held', gen_random_uuid(), gen_random_uuid(), now(), now() + interval '10 seconds')`)
+	db.Exec(t, `INSERT INTO pgq.overlap_locks (key, job_uuid, lease_token, since, expires_at, gen) VALUES
+	    ('gone', gen_random_uuid(), gen_random_uuid(), now() - interval '1 minute', now() - interval '1 second', 0),
+	    ('held', gen_random_uuid(), gen_random_uuid(), now(), now() + interval '10 seconds', 0)`)
 	db.Exec(t, `INSERT INTO pgq.unique_locks (key, owner, job_uuid, expires_at) VALUES
 	    ('expired', gen_random_uuid(), gen_random_uuid(), now() - interval '1 second'),
 	    ('live', gen_random_uuid(), gen_random_uuid(), now() + interval '1 hour')`)

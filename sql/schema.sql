@@ -151,16 +151,16 @@ DECLARE
     v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
     v_f_key   text[];
     v_f_exp   int[];
-    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
-    v_free    boolean[];
+    v_gen     smallint;                 -- the current generation of pgq.overlap_locks (S81)
+    v_t_ord   int[];                    -- the first jobs at the keys no live lease holds, whose advisory lock this call got
+    v_t_key   text[];
+    v_t_exp   int[];
     v_won     boolean[];                -- per job: took its lease at this position
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
     v_won_exp int[];
     v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
-    v_lost    text[];
-    v_lost_by uuid[];
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -207,33 +207,47 @@ BEGIN
                   FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                   WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
                   ORDER BY s.key, s.ord) f;
+            -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
+            -- only a truncation waits for it) keeps the current one current until this
+            -- transaction ends.
+            IF v_gen IS NULL THEN
+                LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
+                v_gen := pgq._overlap_gen();
+            END IF;
+            -- A key is taken when a live lease holds it, in whichever generation (a lease
+            -- ends in the one it was taken in). Each other key is tried behind its
+            -- advisory lock, without waiting: a key whose lock another transaction holds
+            -- (a SQL handler still running after its lease ran out, or another reserve
+            -- taking the key right now) is taken too. So a reserve never waits for
+            -- another one over a key, and two cannot deadlock on their keys (the passes of
+            -- one pgq.reserve call take theirs in no common order: with the upsert below
+            -- locking each row it met, live or not, two reserves did deadlock).
+            SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
+            INTO v_t_ord, v_t_key, v_t_exp
+            FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
+            LEFT JOIN LATERAL (SELECT true AS live FROM pgq.overlap_locks o
+                               WHERE o.key = f.key AND o.expires_at > p_now LIMIT 1) l ON true
+            WHERE CASE WHEN l.live THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
+            -- The keys tried go to the current generation, or take over its expired
+            -- lease: no other reserve can write them now. A lease that a late heartbeat
+            -- renewed since (pgq.heartbeat) stays its job's.
             WITH taken AS (
-                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
                 SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
                        CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
-                       f.expire_after
-                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
+                       f.expire_after, v_gen
+                FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after)
                 ORDER BY f.key
-                ON CONFLICT (key) DO UPDATE
+                ON CONFLICT (key, gen) DO UPDATE
                     SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
                         since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
                     WHERE o.expires_at <= p_now
                 RETURNING o.key
             )
-            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
-            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
-                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
-            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
-                   array_agg(coalesce(f.expire_after, -1)) FILTER (WHERE t.free),
-                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
-            INTO v_won_ord, v_won_key, v_won_exp, v_lost, v_lost_by
-            FROM unnest(v_taken, v_free) t(key, free)
-            JOIN unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after) ON f.key = t.key;
-            IF v_lost IS NOT NULL THEN
-                DELETE FROM pgq.overlap_locks o
-                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
-                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
-            END IF;
+            SELECT array_agg(f.ord), array_agg(f.key), array_agg(coalesce(f.expire_after, -1))
+            INTO v_won_ord, v_won_key, v_won_exp
+            FROM taken t
+            JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
             -- Element assignments: O(1) each, where a join of arrays gets a nested loop
             -- (the planner cannot know their length).
             v_won := array_fill(false, ARRAY[v_n]);
@@ -2898,6 +2912,23 @@ COMMENT ON FUNCTION pgq._notify(queue text) IS 'Wakes napping workers of a queue
 
 
 --
+-- Name: _overlap_gen(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._overlap_gen() RETURNS smallint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+
+
+--
+-- Name: FUNCTION _overlap_gen(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';
+
+
+--
 -- Name: _overlap_lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3148,6 +3179,41 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) IS 'Seconds between a job''s first attempt and its last: backoffs plus tries x timeout; NULL when tries is unlimited.';
+
+
+--
+-- Name: _rotate_overlap_gens(bigint, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone) RETURNS smallint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_cur   pgq.overlap_gens;
+    v_old   pgq.overlap_gens;
+BEGIN
+    SELECT * INTO v_cur FROM pgq.overlap_gens g WHERE g.state = 'current';
+    IF pg_relation_size(v_cur.partition) < greatest(p_bytes, 1) THEN
+        RETURN NULL;
+    END IF;
+    FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
+        IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
+            UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
+            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;
+            RETURN v_old.gen;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone) IS 'Moves the generations of pgq.overlap_locks on: once the current one holds p_bytes of rows, an old one with no live lease is truncated and made current (S81). Returns it, or NULL.';
 
 
 --
@@ -3547,6 +3613,42 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._token_slots(p_tokens uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+
+--
+-- Name: _truncate_overlap_gen(smallint, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    CASE p_gen
+        WHEN 0 THEN LOCK TABLE pgq.overlap_locks_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.overlap_locks_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.overlap_locks_2 IN ACCESS EXCLUSIVE MODE;
+    END CASE;
+    IF EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = p_gen AND o.expires_at > p_now) THEN
+        RAISE EXCEPTION 'pgq: generation % holds a live lease', p_gen USING ERRCODE = 'PQ998';  -- caught below
+    END IF;
+    CASE p_gen
+        WHEN 0 THEN TRUNCATE pgq.overlap_locks_0;
+        WHEN 1 THEN TRUNCATE pgq.overlap_locks_1;
+        WHEN 2 THEN TRUNCATE pgq.overlap_locks_2;
+    END CASE;
+    RETURN true;
+EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
+    RETURN false;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone) IS 'Truncates a generation of pgq.overlap_locks in which no lease is live, unless it cannot take the lock in time; returns whether it did (S81).';
 
 
 --
@@ -5716,6 +5818,7 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
         RETURN v_done;
     END IF;
+    PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -5785,7 +5888,7 @@ $$;
 -- Name: FUNCTION rotate(slot_bytes bigint, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
+COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81). Returns what it did.';
 
 
 --
@@ -6919,15 +7022,17 @@ CREATE TABLE pgq.overlap_locks (
     since timestamp with time zone NOT NULL,
     expire_after integer,
     lease_token uuid NOT NULL,
-    expires_at timestamp with time zone NOT NULL
-);
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+)
+PARTITION BY LIST (gen);
 
 
 --
 -- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome.';
+COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome. Partitioned by generation (pgq.overlap_gens, S81).';
 
 
 --
@@ -6935,6 +7040,13 @@ COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): th
 --
 
 COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
+
+
+--
+-- Name: COLUMN overlap_locks.gen; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.gen IS 'The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.';
 
 
 --
@@ -7005,6 +7117,102 @@ UNION ALL
 --
 
 COMMENT ON VIEW pgq.locks IS 'Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease''s token is its job''s lease token).';
+
+
+--
+-- Name: overlap_gens; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_gens (
+    gen smallint NOT NULL,
+    partition regclass NOT NULL,
+    state text NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT overlap_gens_state_check CHECK ((state = ANY (ARRAY['current'::text, 'old'::text])))
+);
+
+
+--
+-- Name: TABLE overlap_gens; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_gens IS 'The generations of pgq.overlap_locks (S81): current (new leases go there) or old (its leases end where they are; truncated and made current again once none is live). pgq.rotate moves them on.';
+
+
+--
+-- Name: COLUMN overlap_gens.since; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_gens.since IS 'When the generation entered its state.';
+
+
+--
+-- Name: overlap_locks_0; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks_0 (
+    key text NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    since timestamp with time zone NOT NULL,
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+);
+
+
+--
+-- Name: TABLE overlap_locks_0; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks_0 IS 'Generation 0 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.';
+
+
+--
+-- Name: overlap_locks_1; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks_1 (
+    key text NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    since timestamp with time zone NOT NULL,
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+);
+
+
+--
+-- Name: TABLE overlap_locks_1; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks_1 IS 'Generation 1 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.';
+
+
+--
+-- Name: overlap_locks_2; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks_2 (
+    key text NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    since timestamp with time zone NOT NULL,
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+);
+
+
+--
+-- Name: TABLE overlap_locks_2; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks_2 IS 'Generation 2 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.';
 
 
 --
@@ -7255,6 +7463,27 @@ ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_3 FOR VALUES IN ('3');
 
 
 --
+-- Name: overlap_locks_0; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks ATTACH PARTITION pgq.overlap_locks_0 FOR VALUES IN ('0');
+
+
+--
+-- Name: overlap_locks_1; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks ATTACH PARTITION pgq.overlap_locks_1 FOR VALUES IN ('1');
+
+
+--
+-- Name: overlap_locks_2; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks ATTACH PARTITION pgq.overlap_locks_2 FOR VALUES IN ('2');
+
+
+--
 -- Name: jobs id; Type: DEFAULT; Schema: pgq; Owner: -
 --
 
@@ -7390,11 +7619,51 @@ ALTER TABLE ONLY pgq.jobs_3
 
 
 --
+-- Name: overlap_gens overlap_gens_partition_key; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_gens
+    ADD CONSTRAINT overlap_gens_partition_key UNIQUE (partition);
+
+
+--
+-- Name: overlap_gens overlap_gens_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_gens
+    ADD CONSTRAINT overlap_gens_pkey PRIMARY KEY (gen);
+
+
+--
 -- Name: overlap_locks overlap_locks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
 ALTER TABLE ONLY pgq.overlap_locks
-    ADD CONSTRAINT overlap_locks_pkey PRIMARY KEY (key);
+    ADD CONSTRAINT overlap_locks_pkey PRIMARY KEY (key, gen);
+
+
+--
+-- Name: overlap_locks_0 overlap_locks_0_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks_0
+    ADD CONSTRAINT overlap_locks_0_pkey PRIMARY KEY (key, gen);
+
+
+--
+-- Name: overlap_locks_1 overlap_locks_1_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks_1
+    ADD CONSTRAINT overlap_locks_1_pkey PRIMARY KEY (key, gen);
+
+
+--
+-- Name: overlap_locks_2 overlap_locks_2_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.overlap_locks_2
+    ADD CONSTRAINT overlap_locks_2_pkey PRIMARY KEY (key, gen);
 
 
 --
@@ -7656,6 +7925,13 @@ CREATE INDEX jobs_3_txid_idx ON pgq.jobs_3 USING btree (txid);
 
 
 --
+-- Name: overlap_gens_current_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE UNIQUE INDEX overlap_gens_current_idx ON pgq.overlap_gens USING btree (state) WHERE (state = 'current'::text);
+
+
+--
 -- Name: schedule_entries_next_run_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -7800,6 +8076,27 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_3_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_3_txid_idx;
+
+
+--
+-- Name: overlap_locks_0_pkey; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.overlap_locks_pkey ATTACH PARTITION pgq.overlap_locks_0_pkey;
+
+
+--
+-- Name: overlap_locks_1_pkey; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.overlap_locks_pkey ATTACH PARTITION pgq.overlap_locks_1_pkey;
+
+
+--
+-- Name: overlap_locks_2_pkey; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.overlap_locks_pkey ATTACH PARTITION pgq.overlap_locks_2_pkey;
 
 
 --
@@ -8241,6 +8538,13 @@ REVOKE ALL ON FUNCTION pgq._notify(queue text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _overlap_gen(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_gen() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _overlap_lock_id(p_key text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -8322,6 +8626,13 @@ REVOKE ALL ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note
 --
 
 REVOKE ALL ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p_timeout integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --
@@ -8443,6 +8754,13 @@ REVOKE ALL ON FUNCTION pgq._token_slot(p_token uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._token_slots(p_tokens uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

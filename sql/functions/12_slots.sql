@@ -148,6 +148,9 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 
 -- pgq.rotate: moves the slots of pgq.jobs on (S80); the worker calls it every second.
 -- One worker at a time does the work (the others return at once). In one call:
+--   0. the generations of pgq.overlap_locks move on once the current one holds
+--      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens; not among the lines
+--      returned);
 --   1. the oldest draining slot in which no job is left is truncated, and is empty;
 --   2. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
 --      empty slot becomes current, and the current one drains;
@@ -183,6 +186,7 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
         RETURN v_done;
     END IF;
+    PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -248,7 +252,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.rotate(bigint, timestamptz) IS
-    'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80). Returns what it did.';
+    'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81). Returns what it did.';
 
 -- pgq._slot_move_max: at most this many jobs are moved out of a draining slot at once,
 -- and only out of a slot holding no more.
@@ -258,6 +262,80 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT 10000 $$;
 
 COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are moved out of a draining slot of pgq.jobs at once (pgq.rotate).';
+
+-- The generations of pgq.overlap_locks (S81), the same idea for without_overlapping
+-- leases: each lease is a row inserted by the reserve that takes it and deleted by its
+-- attempt's outcome, so under a held horizon every version of a key's row stays, and
+-- each new lease of the key steps over all of them. New leases go to the current
+-- generation; once it holds p_bytes (pgq.rotate's slot size / 64: 1 MiB at the worker's default), the oldest other
+-- generation in which no lease is live is truncated and becomes current. A lease ends
+-- in the generation it was taken in, so an old generation empties as the attempts of
+-- its leases end (a running job keeps its lease where it is); one that holds the lease
+-- of a long job waits, and the third generation takes its turn.
+
+-- pgq._truncate_overlap_gen: truncates generation p_gen of pgq.overlap_locks if none of
+-- its leases is live at p_now. Takes its ACCESS EXCLUSIVE lock within lock_timeout
+-- (pgq.rotate's 50 ms); under it no transaction can write the generation, so what the
+-- check reads is final. pgq._admit locks every generation before it reads which one is
+-- current, so no reserve in flight can still be taking a lease in this one. Returns
+-- whether it did; false leaves no lock behind.
+CREATE OR REPLACE FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamptz) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    CASE p_gen
+        WHEN 0 THEN LOCK TABLE pgq.overlap_locks_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.overlap_locks_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.overlap_locks_2 IN ACCESS EXCLUSIVE MODE;
+    END CASE;
+    IF EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = p_gen AND o.expires_at > p_now) THEN
+        RAISE EXCEPTION 'pgq: generation % holds a live lease', p_gen USING ERRCODE = 'PQ998';  -- caught below
+    END IF;
+    CASE p_gen
+        WHEN 0 THEN TRUNCATE pgq.overlap_locks_0;
+        WHEN 1 THEN TRUNCATE pgq.overlap_locks_1;
+        WHEN 2 THEN TRUNCATE pgq.overlap_locks_2;
+    END CASE;
+    RETURN true;
+EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
+    RETURN false;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._truncate_overlap_gen(smallint, timestamptz) IS
+    'Truncates a generation of pgq.overlap_locks in which no lease is live, unless it cannot take the lock in time; returns whether it did (S81).';
+
+-- pgq._rotate_overlap_gens: once the current generation of pgq.overlap_locks holds
+-- p_bytes of rows (its table, without the index: an empty one has none), the oldest
+-- other one with no live lease is truncated and becomes current (S81). Called by
+-- pgq.rotate, under its lock. Returns the generation made current, or NULL. Not logged:
+-- under load it turns every few seconds.
+CREATE OR REPLACE FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamptz) RETURNS smallint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_cur   pgq.overlap_gens;
+    v_old   pgq.overlap_gens;
+BEGIN
+    SELECT * INTO v_cur FROM pgq.overlap_gens g WHERE g.state = 'current';
+    IF pg_relation_size(v_cur.partition) < greatest(p_bytes, 1) THEN
+        RETURN NULL;
+    END IF;
+    FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
+        IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
+            UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
+            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;
+            RETURN v_old.gen;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._rotate_overlap_gens(bigint, timestamptz) IS
+    'Moves the generations of pgq.overlap_locks on: once the current one holds p_bytes of rows, an old one with no live lease is truncated and made current (S81). Returns it, or NULL.';
 
 CREATE OR REPLACE VIEW pgq.job_storage AS
 SELECT s.slot, s.state, s.since, s.next_try, s.partition,

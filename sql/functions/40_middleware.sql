@@ -237,6 +237,14 @@ AS $$ SELECT interval '10 seconds' $$;
 
 COMMENT ON FUNCTION pgq._overlap_ttl() IS 'How long an overlap lease lasts without a heartbeat: 10 s (S34).';
 
+-- pgq._overlap_gen: the generation of pgq.overlap_locks new leases go to (S81).
+CREATE OR REPLACE FUNCTION pgq._overlap_gen() RETURNS smallint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+
+COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';
+
 -- pgq._overlap_until: when an overlap lease taken at p_since and renewed at p_now ends:
 -- a TTL from the renewal, never past expire_after seconds from p_since (S27).
 CREATE OR REPLACE FUNCTION pgq._overlap_until(p_since timestamptz, p_now timestamptz, p_expire_after int) RETURNS timestamptz
@@ -285,8 +293,9 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- Within one batch, a key is offered to the first job (in batch order) that reaches it
 -- at a position; a rate limit's budget goes to its jobs in batch order, and its window
 -- row is written once per call, not once per job.
--- Hazard: rate-limit windows are locked in (limit, key) order, overlap leases in key
--- order, so that two reserves cannot deadlock on them.
+-- Hazard: rate-limit windows are locked in (limit, key) order within a call; overlap
+-- keys are taken behind advisory locks tried without waiting (see there), since the
+-- passes of one pgq.reserve call have no common key order.
 CREATE OR REPLACE FUNCTION pgq._admit(
     p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[],
     p_worker text, p_now timestamptz
@@ -318,16 +327,16 @@ DECLARE
     v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
     v_f_key   text[];
     v_f_exp   int[];
-    v_taken   text[];                   -- the keys whose lease this call took, and whether their lock was free
-    v_free    boolean[];
+    v_gen     smallint;                 -- the current generation of pgq.overlap_locks (S81)
+    v_t_ord   int[];                    -- the first jobs at the keys no live lease holds, whose advisory lock this call got
+    v_t_key   text[];
+    v_t_exp   int[];
     v_won     boolean[];                -- per job: took its lease at this position
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
     v_won_key text[];
     v_won_exp int[];
     v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
-    v_lost    text[];
-    v_lost_by uuid[];
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -374,33 +383,47 @@ BEGIN
                   FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                   WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
                   ORDER BY s.key, s.ord) f;
+            -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
+            -- only a truncation waits for it) keeps the current one current until this
+            -- transaction ends.
+            IF v_gen IS NULL THEN
+                LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
+                v_gen := pgq._overlap_gen();
+            END IF;
+            -- A key is taken when a live lease holds it, in whichever generation (a lease
+            -- ends in the one it was taken in). Each other key is tried behind its
+            -- advisory lock, without waiting: a key whose lock another transaction holds
+            -- (a SQL handler still running after its lease ran out, or another reserve
+            -- taking the key right now) is taken too. So a reserve never waits for
+            -- another one over a key, and two cannot deadlock on their keys (the passes of
+            -- one pgq.reserve call take theirs in no common order: with the upsert below
+            -- locking each row it met, live or not, two reserves did deadlock).
+            SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
+            INTO v_t_ord, v_t_key, v_t_exp
+            FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
+            LEFT JOIN LATERAL (SELECT true AS live FROM pgq.overlap_locks o
+                               WHERE o.key = f.key AND o.expires_at > p_now LIMIT 1) l ON true
+            WHERE CASE WHEN l.live THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
+            -- The keys tried go to the current generation, or take over its expired
+            -- lease: no other reserve can write them now. A lease that a late heartbeat
+            -- renewed since (pgq.heartbeat) stays its job's.
             WITH taken AS (
-                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after)
+                INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
                 SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
                        CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
-                       f.expire_after
-                FROM unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after)
+                       f.expire_after, v_gen
+                FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after)
                 ORDER BY f.key
-                ON CONFLICT (key) DO UPDATE
+                ON CONFLICT (key, gen) DO UPDATE
                     SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
                         since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
                     WHERE o.expires_at <= p_now
                 RETURNING o.key
             )
-            SELECT array_agg(t.key ORDER BY t.key) INTO v_taken FROM taken t;
-            v_free := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
-                            FROM unnest(pgq._overlap_lock_ids(v_taken)) WITH ORDINALITY l(id, n) ORDER BY l.n);
-            SELECT array_agg(f.ord) FILTER (WHERE t.free), array_agg(f.key) FILTER (WHERE t.free),
-                   array_agg(coalesce(f.expire_after, -1)) FILTER (WHERE t.free),
-                   array_agg(f.key) FILTER (WHERE NOT t.free), array_agg(p_uuids[f.ord]) FILTER (WHERE NOT t.free)
-            INTO v_won_ord, v_won_key, v_won_exp, v_lost, v_lost_by
-            FROM unnest(v_taken, v_free) t(key, free)
-            JOIN unnest(v_f_ord, v_f_key, v_f_exp) f(ord, key, expire_after) ON f.key = t.key;
-            IF v_lost IS NOT NULL THEN
-                DELETE FROM pgq.overlap_locks o
-                USING unnest(v_lost, v_lost_by) l(key, job_uuid)
-                WHERE o.key = l.key AND o.job_uuid = l.job_uuid;
-            END IF;
+            SELECT array_agg(f.ord), array_agg(f.key), array_agg(coalesce(f.expire_after, -1))
+            INTO v_won_ord, v_won_key, v_won_exp
+            FROM taken t
+            JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
             -- Element assignments: O(1) each, where a join of arrays gets a nested loop
             -- (the planner cannot know their length).
             v_won := array_fill(false, ARRAY[v_n]);
