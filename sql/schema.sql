@@ -196,10 +196,10 @@ BEGIN
                 WHERE s.key IS NULL);
         END IF;
 
-        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
-        -- lease when no unexpired lease holds it; then no transaction may hold the key's
-        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
-        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        -- without_overlapping (S26, S34, S81): the first job of the batch at each key takes
+        -- the lease when no unexpired lease holds it and no other transaction holds the
+        -- key's advisory lock (a SQL handler still running, another reserve taking it).
+        -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
         IF 'without_overlapping' = ANY (v_name) THEN
             SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
             INTO v_f_ord, v_f_key, v_f_exp
@@ -3198,6 +3198,10 @@ BEGIN
         RETURN NULL;
     END IF;
     FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
+        -- Looked at before the lock is asked for: while the lock is awaited, every
+        -- statement on the leases waits behind it, and a long job's lease keeps its
+        -- generation for as long as the job runs.
+        CONTINUE WHEN EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_old.gen AND o.expires_at > p_now);
         IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
             UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
             UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;

@@ -690,7 +690,16 @@ type PgqLock struct {
 	Worker    *string
 }
 
-// without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker's heartbeat renews it. Released with the attempt's outcome.
+// The generations of pgq.overlap_locks (S81): current (new leases go there) or old (its leases end where they are; truncated and made current again once none is live). pgq.rotate moves them on.
+type PgqOverlapGen struct {
+	Gen       int16
+	Partition interface{}
+	State     string
+	// When the generation entered its state.
+	Since time.Time
+}
+
+// without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker's heartbeat renews it. Released with the attempt's outcome. Partitioned by generation (pgq.overlap_gens, S81).
 type PgqOverlapLock struct {
 	Key         string
 	JobUuid     uuid.UUID
@@ -700,6 +709,50 @@ type PgqOverlapLock struct {
 	LeaseToken  uuid.UUID
 	// When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.
 	ExpiresAt time.Time
+	// The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.
+	Gen int16
+}
+
+// Generation 0 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.
+type PgqOverlapLocks0 struct {
+	Key         string
+	JobUuid     uuid.UUID
+	Worker      *string
+	Since       time.Time
+	ExpireAfter *int32
+	LeaseToken  uuid.UUID
+	// When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.
+	ExpiresAt time.Time
+	// The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.
+	Gen int16
+}
+
+// Generation 1 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.
+type PgqOverlapLocks1 struct {
+	Key         string
+	JobUuid     uuid.UUID
+	Worker      *string
+	Since       time.Time
+	ExpireAfter *int32
+	LeaseToken  uuid.UUID
+	// When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.
+	ExpiresAt time.Time
+	// The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.
+	Gen int16
+}
+
+// Generation 2 of pgq.overlap_locks (pgq.overlap_gens): read pgq.overlap_locks.
+type PgqOverlapLocks2 struct {
+	Key         string
+	JobUuid     uuid.UUID
+	Worker      *string
+	Since       time.Time
+	ExpireAfter *int32
+	LeaseToken  uuid.UUID
+	// When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.
+	ExpiresAt time.Time
+	// The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.
+	Gen int16
 }
 
 // Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.

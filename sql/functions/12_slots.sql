@@ -267,11 +267,12 @@ COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are 
 -- leases: each lease is a row inserted by the reserve that takes it and deleted by its
 -- attempt's outcome, so under a held horizon every version of a key's row stays, and
 -- each new lease of the key steps over all of them. New leases go to the current
--- generation; once it holds p_bytes (pgq.rotate's slot size / 64: 1 MiB at the worker's default), the oldest other
--- generation in which no lease is live is truncated and becomes current. A lease ends
--- in the generation it was taken in, so an old generation empties as the attempts of
--- its leases end (a running job keeps its lease where it is); one that holds the lease
--- of a long job waits, and the third generation takes its turn.
+-- generation; once it holds p_bytes (pgq.rotate's slot size / 64: 1 MiB at the
+-- worker's default), the oldest other generation in which no lease is live is
+-- truncated and becomes current. A lease ends in the generation it was taken in, so an
+-- old generation empties as the attempts of its leases end (a running job keeps its
+-- lease where it is); one that holds the lease of a long job waits, and the third
+-- generation takes its turn.
 
 -- pgq._truncate_overlap_gen: truncates generation p_gen of pgq.overlap_locks if none of
 -- its leases is live at p_now. Takes its ACCESS EXCLUSIVE lock within lock_timeout
@@ -324,6 +325,10 @@ BEGIN
         RETURN NULL;
     END IF;
     FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
+        -- Looked at before the lock is asked for: while the lock is awaited, every
+        -- statement on the leases waits behind it, and a long job's lease keeps its
+        -- generation for as long as the job runs.
+        CONTINUE WHEN EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_old.gen AND o.expires_at > p_now);
         IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
             UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
             UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;

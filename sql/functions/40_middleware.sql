@@ -372,10 +372,10 @@ BEGIN
                 WHERE s.key IS NULL);
         END IF;
 
-        -- without_overlapping (S26, S34): the first job of the batch at each key takes the
-        -- lease when no unexpired lease holds it; then no transaction may hold the key's
-        -- advisory lock (a SQL handler still running), or the lease goes again. The WHERE
-        -- of the upsert reads only the lease row itself (see pgq._take_unique).
+        -- without_overlapping (S26, S34, S81): the first job of the batch at each key takes
+        -- the lease when no unexpired lease holds it and no other transaction holds the
+        -- key's advisory lock (a SQL handler still running, another reserve taking it).
+        -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
         IF 'without_overlapping' = ANY (v_name) THEN
             SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
             INTO v_f_ord, v_f_key, v_f_exp
