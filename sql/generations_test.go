@@ -65,6 +65,8 @@ func TestS81OverlapLeasesUnderAHeldHorizon(t *testing.T) {
 		for _, j := range got {
 			require.Equal(t, 1, count(t, db, "pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])", j.UUID, *j.Token))
 		}
+		// the long job's worker renews its leases, as it would every second
+		require.Equal(t, 1, count(t, db, "pgq.heartbeat(ARRAY[$1::uuid], ARRAY[$2::uuid], $3)", long, *held[0].Token, clock()))
 		db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536)`)
 		require.Zero(t, count(t, db, liveLeaseDuplicates), "round %d", round)
 	}
@@ -200,4 +202,37 @@ func TestS26S81OneHolderAcrossGenerations(t *testing.T) {
 	require.EqualValues(t, 600, done.Load(), "every job ran")
 	require.Positive(t, rotations.Load(), "the generations turned over meanwhile")
 	require.Zero(t, count(t, db, "pgq.jobs"))
+}
+
+// S81: a generation whose lock a reader holds (a transaction that read pgq.locks and
+// stays open) is not truncated, and pgq.rotate asks for that lock again only 1, 2, 4, 8,
+// then 10 seconds later: each wait for it holds up every statement on the leases.
+func TestS81AGenerationALongReaderHoldsIsTriedLater(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('o', middleware => '[{"without_overlapping": {"by": ["k"]}}]')`)
+	db.Exec(t, `SELECT pgq.dispatch_many('o', array_agg(jsonb_build_object('k', g))) FROM generate_series(1, 5) g`)
+	w := session(t, db)
+	for _, j := range runnable(reserveOn(t, w, "w", clock())) {
+		require.Equal(t, 1, count(t, db, "pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])", j.UUID, *j.Token))
+	}
+	state := func() string {
+		return pgqtest.Scalar[string](t, db, `SELECT string_agg(gen || ':' || state || ':' || tries, ' ' ORDER BY gen) FROM pgq.overlap_gens`)
+	}
+	require.Equal(t, "0:current:0 1:old:0 2:old:0", state())
+
+	reader, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = reader.Rollback(context.Background()) }()
+	_, err = reader.Exec(ctx, `SELECT count(*) FROM pgq.locks`)
+	require.NoError(t, err)
+	at := pgqtest.Scalar[time.Time](t, db, `SELECT now()`)
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536, as_of => $1)`, at)
+	require.Equal(t, "0:current:0 1:old:1 2:old:1", state(), "both old generations' locks were not free: tried once")
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536, as_of => $1)`, at.Add(500*time.Millisecond))
+	require.Equal(t, "0:current:0 1:old:1 2:old:1", state(), "not asked again within the second")
+
+	require.NoError(t, reader.Rollback(ctx))
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536, as_of => $1)`, at.Add(2*time.Second))
+	require.Equal(t, "0:old:0 1:current:0 2:old:1", state(), "the reader is gone: the oldest old generation is truncated and current")
 }

@@ -3192,20 +3192,28 @@ CREATE FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp with ti
 DECLARE
     v_cur   pgq.overlap_gens;
     v_old   pgq.overlap_gens;
+    v_done  boolean;
 BEGIN
     SELECT * INTO v_cur FROM pgq.overlap_gens g WHERE g.state = 'current';
     IF pg_relation_size(v_cur.partition) < greatest(p_bytes, 1) THEN
         RETURN NULL;
     END IF;
-    FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
-        -- Looked at before the lock is asked for: while the lock is awaited, every
-        -- statement on the leases waits behind it, and a long job's lease keeps its
+    FOR v_old IN
+        SELECT * FROM pgq.overlap_gens g
+        WHERE g.state = 'old' AND (g.next_try IS NULL OR g.next_try <= p_now)
+        ORDER BY g.since, g.gen
+    LOOP
+        -- Looked at before the lock is asked for: a long job's lease keeps its
         -- generation for as long as the job runs.
         CONTINUE WHEN EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_old.gen AND o.expires_at > p_now);
-        IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
+        v_done := pgq._truncate_overlap_gen(v_old.gen, p_now);
+        IF v_done THEN
             UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
-            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;
+            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now, tries = 0, next_try = NULL WHERE g.gen = v_old.gen;
             RETURN v_old.gen;
+        ELSIF v_done IS NULL THEN
+            UPDATE pgq.overlap_gens g SET tries = g.tries + 1, next_try = p_now + make_interval(secs => least(2 ^ g.tries, 10))
+            WHERE g.gen = v_old.gen;
         END IF;
     END LOOP;
     RETURN NULL;
@@ -3642,8 +3650,11 @@ BEGIN
         WHEN 2 THEN TRUNCATE pgq.overlap_locks_2;
     END CASE;
     RETURN true;
-EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
-    RETURN false;
+EXCEPTION
+    WHEN lock_not_available THEN
+        RETURN NULL;
+    WHEN SQLSTATE 'PQ998' THEN
+        RETURN false;
 END;
 $$;
 
@@ -3652,7 +3663,7 @@ $$;
 -- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone) IS 'Truncates a generation of pgq.overlap_locks in which no lease is live, unless it cannot take the lock in time; returns whether it did (S81).';
+COMMENT ON FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone) IS 'Truncates a generation of pgq.overlap_locks in which no lease is live: true; NULL when its lock was not free in time, false when a lease is live (S81).';
 
 
 --
@@ -7132,6 +7143,8 @@ CREATE TABLE pgq.overlap_gens (
     partition regclass NOT NULL,
     state text NOT NULL,
     since timestamp with time zone DEFAULT now() NOT NULL,
+    tries integer DEFAULT 0 NOT NULL,
+    next_try timestamp with time zone,
     CONSTRAINT overlap_gens_state_check CHECK ((state = ANY (ARRAY['current'::text, 'old'::text])))
 );
 
@@ -7148,6 +7161,20 @@ COMMENT ON TABLE pgq.overlap_gens IS 'The generations of pgq.overlap_locks (S81)
 --
 
 COMMENT ON COLUMN pgq.overlap_gens.since IS 'When the generation entered its state.';
+
+
+--
+-- Name: COLUMN overlap_gens.tries; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_gens.tries IS 'Old: how many times in a row pgq.rotate could not take its lock in time to truncate it.';
+
+
+--
+-- Name: COLUMN overlap_gens.next_try; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_gens.next_try IS 'Old: pgq.rotate asks for its lock again from then on (1, 2, 4, 8, then every 10 seconds).';
 
 
 --

@@ -697,6 +697,10 @@ type PgqOverlapGen struct {
 	State     string
 	// When the generation entered its state.
 	Since time.Time
+	// Old: how many times in a row pgq.rotate could not take its lock in time to truncate it.
+	Tries int32
+	// Old: pgq.rotate asks for its lock again from then on (1, 2, 4, 8, then every 10 seconds).
+	NextTry *time.Time
 }
 
 // without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker's heartbeat renews it. Released with the attempt's outcome. Partitioned by generation (pgq.overlap_gens, S81).

@@ -279,7 +279,8 @@ COMMENT ON FUNCTION pgq._slot_move_max() IS 'At most this many waiting jobs are 
 -- (pgq.rotate's 50 ms); under it no transaction can write the generation, so what the
 -- check reads is final. pgq._admit locks every generation before it reads which one is
 -- current, so no reserve in flight can still be taking a lease in this one. Returns
--- whether it did; false leaves no lock behind.
+-- true when it did, NULL when the lock was not free in time, false when a lease is
+-- live; only true leaves the lock behind.
 CREATE OR REPLACE FUNCTION pgq._truncate_overlap_gen(p_gen smallint, p_now timestamptz) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -299,19 +300,26 @@ BEGIN
         WHEN 2 THEN TRUNCATE pgq.overlap_locks_2;
     END CASE;
     RETURN true;
-EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
-    RETURN false;
+EXCEPTION
+    WHEN lock_not_available THEN
+        RETURN NULL;
+    WHEN SQLSTATE 'PQ998' THEN
+        RETURN false;
 END;
 $$;
 
 COMMENT ON FUNCTION pgq._truncate_overlap_gen(smallint, timestamptz) IS
-    'Truncates a generation of pgq.overlap_locks in which no lease is live, unless it cannot take the lock in time; returns whether it did (S81).';
+    'Truncates a generation of pgq.overlap_locks in which no lease is live: true; NULL when its lock was not free in time, false when a lease is live (S81).';
 
 -- pgq._rotate_overlap_gens: once the current generation of pgq.overlap_locks holds
 -- p_bytes of rows (its table, without the index: an empty one has none), the oldest
 -- other one with no live lease is truncated and becomes current (S81). Called by
--- pgq.rotate, under its lock. Returns the generation made current, or NULL. Not logged:
--- under load it turns every few seconds.
+-- pgq.rotate, under its lock. A generation whose lock was not free within 50 ms (a
+-- transaction that read the leases and stays open: a psql session left idle after
+-- SELECT * FROM pgq.locks) is asked again 1, 2, 4, 8, then every 10 seconds later, as a
+-- slot of pgq.jobs is: while the lock is awaited, every statement on the leases waits
+-- behind it. Returns the generation made current, or NULL. Not logged: under load it
+-- turns every few seconds.
 CREATE OR REPLACE FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamptz) RETURNS smallint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -319,20 +327,28 @@ AS $$
 DECLARE
     v_cur   pgq.overlap_gens;
     v_old   pgq.overlap_gens;
+    v_done  boolean;
 BEGIN
     SELECT * INTO v_cur FROM pgq.overlap_gens g WHERE g.state = 'current';
     IF pg_relation_size(v_cur.partition) < greatest(p_bytes, 1) THEN
         RETURN NULL;
     END IF;
-    FOR v_old IN SELECT * FROM pgq.overlap_gens g WHERE g.state = 'old' ORDER BY g.since, g.gen LOOP
-        -- Looked at before the lock is asked for: while the lock is awaited, every
-        -- statement on the leases waits behind it, and a long job's lease keeps its
+    FOR v_old IN
+        SELECT * FROM pgq.overlap_gens g
+        WHERE g.state = 'old' AND (g.next_try IS NULL OR g.next_try <= p_now)
+        ORDER BY g.since, g.gen
+    LOOP
+        -- Looked at before the lock is asked for: a long job's lease keeps its
         -- generation for as long as the job runs.
         CONTINUE WHEN EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_old.gen AND o.expires_at > p_now);
-        IF pgq._truncate_overlap_gen(v_old.gen, p_now) THEN
+        v_done := pgq._truncate_overlap_gen(v_old.gen, p_now);
+        IF v_done THEN
             UPDATE pgq.overlap_gens g SET state = 'old', since = p_now WHERE g.gen = v_cur.gen;
-            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now WHERE g.gen = v_old.gen;
+            UPDATE pgq.overlap_gens g SET state = 'current', since = p_now, tries = 0, next_try = NULL WHERE g.gen = v_old.gen;
             RETURN v_old.gen;
+        ELSIF v_done IS NULL THEN
+            UPDATE pgq.overlap_gens g SET tries = g.tries + 1, next_try = p_now + make_interval(secs => least(2 ^ g.tries, 10))
+            WHERE g.gen = v_old.gen;
         END IF;
     END LOOP;
     RETURN NULL;

@@ -52,11 +52,15 @@ CREATE TABLE pgq.overlap_gens (
     gen       smallint PRIMARY KEY,
     partition regclass NOT NULL UNIQUE,
     state     text NOT NULL CHECK (state IN ('current', 'old')),
-    since     timestamptz NOT NULL DEFAULT now()
+    since     timestamptz NOT NULL DEFAULT now(),
+    tries     int NOT NULL DEFAULT 0,
+    next_try  timestamptz
 );
 CREATE UNIQUE INDEX overlap_gens_current_idx ON pgq.overlap_gens (state) WHERE state = 'current';
 COMMENT ON TABLE pgq.overlap_gens IS 'The generations of pgq.overlap_locks (S81): current (new leases go there) or old (its leases end where they are; truncated and made current again once none is live). pgq.rotate moves them on.';
 COMMENT ON COLUMN pgq.overlap_gens.since IS 'When the generation entered its state.';
+COMMENT ON COLUMN pgq.overlap_gens.tries IS 'Old: how many times in a row pgq.rotate could not take its lock in time to truncate it.';
+COMMENT ON COLUMN pgq.overlap_gens.next_try IS 'Old: pgq.rotate asks for its lock again from then on (1, 2, 4, 8, then every 10 seconds).';
 INSERT INTO pgq.overlap_gens (gen, partition, state) VALUES
     (0, 'pgq.overlap_locks_0', 'current'), (1, 'pgq.overlap_locks_1', 'old'), (2, 'pgq.overlap_locks_2', 'old');
 
