@@ -41,7 +41,8 @@ CREATE TYPE pgq.admission AS (
 	drop boolean,
 	held text[],
 	error text,
-	held_expire_after integer
+	held_expire_after integer,
+	busy boolean
 );
 
 
@@ -49,7 +50,7 @@ CREATE TYPE pgq.admission AS (
 -- Name: TYPE admission; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased, and the largest of their expire_after when each has one), turned away, or failed.';
+COMMENT ON TYPE pgq.admission IS 'What pgq._admit decided for one job of a reserve batch: admitted (with the overlap keys leased, and the largest of their expire_after when each has one), turned away, failed, or left waiting (busy: its rate-limit window is locked by another transaction).';
 
 
 --
@@ -161,6 +162,10 @@ DECLARE
     v_won_key text[];
     v_won_exp int[];
     v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
+    v_w_limit text[];                   -- the rate-limit windows of this position, in (limit, key) order,
+    v_w_key   text[];
+    v_w_id    bigint[];                 -- their advisory locks,
+    v_w_ours  boolean[];                -- and whether this transaction holds each
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -191,7 +196,7 @@ BEGIN
         IF v_missing THEN
             v_dec := ARRAY(
                 SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
+                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.key IS NULL);
         END IF;
@@ -263,30 +268,65 @@ BEGIN
                                   CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
                                        ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
                            coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL)::pgq.admission
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
 
         -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
-        -- the windows are created or locked first (the upsert locks without writing an
-        -- existing row), then read, then each written once with the hits of this call.
-        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
-        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        -- each window is written only under its advisory lock (S82), created when
+        -- missing, then read, then written once with the hits of this call. The first
+        -- call of a transaction that needs windows waits for their locks, in (limit, key)
+        -- order; once it holds one, a transaction never waits for another: a window whose
+        -- lock another one holds is busy, and its jobs are left waiting for a later
+        -- reserve. Within the budget left, the jobs of a key are admitted in batch order.
+        -- A limit dropped after dispatch admits its jobs: there is no budget to keep.
         IF 'rate_limited' = ANY (v_name) THEN
+            SELECT array_agg(w.limit_name ORDER BY w.limit_name, w.key), array_agg(w.key ORDER BY w.limit_name, w.key)
+            INTO v_w_limit, v_w_key
+            FROM (SELECT DISTINCT l.name AS limit_name, s.key
+                  FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+                  JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                  WHERE s.name = 'rate_limited' AND s.key IS NOT NULL) w;
+            v_w_id := pgq._window_lock_ids(v_w_limit, v_w_key);
+            v_w_ours := '{}';
+            IF current_setting('pgq.windows_locked', true) IS DISTINCT FROM 'on' THEN
+                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+                    PERFORM pg_advisory_xact_lock(v_w_id[i]);
+                    v_w_ours[i] := true;
+                END LOOP;
+                IF v_w_id IS NOT NULL THEN
+                    PERFORM set_config('pgq.windows_locked', 'on', true);
+                END IF;
+            ELSE
+                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+                    v_w_ours[i] := pg_try_advisory_xact_lock(v_w_id[i]);
+                END LOOP;
+            END IF;
             INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            SELECT DISTINCT l.name, s.key, p_now, 0
-            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
-            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            SELECT o.limit_name, o.key, p_now, 0
+            FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+            WHERE o.ours
             ORDER BY 1, 2
+            -- (locks an existing row without writing it, which waits for no one now: a
+            -- REPEATABLE READ caller whose snapshot misses a later count fails here)
             ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
+                                  o.limit_name, o.key),
+                           NULL, false, NULL, NULL, NULL, true)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+                  ON o.limit_name = s.cfg ->> 'limit' AND o.key = s.key
+                WHERE s.name = 'rate_limited' AND NOT o.ours);
             WITH hit AS (
                 SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
                        row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours) ON o.limit_name = l.name AND o.key = s.key
+                WHERE s.name = 'rate_limited' AND o.ours
             ), budget AS (
                 -- the window as this call leaves it: reset when it has ended
                 SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
@@ -309,7 +349,7 @@ BEGIN
                               h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
                               ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
                        ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL, NULL)::pgq.admission), '{}')
+                       false, NULL, NULL, NULL, NULL)::pgq.admission), '{}')
             INTO v_dec
             FROM hit h
             JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
@@ -324,7 +364,7 @@ BEGIN
                                   c.key, c.failures, c.decay,
                                   ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
                            ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL, NULL)::pgq.admission
+                           false, NULL, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
                 JOIN pgq.circuits c ON c.key = s.key
                 WHERE s.name = 'throttles_exceptions'
@@ -340,7 +380,8 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    -- A job turned away, failed or left waiting gives back the leases earlier middleware
+    -- took for it.
     IF cardinality(v_out) > 0 THEN
         DELETE FROM pgq.overlap_locks o
         USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
@@ -352,7 +393,7 @@ BEGIN
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
            CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
-           CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END
+           CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END, coalesce(d.busy, false)
     FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
     ORDER BY a.ord;
@@ -364,7 +405,7 @@ $$;
 -- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it, or that it is left waiting (S26-S29, S34, S67, S82).';
 
 
 SET default_tablespace = '';
@@ -3793,6 +3834,28 @@ COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as
 
 
 --
+-- Name: _window_lock_ids(text[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'window:' || jsonb_build_array(u.limit_name, u.key)::text
+                               FROM unnest(p_limits, p_keys) WITH ORDINALITY u(limit_name, key, n) ORDER BY u.n));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _window_lock_ids(p_limits text[], p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) IS 'The advisory lock ids of rate-limit windows, one per (limit, key) (S28, S82).';
+
+
+--
 -- Name: add_to_batch(uuid, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5132,10 +5195,6 @@ BEGIN
     DELETE FROM pgq.overlap_locks o WHERE o.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
-    WHERE w.limit_name = l.name AND w.window_start + l.per < now();
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    v_count := v_count + v_n;
     DELETE FROM pgq.circuits c WHERE c.window_start + make_interval(secs => c.decay) < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
@@ -5144,7 +5203,16 @@ BEGIN
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    RETURN v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
+    v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
+    -- Last, and only the windows whose lock is free (S82): a reserve writes a window only
+    -- under its advisory lock, and may wait for it; after taking these, this transaction
+    -- waits for nothing more.
+    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
+    WHERE w.limit_name = l.name
+      AND CASE WHEN w.window_start + l.per < now()  -- (a CASE: only an ended window's lock is tried)
+               THEN pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]) END;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_count + v_n;
 END;
 $$;
 
@@ -5240,6 +5308,7 @@ DECLARE
     v_mws   boolean[];   -- whether each has middleware: the fast path and the middleware path run only for their jobs
     v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
     v_whole boolean;     -- every picked row is in that slot
+    v_busy  boolean;     -- this pass left jobs of this queue waiting: their rate-limit window was busy (S82)
     v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
@@ -5340,6 +5409,7 @@ BEGIN
         v_lease := coalesce(v_lease, pgq._default_retry_after());
 
         v_qm := v_marks -> v_queue;
+        v_busy := false;
 
         -- Exhausted jobs do not fill the batch: pick again until it is full or the
         -- queue has no more ready jobs.
@@ -5463,6 +5533,16 @@ BEGIN
                 IF v_mw IS NOT NULL THEN
                     v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
                                                             reserve.worker, v_now) a);
+                    -- Left waiting, untouched (S82): their rate-limit window is busy. Not
+                    -- for the one-by-one path either.
+                    IF true = ANY (SELECT a.busy FROM unnest(v_adm) a) THEN
+                        v_busy := true;
+                        v_ids := ARRAY(SELECT u.tid FROM unnest(v_ids) WITH ORDINALITY u(tid, n)
+                                       WHERE u.tid <> ALL (ARRAY(SELECT a.tid FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
+                                                                 WHERE a.busy))
+                                       ORDER BY u.n);
+                        v_picked := cardinality(v_ids);
+                    END IF;
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -5481,11 +5561,12 @@ BEGIN
                         -- into pgq.jobs is a whole index scan, which no statistics price below a
                         -- probe per admitted job. (A filter ctid = ANY (v_mw_tids) besides cost a
                         -- scan of the array per row: a quarter of the statement.)
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
-                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL)::pgq.admission AS adm
+                          AND NOT a.busy
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL, NULL)::pgq.admission AS adm
                     LOOP
                         v_job := v_rec.job;
                         v_admit := v_rec.adm;
@@ -5604,6 +5685,15 @@ BEGIN
                             RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
                             CONTINUE;
                         END IF;
+                        -- Its rate-limit window is busy (S82): waiting again, as it was.
+                        IF v_admit.busy THEN
+                            UPDATE pgq.jobs j
+                            SET attempts = j.attempts - 1, reserved_at = NULL, reserved_until = NULL, reserved_by = NULL,
+                                lease_token = NULL, started_at = NULL
+                            WHERE j.uuid = v_job.uuid;
+                            v_busy := true;
+                            CONTINUE;
+                        END IF;
                         IF v_admit.turned_by IS NOT NULL THEN
                             PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
                             v_seen := v_seen || v_job.id;
@@ -5633,7 +5723,9 @@ BEGIN
                     RETURN NEXT v_run;
                 END LOOP;
             END IF;
-            EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;
+            -- A pass that left jobs waiting for a busy window ends this queue's turn: the
+            -- next pass would walk past the same key's jobs again.
+            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,
@@ -8820,6 +8912,13 @@ REVOKE ALL ON FUNCTION pgq._turn_away_slack() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _window_lock_ids(p_limits text[], p_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) FROM PUBLIC;
 
 
 --

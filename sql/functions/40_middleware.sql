@@ -227,6 +227,21 @@ $$;
 
 COMMENT ON FUNCTION pgq._overlap_lock_ids(text[]) IS 'The advisory lock ids of without_overlapping keys, in one call (S26, S34).';
 
+-- pgq._window_lock_ids: the advisory lock ids of rate-limit windows (limit, key), one per
+-- pair (S82). A window row is written only by the holder of its lock: pgq._admit, and
+-- pgq.prune_all deleting it.
+CREATE OR REPLACE FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) RETURNS bigint[]
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'window:' || jsonb_build_array(u.limit_name, u.key)::text
+                               FROM unnest(p_limits, p_keys) WITH ORDINALITY u(limit_name, key, n) ORDER BY u.n));
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._window_lock_ids(text[], text[]) IS 'The advisory lock ids of rate-limit windows, one per (limit, key) (S28, S82).';
+
 -- pgq._overlap_ttl: how long an overlap lease lasts without a heartbeat (S34). Workers
 -- renew the leases of their running jobs every second and cancel a handler whose lease
 -- they could not renew for a third of this; a killed worker's keys are free after it.
@@ -287,15 +302,18 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- the overlap keys now leased to it when every middleware admits it (with the largest
 -- of their expire_after when each has one: how long the leases can last, S34); otherwise
 -- the middleware that turned it away, a note, the delay and whether to drop it
--- (dont_release), having ended any lease an earlier middleware took; or error when a
--- key cannot be computed. Never raises for a job's settings and opens no
+-- (dont_release), having ended any lease an earlier middleware took; or busy, with
+-- rate_limited and a note, when the job's window is locked by another transaction and
+-- must be left waiting, untouched (S82); or error when a key cannot be computed. Never raises for a job's settings and opens no
 -- subtransaction (S67): dispatch validated them, and a broken job must not stop reserve.
 -- Within one batch, a key is offered to the first job (in batch order) that reaches it
 -- at a position; a rate limit's budget goes to its jobs in batch order, and its window
 -- row is written once per call, not once per job.
--- Hazard: rate-limit windows are locked in (limit, key) order within a call; overlap
--- keys are taken behind advisory locks tried without waiting (see there), since the
--- passes of one pgq.reserve call have no common key order.
+-- The passes of one pgq.reserve call (and its one-by-one jobs) meet keys in no common
+-- order, so no lock is waited for once one is held: overlap keys are taken behind
+-- advisory locks tried without waiting, and rate-limit windows are waited for only by
+-- the first call of a transaction that needs any, in (limit, key) order (S82); a later
+-- call leaves the jobs of a window another transaction holds waiting (busy).
 CREATE OR REPLACE FUNCTION pgq._admit(
     p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[],
     p_worker text, p_now timestamptz
@@ -337,6 +355,10 @@ DECLARE
     v_won_key text[];
     v_won_exp int[];
     v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
+    v_w_limit text[];                   -- the rate-limit windows of this position, in (limit, key) order,
+    v_w_key   text[];
+    v_w_id    bigint[];                 -- their advisory locks,
+    v_w_ours  boolean[];                -- and whether this transaction holds each
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -367,7 +389,7 @@ BEGIN
         IF v_missing THEN
             v_dec := ARRAY(
                 SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL)::pgq.admission
+                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.key IS NULL);
         END IF;
@@ -439,30 +461,65 @@ BEGIN
                                   CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
                                        ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
                            coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL)::pgq.admission
+                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
 
         -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
-        -- the windows are created or locked first (the upsert locks without writing an
-        -- existing row), then read, then each written once with the hits of this call.
-        -- Within the budget left, the jobs of a key are admitted in batch order. A limit
-        -- dropped after dispatch admits its jobs: there is no budget to keep.
+        -- each window is written only under its advisory lock (S82), created when
+        -- missing, then read, then written once with the hits of this call. The first
+        -- call of a transaction that needs windows waits for their locks, in (limit, key)
+        -- order; once it holds one, a transaction never waits for another: a window whose
+        -- lock another one holds is busy, and its jobs are left waiting for a later
+        -- reserve. Within the budget left, the jobs of a key are admitted in batch order.
+        -- A limit dropped after dispatch admits its jobs: there is no budget to keep.
         IF 'rate_limited' = ANY (v_name) THEN
+            SELECT array_agg(w.limit_name ORDER BY w.limit_name, w.key), array_agg(w.key ORDER BY w.limit_name, w.key)
+            INTO v_w_limit, v_w_key
+            FROM (SELECT DISTINCT l.name AS limit_name, s.key
+                  FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
+                  JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+                  WHERE s.name = 'rate_limited' AND s.key IS NOT NULL) w;
+            v_w_id := pgq._window_lock_ids(v_w_limit, v_w_key);
+            v_w_ours := '{}';
+            IF current_setting('pgq.windows_locked', true) IS DISTINCT FROM 'on' THEN
+                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+                    PERFORM pg_advisory_xact_lock(v_w_id[i]);
+                    v_w_ours[i] := true;
+                END LOOP;
+                IF v_w_id IS NOT NULL THEN
+                    PERFORM set_config('pgq.windows_locked', 'on', true);
+                END IF;
+            ELSE
+                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+                    v_w_ours[i] := pg_try_advisory_xact_lock(v_w_id[i]);
+                END LOOP;
+            END IF;
             INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            SELECT DISTINCT l.name, s.key, p_now, 0
-            FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
-            JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-            WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+            SELECT o.limit_name, o.key, p_now, 0
+            FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+            WHERE o.ours
             ORDER BY 1, 2
+            -- (locks an existing row without writing it, which waits for no one now: a
+            -- REPEATABLE READ caller whose snapshot misses a later count fails here)
             ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+            v_dec := v_dec || ARRAY(
+                SELECT ROW(s.ord, s.name,
+                           format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
+                                  o.limit_name, o.key),
+                           NULL, false, NULL, NULL, NULL, true)::pgq.admission
+                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+                  ON o.limit_name = s.cfg ->> 'limit' AND o.key = s.key
+                WHERE s.name = 'rate_limited' AND NOT o.ours);
             WITH hit AS (
                 SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
                        row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours) ON o.limit_name = l.name AND o.key = s.key
+                WHERE s.name = 'rate_limited' AND o.ours
             ), budget AS (
                 -- the window as this call leaves it: reset when it has ended
                 SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
@@ -485,7 +542,7 @@ BEGIN
                               h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
                               ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
                        ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL, NULL)::pgq.admission), '{}')
+                       false, NULL, NULL, NULL, NULL)::pgq.admission), '{}')
             INTO v_dec
             FROM hit h
             JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
@@ -500,7 +557,7 @@ BEGIN
                                   c.key, c.failures, c.decay,
                                   ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
                            ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL, NULL)::pgq.admission
+                           false, NULL, NULL, NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
                 JOIN pgq.circuits c ON c.key = s.key
                 WHERE s.name = 'throttles_exceptions'
@@ -516,7 +573,8 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- A job turned away or failed gives back the leases earlier middleware took for it.
+    -- A job turned away, failed or left waiting gives back the leases earlier middleware
+    -- took for it.
     IF cardinality(v_out) > 0 THEN
         DELETE FROM pgq.overlap_locks o
         USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
@@ -528,11 +586,11 @@ BEGIN
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
            CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
-           CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END
+           CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END, coalesce(d.busy, false)
     FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
     ORDER BY a.ord;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it (S26-S29, S34, S67).';
+COMMENT ON FUNCTION pgq._admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamptz) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it, or that it is left waiting (S26-S29, S34, S67, S82).';

@@ -75,6 +75,7 @@ DECLARE
     v_mws   boolean[];   -- whether each has middleware: the fast path and the middleware path run only for their jobs
     v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
     v_whole boolean;     -- every picked row is in that slot
+    v_busy  boolean;     -- this pass left jobs of this queue waiting: their rate-limit window was busy (S82)
     v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
@@ -175,6 +176,7 @@ BEGIN
         v_lease := coalesce(v_lease, pgq._default_retry_after());
 
         v_qm := v_marks -> v_queue;
+        v_busy := false;
 
         -- Exhausted jobs do not fill the batch: pick again until it is full or the
         -- queue has no more ready jobs.
@@ -298,6 +300,16 @@ BEGIN
                 IF v_mw IS NOT NULL THEN
                     v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
                                                             reserve.worker, v_now) a);
+                    -- Left waiting, untouched (S82): their rate-limit window is busy. Not
+                    -- for the one-by-one path either.
+                    IF true = ANY (SELECT a.busy FROM unnest(v_adm) a) THEN
+                        v_busy := true;
+                        v_ids := ARRAY(SELECT u.tid FROM unnest(v_ids) WITH ORDINALITY u(tid, n)
+                                       WHERE u.tid <> ALL (ARRAY(SELECT a.tid FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
+                                                                 WHERE a.busy))
+                                       ORDER BY u.n);
+                        v_picked := cardinality(v_ids);
+                    END IF;
                     -- Turned away (S27-S29: the attempt is used, recorded, and an
                     -- until-processing lock kept, S23) or failed by its middleware: one
                     -- by one, kept aside so that the call returns the batch in pick order.
@@ -316,11 +328,12 @@ BEGIN
                         -- into pgq.jobs is a whole index scan, which no statistics price below a
                         -- probe per admitted job. (A filter ctid = ANY (v_mw_tids) besides cost a
                         -- scan of the array per row: a quarter of the statement.)
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error)
+                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
                         WHERE j.slot = v_slot
                           AND j.ctid = a.tid
                           AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
-                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL)::pgq.admission AS adm
+                          AND NOT a.busy
+                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL, NULL)::pgq.admission AS adm
                     LOOP
                         v_job := v_rec.job;
                         v_admit := v_rec.adm;
@@ -439,6 +452,15 @@ BEGIN
                             RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
                             CONTINUE;
                         END IF;
+                        -- Its rate-limit window is busy (S82): waiting again, as it was.
+                        IF v_admit.busy THEN
+                            UPDATE pgq.jobs j
+                            SET attempts = j.attempts - 1, reserved_at = NULL, reserved_until = NULL, reserved_by = NULL,
+                                lease_token = NULL, started_at = NULL
+                            WHERE j.uuid = v_job.uuid;
+                            v_busy := true;
+                            CONTINUE;
+                        END IF;
                         IF v_admit.turned_by IS NOT NULL THEN
                             PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
                             v_seen := v_seen || v_job.id;
@@ -468,7 +490,9 @@ BEGIN
                     RETURN NEXT v_run;
                 END LOOP;
             END IF;
-            EXIT WHEN (v_whole AND v_picked < v_want) OR v_left <= 0;
+            -- A pass that left jobs waiting for a busy window ends this queue's turn: the
+            -- next pass would walk past the same key's jobs again.
+            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,

@@ -178,8 +178,9 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- failed_older_than (NULL: keep), and the coordination rows that no longer say anything:
 -- expired unique locks and overlap leases, rate-limit windows that have ended, circuits
 -- whose decay has passed, debounce tokens whose job is gone (an hour after their last
--- dispatch), and batches and chains that ended more than history_older_than ago. Each of these deletes re-reads the row it deletes, so a row a concurrent
--- dispatch or reserve just renewed stays. Only one caller at a time does the work (a
+-- dispatch), and batches and chains that ended more than history_older_than ago. Each of
+-- these deletes re-reads the row it deletes, so a row a concurrent dispatch or reserve
+-- just renewed stays; a window a reserve holds is left for the next call. Only one caller at a time does the work (a
 -- transaction advisory lock); the others return NULL at once, so workers can all call it
 -- without piling up. Returns the rows deleted.
 CREATE OR REPLACE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL) RETURNS bigint
@@ -205,10 +206,6 @@ BEGIN
     DELETE FROM pgq.overlap_locks o WHERE o.expires_at < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
-    WHERE w.limit_name = l.name AND w.window_start + l.per < now();
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    v_count := v_count + v_n;
     DELETE FROM pgq.circuits c WHERE c.window_start + make_interval(secs => c.decay) < now();
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
@@ -217,7 +214,16 @@ BEGIN
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
-    RETURN v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
+    v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
+    -- Last, and only the windows whose lock is free (S82): a reserve writes a window only
+    -- under its advisory lock, and may wait for it; after taking these, this transaction
+    -- waits for nothing more.
+    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
+    WHERE w.limit_name = l.name
+      AND CASE WHEN w.window_start + l.per < now()  -- (a CASE: only an ended window's lock is tried)
+               THEN pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]) END;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_count + v_n;
 END;
 $$;
 
