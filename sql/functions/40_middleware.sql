@@ -359,6 +359,8 @@ DECLARE
     v_w_key   text[];
     v_w_id    bigint[];                 -- their advisory locks,
     v_w_ours  boolean[];                -- and whether this transaction holds each
+    v_b_limit text[];                   -- those another transaction holds: busy
+    v_b_key   text[];
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -504,22 +506,30 @@ BEGIN
             -- (locks an existing row without writing it, which waits for no one now: a
             -- REPEATABLE READ caller whose snapshot misses a later count fails here)
             ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
-            v_dec := v_dec || ARRAY(
-                SELECT ROW(s.ord, s.name,
-                           format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
-                                  o.limit_name, o.key),
-                           NULL, false, NULL, NULL, NULL, true)::pgq.admission
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
-                  ON o.limit_name = s.cfg ->> 'limit' AND o.key = s.key
-                WHERE s.name = 'rate_limited' AND NOT o.ours);
+            v_b_limit := NULL;
+            v_b_key := NULL;
+            IF false = ANY (v_w_ours) THEN
+                SELECT array_agg(o.limit_name), array_agg(o.key) INTO v_b_limit, v_b_key
+                FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+                WHERE NOT o.ours;
+                v_dec := v_dec || ARRAY(
+                    SELECT ROW(s.ord, s.name,
+                               format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
+                                      b.limit_name, b.key),
+                               NULL, false, NULL, NULL, NULL, true)::pgq.admission
+                    FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
+                    JOIN unnest(v_b_limit, v_b_key) b(limit_name, key) ON b.limit_name = s.cfg ->> 'limit' AND b.key = s.key
+                    WHERE s.name = 'rate_limited');
+            END IF;
             WITH hit AS (
                 SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
                        row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours) ON o.limit_name = l.name AND o.key = s.key
-                WHERE s.name = 'rate_limited' AND o.ours
+                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+                  AND (v_b_limit IS NULL
+                       OR NOT EXISTS (SELECT FROM unnest(v_b_limit, v_b_key) b(limit_name, key)
+                                      WHERE b.limit_name = l.name AND b.key = s.key))
             ), budget AS (
                 -- the window as this call leaves it: reset when it has ended
                 SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
