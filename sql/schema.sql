@@ -5547,10 +5547,13 @@ BEGIN
                     -- for the one-by-one path either.
                     IF true = ANY (SELECT a.busy FROM unnest(v_adm) a) THEN
                         v_busy := true;
-                        v_ids := ARRAY(SELECT u.tid FROM unnest(v_ids) WITH ORDINALITY u(tid, n)
-                                       WHERE u.tid <> ALL (ARRAY(SELECT a.tid FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
-                                                                 WHERE a.busy))
-                                       ORDER BY u.n);
+                        v_ids := ARRAY(
+                            SELECT u.tid FROM unnest(v_ids) WITH ORDINALITY u(tid, n)
+                            WHERE u.tid <> ALL (ARRAY(
+                                SELECT a.tid
+                                FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
+                                WHERE a.busy))
+                            ORDER BY u.n);
                         v_picked := cardinality(v_ids);
                     END IF;
                     -- Turned away (S27-S29: the attempt is used, recorded, and an

@@ -304,8 +304,9 @@ COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap le
 -- the middleware that turned it away, a note, the delay and whether to drop it
 -- (dont_release), having ended any lease an earlier middleware took; or busy, with
 -- rate_limited and a note, when the job's window is locked by another transaction and
--- must be left waiting, untouched (S82); or error when a key cannot be computed. Never raises for a job's settings and opens no
--- subtransaction (S67): dispatch validated them, and a broken job must not stop reserve.
+-- the job must be left waiting, untouched (S82); or error when a key cannot be
+-- computed. Never raises for a job's settings and opens no subtransaction (S67):
+-- dispatch validated them, and a broken job must not stop reserve.
 -- Within one batch, a key is offered to the first job (in batch order) that reaches it
 -- at a position; a rate limit's budget goes to its jobs in batch order, and its window
 -- row is written once per call, not once per job.

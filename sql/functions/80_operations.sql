@@ -180,9 +180,9 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- whose decay has passed, debounce tokens whose job is gone (an hour after their last
 -- dispatch), and batches and chains that ended more than history_older_than ago. Each of
 -- these deletes re-reads the row it deletes, so a row a concurrent dispatch or reserve
--- just renewed stays; a window a reserve holds is left for the next call. Only one caller at a time does the work (a
--- transaction advisory lock); the others return NULL at once, so workers can all call it
--- without piling up. Returns the rows deleted.
+-- just renewed stays; a window a reserve holds is left for the next call (S82). Only one
+-- caller at a time does the work (a transaction advisory lock); the others return NULL
+-- at once, so workers can all call it without piling up. Returns the rows deleted.
 CREATE OR REPLACE FUNCTION pgq.prune_all(history_older_than interval, failed_older_than interval DEFAULT NULL) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
