@@ -322,7 +322,10 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 //	app.effects    one row per committed run of a job: its number n, overlap key k, the
 //	               worker (when the payload asks, "who": true) and the handler's start and
 //	               end (clock_timestamp). No unique constraint on n: a second run of a job
-//	               is a second row, to be counted, not an error that would hide it.
+//	               is a second row, to be counted, not an error that would hide it. A Go
+//	               run carries its own id (run), unique, so that a Go handler retrying an
+//	               insert whose commit landed but whose answer a restart lost records its
+//	               one run once.
 //	app.effect(p)  the SQL handler: sleeps p.ms milliseconds, then records its run.
 //
 // The Go handler of faults/internal/gohandlers writes the same rows.
@@ -334,7 +337,8 @@ CREATE TABLE app.effects (
     k        text,
     worker   text,
     started  timestamptz NOT NULL,
-    finished timestamptz NOT NULL DEFAULT clock_timestamp()
+    finished timestamptz NOT NULL DEFAULT clock_timestamp(),
+    run      uuid UNIQUE
 );
 CREATE INDEX ON app.effects (n);
 CREATE FUNCTION app.effect(p jsonb) RETURNS void LANGUAGE plpgsql AS $$

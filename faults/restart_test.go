@@ -50,7 +50,10 @@ SELECT pgq.define_job('effect', handler => %s);`, handler))
 	outcomes := pgcluster.Scalar[string](t, db, `SELECT coalesce(string_agg(outcome || ':' || n, ',' ORDER BY outcome), '')
 		FROM (SELECT outcome, count(*) AS n FROM pgq.attempts GROUP BY outcome) s`)
 	f.extra = append(f.extra, "attempts="+outcomes,
-		fmt.Sprintf("log_errors=%d", fl.count("level=ERROR")), fmt.Sprintf("log_warnings=%d", fl.count("level=WARN")))
+		fmt.Sprintf("log_errors=%d", fl.count("level=ERROR")), fmt.Sprintf("log_warnings=%d", fl.count("level=WARN")),
+		// Go handlers' effect inserts that committed while a restart lost their answer:
+		// their retry found the run's row (gohandlers), and it is one run.
+		fmt.Sprintf("effect_answers_lost=%d", fl.count("the effect had been recorded")))
 	f.log(t)
 	if f.failed > 0 {
 		t.Logf("failed jobs, by exception: %s", pgcluster.Scalar[string](t, db, `SELECT coalesce(string_agg(e || ' ×' || n, E'\n  '), '')

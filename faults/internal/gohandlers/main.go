@@ -4,9 +4,11 @@
 // a lost completion shows as a second run.
 //
 // Its one handler, effect, sleeps the payload's ms, then records the run in app.effects
-// (n, k, worker, started) on a pool of its own, retrying that insert until it succeeds
-// (the run happened, whatever PostgreSQL is going through), and returns nil. It never
-// raises: every attempt it does not succeed is infrastructure's doing.
+// (n, k, worker, started, run) on a pool of its own, retrying that insert until it
+// succeeds (the run happened, whatever PostgreSQL is going through), and returns nil. It
+// never raises: every attempt it does not succeed is infrastructure's doing. The run's
+// random id makes the retries idempotent: an insert that committed while a restart lost
+// its answer is not a second run.
 //
 //	gohandlers --database-url URL [--name W] [--concurrency 4] [--tries 1] [--sleep 1] [--timeout 60]
 package main
@@ -22,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -110,15 +113,21 @@ func run() error {
 }
 
 // record inserts the run into app.effects, retrying until it succeeds (for up to two
-// minutes, past which the test has failed anyway).
+// minutes, past which the test has failed anyway). A retry that finds the run's row
+// there already says so: its first insert had committed.
 func record(effects *pgxpool.Pool, log *slog.Logger, name string, a effectArgs, started time.Time) error {
+	run := uuid.New()
 	give := time.Now().Add(2 * time.Minute)
-	for {
+	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := effects.Exec(ctx, `INSERT INTO app.effects (n, k, worker, started) VALUES ($1, nullif($2, ''), $3, $4)`,
-			a.N, a.K, name, started)
+		tag, err := effects.Exec(ctx, `INSERT INTO app.effects (n, k, worker, started, run)
+			VALUES ($1, nullif($2, ''), $3, $4, $5) ON CONFLICT (run) DO NOTHING`,
+			a.N, a.K, name, started, run)
 		cancel()
 		if err == nil {
+			if tag.RowsAffected() == 0 {
+				log.Warn("the effect had been recorded; the answer to that insert was lost", "n", a.N, "tries", try)
+			}
 			return nil
 		}
 		if time.Now().After(give) {
