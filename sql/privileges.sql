@@ -115,6 +115,6 @@ GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed,
     pgq.job_storage TO {{ident .Reader}};
 GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads, pgq._default_retry_after, pgq._lock_space TO {{ident .Reader}};
 
-GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.run_now, pgq.retry_failed,
+GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.drop_limit, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue, pgq.cancel_batch,
     pgq.schedule, pgq.unschedule, pgq.pause_schedule, pgq.resume_schedule, pgq.run_schedule TO {{ident .Admin}};

@@ -4591,6 +4591,52 @@ COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tr
 
 
 --
+-- Name: drop_limit(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.drop_limit(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
+    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
+    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
+    v_users text;
+BEGIN
+    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
+    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
+          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
+          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
+          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
+    IF v_users IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
+            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
+    END IF;
+    DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    DELETE FROM pgq.rate_limit_windows w
+    WHERE w.limit_name = drop_limit.name
+      AND pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]);
+    RETURN true;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION drop_limit(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.drop_limit(name text) IS 'Deletes a named rate limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S83).';
+
+
+--
 -- Name: due_schedules(timestamp with time zone, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5216,10 +5262,10 @@ BEGIN
     v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
     -- Last, and only the windows whose lock is free (S82): a reserve writes a window only
     -- under its advisory lock, and may wait for it; after taking these, this transaction
-    -- waits for nothing more.
-    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
-    WHERE w.limit_name = l.name
-      AND CASE WHEN w.window_start + l.per < now()  -- (a CASE: only an ended window's lock is tried)
+    -- waits for nothing more. A window has ended, or its limit is gone (S83).
+    DELETE FROM pgq.rate_limit_windows w
+    WHERE CASE WHEN NOT EXISTS (SELECT FROM pgq.rate_limits l  -- (a CASE: only those windows' locks are tried)
+                                WHERE l.name = w.limit_name AND w.window_start + l.per >= now())
                THEN pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]) END;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_count + v_n;
@@ -7074,7 +7120,7 @@ CREATE TABLE pgq.rate_limit_windows (
 -- Name: TABLE rate_limit_windows; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.rate_limit_windows IS 'The current fixed window of each rate limit key: hits counted under the row lock, so the budget is exact under concurrency.';
+COMMENT ON TABLE pgq.rate_limit_windows IS 'The current fixed window of each rate limit key: hits counted under the window''s advisory lock, so the budget is exact under concurrency (S28, S82). A window of a dropped limit is read by no reserve and deleted by pgq.drop_limit or retention (S83).';
 
 
 --
@@ -8259,14 +8305,6 @@ ALTER TABLE ONLY pgq.job_chains
 
 
 --
--- Name: rate_limit_windows rate_limit_windows_limit_name_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
---
-
-ALTER TABLE ONLY pgq.rate_limit_windows
-    ADD CONSTRAINT rate_limit_windows_limit_name_fkey FOREIGN KEY (limit_name) REFERENCES pgq.rate_limits(name) ON DELETE CASCADE;
-
-
---
 -- Name: SCHEMA pgq; Type: ACL; Schema: -; Owner: -
 --
 
@@ -9068,6 +9106,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, 
 
 REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION drop_limit(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.drop_limit(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.drop_limit(name text) TO pgq_admin;
 
 
 --

@@ -105,6 +105,8 @@ func TestS45S46RolesDoOnlyTheirPart(t *testing.T) {
 		{pgqtest.AdminRole, `SELECT pgq.define_queue('mail')`, allowed},
 		{pgqtest.AdminRole, `SELECT pgq.define_job('x', handler => 'public.noop')`, allowed},
 		{pgqtest.AdminRole, `SELECT pgq.pause_queue('mail')`, allowed},
+		{pgqtest.AdminRole, `SELECT pgq.drop_limit('none')`, allowed},
+		{pgqtest.WorkerRole, `SELECT pgq.drop_limit('none')`, denied},
 		{pgqtest.AdminRole, `SELECT pgq.schedule('hourly', '@hourly', 'j')`, allowed},
 		{pgqtest.ReaderRole, `SELECT pgq.run_schedule('nightly')`, denied},
 		{pgqtest.WorkerRole, `SELECT pgq.schedule('w', '@hourly', 'j')`, denied},

@@ -147,3 +147,129 @@ func TestS39S82RetentionLeavesAWindowAReserveHolds(t *testing.T) {
 	require.EqualValues(t, 1, pruned)
 	require.Zero(t, count(t, db, "pgq.rate_limit_windows"))
 }
+
+// S83: a limit dropped and defined again, thirty times, while four workers reserve its
+// jobs, on the set-based path and the one-by-one path (unique until processing): no
+// reserve fails (before, the cascade of a DELETE locked the windows in no order, and a
+// reserve creating a window as the limit went failed its foreign key), no drop or
+// definition fails, and every job is admitted: while the limit is gone its jobs have
+// no budget to keep, and the budget of 1,000,000 is never reached.
+func TestS83ALimitDroppedWhileReservesUseIt(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('api', 1000000, '1 hour')`)
+	const jobs = 1200
+	db.Exec(t, `SELECT pgq.dispatch('call', jsonb_build_object('k', 'k' || g % 7),
+	                middleware => '[{"rate_limited": {"limit": "api", "by": ["k"]}}]')
+	            FROM generate_series(1, $1) g`, jobs*2/3)
+	db.Exec(t, `SELECT pgq.dispatch('call', jsonb_build_object('k', 'k' || g % 7),
+	                unique_key => 'u' || g, unique_until => 'processing',
+	                middleware => '[{"rate_limited": {"limit": "api", "by": ["k"]}}]')
+	            FROM generate_series(1, $1) g`, jobs/3)
+	require.Equal(t, jobs, count(t, db, "pgq.jobs"))
+
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for w := range 4 {
+		c := session(t, db)
+		wg.Go(func() {
+			for ran.Load() < jobs && ctx.Err() == nil {
+				var n int64
+				if err := c.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pickup IS NULL) FROM pgq.reserve($1, '{default}', 5)`,
+					fmt.Sprintf("w%d", w)).Scan(&n); err != nil {
+					if ctx.Err() == nil { // (else the test's time is up: reported below)
+						errs <- fmt.Errorf("reserve: %w", err)
+					}
+					return
+				}
+				ran.Add(n)
+			}
+		})
+	}
+	dropper := session(t, db)
+	drops := 0
+	for drops < 30 && ran.Load() < jobs && ctx.Err() == nil {
+		var dropped bool
+		if err := dropper.QueryRow(ctx, `SELECT pgq.drop_limit('api')`).Scan(&dropped); err != nil {
+			errs <- fmt.Errorf("drop: %w", err)
+			break
+		}
+		require.True(t, dropped)
+		drops++
+		if _, err := dropper.Exec(ctx, `SELECT pgq.define_limit('api', 1000000, '1 hour')`); err != nil {
+			errs <- fmt.Errorf("define: %w", err)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Positive(t, drops)
+	t.Logf("%d drops while %d jobs were reserved; left: %s; attempts: %s", drops, ran.Load(),
+		pgqtest.Scalar[string](t, db, `SELECT coalesce(string_agg(format('%s reserved=%s due=%s', n, r, d), '; '), '') FROM (SELECT count(*) n, reserved_at IS NOT NULL r, available_at <= now() d FROM pgq.jobs GROUP BY 2, 3) s`),
+		pgqtest.Scalar[string](t, db, `SELECT coalesce(string_agg(format('%s %s', n, o), '; '), '') FROM (SELECT count(*) n, outcome || ' ' || coalesce(left(exception, 80), '') o FROM pgq.attempts GROUP BY 2) s`))
+	require.EqualValues(t, jobs, ran.Load(), "every job admitted")
+	require.Zero(t, count(t, db, "pgq.jobs WHERE reserved_at IS NULL"))
+}
+
+// S83: pgq.drop_limit refuses (2BP01, naming them) while a job class, a schedule or a
+// running chain names the limit; once nothing does, it drops it (false the second
+// time). A job dispatched with it before is then admitted with no window, a dispatch
+// naming it is refused, and a window a reserve held at the drop is left for retention,
+// which deletes it once the reserve has ended.
+func TestS83DropLimitRefusedWhileNamed(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('api', 1, '1 hour')`)
+	mw := `'[{"rate_limited": {"limit": "api", "by": ["k"]}}]'`
+	refused := func(by string) {
+		t.Helper()
+		_, err := db.Pool.Exec(ctx, `SELECT pgq.drop_limit('api')`)
+		require.Equal(t, "2BP01", pgCode(err), "%v", err)
+		require.ErrorContains(t, err, "limit 'api' is named by "+by)
+	}
+
+	db.Exec(t, `SELECT pgq.define_job('sync', middleware => `+mw+`)`)
+	refused("job class sync")
+	db.Exec(t, `SELECT pgq.define_job('sync')`)
+	db.Exec(t, `SELECT pgq.schedule('nightly', '@daily', 'call', '{"k": "s"}', middleware => `+mw+`)`)
+	refused("schedule nightly")
+	db.Exec(t, `SELECT pgq.unschedule('nightly')`)
+	chain := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_chain(jsonb_build_array(
+	    '{"job": "first", "queue": "chains"}'::jsonb, jsonb_build_object('job', 'second', 'payload', '{"k": "c"}'::jsonb, 'middleware', `+mw+`::jsonb)))`)
+	refused("chain " + chain.String())
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel(job_uuid) FROM pgq.job_chains WHERE id = $1`, chain))
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.job_chains WHERE id = $1`, chain))
+
+	// Windows of keys a (free at the drop) and b (held by an open reserve).
+	for _, k := range []string{"a", "b", "b"} {
+		dispatch(t, db, `'call', '{"k": "`+k+`"}', tries => 3, middleware => `+mw)
+	}
+	require.Len(t, runnable(reserveOn(t, session(t, db), "w1", clock())), 2, "key a's job, and key b's first; b's second is over budget")
+	holder, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx)
+	keyB := pgqtest.Scalar[string](t, db, `SELECT key FROM pgq.rate_limit_windows WHERE key LIKE '%b%'`)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock((pgq._window_lock_ids('{api}', ARRAY[$1]))[1])`, keyB)
+	require.NoError(t, err)
+
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.drop_limit('api')`))
+	require.False(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.drop_limit('api')`))
+	require.Equal(t, []string{keyB}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key ORDER BY key) FROM pgq.rate_limit_windows`),
+		"the window whose lock is held is left; a's is deleted")
+	db.Exec(t, `UPDATE pgq.jobs SET available_at = now() WHERE reserved_at IS NULL`) // (its turn-away moved back)
+	require.Len(t, runnable(reserveOn(t, session(t, db), "w3", clock())), 1, "b's second job: over budget before the drop, admitted now")
+	_, err = db.Pool.Exec(ctx, `SELECT pgq.dispatch('call', '{"k": "c"}', middleware => `+mw+`)`)
+	require.Equal(t, "22023", pgCode(err), "%v", err)
+
+	require.Zero(t, pgqtest.Scalar[int64](t, db, `SELECT pgq.prune_all('1 day')`), "b's window is still held")
+	require.NoError(t, holder.Commit(ctx))
+	require.EqualValues(t, 1, pgqtest.Scalar[int64](t, db, `SELECT pgq.prune_all('1 day')`))
+	require.Zero(t, count(t, db, "pgq.rate_limit_windows"))
+}

@@ -802,7 +802,7 @@ type PgqRateLimit struct {
 	UpdatedAt time.Time
 }
 
-// The current fixed window of each rate limit key: hits counted under the row lock, so the budget is exact under concurrency.
+// The current fixed window of each rate limit key: hits counted under the window's advisory lock, so the budget is exact under concurrency (S28, S82). A window of a dropped limit is read by no reserve and deleted by pgq.drop_limit or retention (S83).
 type PgqRateLimitWindow struct {
 	LimitName   string
 	Key         string

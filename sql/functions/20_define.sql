@@ -169,3 +169,46 @@ $$;
 
 COMMENT ON FUNCTION pgq.define_limit(text, int, interval) IS
     'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28).';
+
+-- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
+-- schedule or a running chain names it in its middleware: their next dispatch would
+-- fail. Jobs already dispatched with it are admitted from then on (there is no budget
+-- left to keep). Its windows are deleted when their lock is free now, the others (a
+-- reserve holds them) by retention: a drop waits for no reserve, and holds nothing a
+-- reserve waits for. False when there was none.
+CREATE OR REPLACE FUNCTION pgq.drop_limit(name text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
+    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
+    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
+    v_users text;
+BEGIN
+    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
+    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
+          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
+          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
+          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
+    IF v_users IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
+            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
+    END IF;
+    DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    DELETE FROM pgq.rate_limit_windows w
+    WHERE w.limit_name = drop_limit.name
+      AND pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]);
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.drop_limit(text) IS
+    'Deletes a named rate limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S83).';

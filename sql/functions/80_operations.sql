@@ -217,10 +217,10 @@ BEGIN
     v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
     -- Last, and only the windows whose lock is free (S82): a reserve writes a window only
     -- under its advisory lock, and may wait for it; after taking these, this transaction
-    -- waits for nothing more.
-    DELETE FROM pgq.rate_limit_windows w USING pgq.rate_limits l
-    WHERE w.limit_name = l.name
-      AND CASE WHEN w.window_start + l.per < now()  -- (a CASE: only an ended window's lock is tried)
+    -- waits for nothing more. A window has ended, or its limit is gone (S83).
+    DELETE FROM pgq.rate_limit_windows w
+    WHERE CASE WHEN NOT EXISTS (SELECT FROM pgq.rate_limits l  -- (a CASE: only those windows' locks are tried)
+                                WHERE l.name = w.limit_name AND w.window_start + l.per >= now())
                THEN pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]) END;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     RETURN v_count + v_n;
