@@ -77,6 +77,7 @@ type options struct {
 
 	pgqFetchCooldown time.Duration
 	pgqVacuumAfter   int
+	pgqSlotMB        int
 	pgqLog           string
 
 	riverFetchCooldown time.Duration
@@ -138,6 +139,7 @@ func parseFlags() (options, error) {
 	flag.DurationVar(&o.quietMax, "quiet-max", 5*time.Minute, "longest wait for a quiet machine before measuring anyway")
 	flag.DurationVar(&o.pgqFetchCooldown, "pgq-fetch-cooldown", 5*time.Millisecond, "pgq worker: WithFetchCooldown (its default is 5ms), to measure what the setting buys")
 	flag.IntVar(&o.pgqVacuumAfter, "pgq-vacuum-after", 10000, "pgq worker: WithVacuumAfter (its default is 10000; 0 leaves pgq.jobs to autovacuum), to measure what the setting buys")
+	flag.IntVar(&o.pgqSlotMB, "pgq-slot-mb", 64, "pgq worker: WithSlotSize in MiB (its default is 64; 0 leaves the slots where they are), to measure what the size buys")
 	flag.StringVar(&o.pgqLog, "pgq-log", "", "pressure: append the pgq worker's log at info level to this file (what its vacuum decided, for one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")

@@ -282,6 +282,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 		worker.WithStopWhenEmpty(),
 		worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
+		worker.WithSlotSize(int64(o.pgqSlotMB) << 20),
 	}
 	if sc.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(sc.concurrency))
@@ -506,6 +507,7 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 	opts := []worker.Option{
 		worker.WithLogger(slog.New(log)),
 		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
+		worker.WithSlotSize(int64(o.pgqSlotMB) << 20),
 	}
 	if l.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(l.concurrency))
