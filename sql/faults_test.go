@@ -105,6 +105,36 @@ func TestS35RunSQLJobTellsWhoseFault(t *testing.T) {
 	require.Equal(t, "PQ002", pgCode(err))
 }
 
+// S34: a reserve holds a key's advisory lock while it takes or checks the key, until it
+// commits. A SQL handler whose transaction meets that lock waits for it (up to half a
+// second) rather than giving its attempt back: here the lock is let go 200 ms after the
+// handler started, and the job succeeds at its first attempt.
+func TestS34SQLHandlerWaitsForAReserveHoldingItsKey(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `CREATE TABLE public.runs (n int); CREATE FUNCTION public.rec(p jsonb) RETURNS void LANGUAGE sql AS $$ INSERT INTO public.runs VALUES (1) $$`)
+	db.Exec(t, `SELECT pgq.define_job('rec', handler => 'public.rec', middleware => '[{"without_overlapping": {"key": "k"}}]')`)
+	dispatch(t, db, `'rec'`)
+	j := reserveOne(t, db, clock())
+
+	holder, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock(pgq._overlap_lock_id('rec:k'))`)
+	require.NoError(t, err)
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		released <- holder.Rollback(ctx)
+	}()
+	_, err = db.Pool.Exec(ctx, `SELECT pgq.run_sql_job($1, $2)`, j.UUID, j.Token)
+	require.NoError(t, err, "the handler waited for the lock")
+	require.NoError(t, <-released)
+	require.Equal(t, 1, count(t, db, "public.runs"))
+	require.Equal(t, []string{"succeeded"}, pgqtest.Scalar[[]string](t, db,
+		`SELECT array_agg(outcome ORDER BY id) FROM pgq.attempts WHERE job_uuid = $1`, j.UUID))
+}
+
 // S38: keys have a maximum length, checked at dispatch; a regular expression of
 // throttles_exceptions may not use back-references; a huge exception is cut to 64 KiB.
 func TestS38OneJobsDataCannotHurtAnother(t *testing.T) {

@@ -2980,6 +2980,36 @@ COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks t
 
 
 --
+-- Name: _overlap_key_lock(bigint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._overlap_key_lock(p_lock_id bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '500ms'
+    AS $$
+BEGIN
+    IF pg_try_advisory_xact_lock(p_lock_id) THEN
+        RETURN true;  -- the common case, without the subtransaction below
+    END IF;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(p_lock_id);
+        RETURN true;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _overlap_key_lock(p_lock_id bigint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._overlap_key_lock(p_lock_id bigint) IS 'Takes an overlap key''s advisory lock for a SQL handler''s transaction, waiting up to 0.5 s for a reserve that holds it; false when it is still held (S34).';
+
+
+--
 -- Name: _overlap_lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3457,7 +3487,7 @@ BEGIN
         SELECT o.key FROM pgq.overlap_locks o
         WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
     LOOP
-        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+        IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
             RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
                 USING ERRCODE = 'PQ002';
         END IF;
@@ -8716,6 +8746,13 @@ REVOKE ALL ON FUNCTION pgq._notify(queue text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._overlap_gen() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _overlap_key_lock(p_lock_id bigint); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._overlap_key_lock(p_lock_id bigint) FROM PUBLIC;
 
 
 --

@@ -387,6 +387,33 @@ $$;
 COMMENT ON FUNCTION pgq.heartbeat(uuid[], uuid[], timestamptz) IS
     'Worker protocol: extends the leases still held by these tokens and their overlap leases; returns the tokens still holding (S14, S34).';
 
+-- pgq._overlap_key_lock: takes an overlap key's advisory lock for the transaction of a
+-- SQL handler, and tells whether it could. A reserve taking or checking the key holds
+-- the lock until it commits (see pgq._admit), a few milliseconds, longer on a loaded
+-- server; that is no reason to give the attempt back, so a lock held is waited for up
+-- to half a second. A lock held longer is an earlier handler's, still running after its
+-- lease ended (S34). The wait is a fraction of the shortest timeout (1 s), which counts
+-- it: statement_timeout runs from the handler transaction's first statement.
+CREATE OR REPLACE FUNCTION pgq._overlap_key_lock(p_lock_id bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '500ms'
+AS $$
+BEGIN
+    IF pg_try_advisory_xact_lock(p_lock_id) THEN
+        RETURN true;  -- the common case, without the subtransaction below
+    END IF;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(p_lock_id);
+        RETURN true;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._overlap_key_lock(bigint) IS 'Takes an overlap key''s advisory lock for a SQL handler''s transaction, waiting up to 0.5 s for a reserve that holds it; false when it is still held (S34).';
+
 -- pgq._sql_job: the start of pgq.run_sql_job, with pgq's privileges: the handler and
 -- payload of the job this token holds, having taken the advisory lock of each of its
 -- overlap keys for the transaction (see pgq.run_sql_job). Raises PQ001 when the token
@@ -419,7 +446,7 @@ BEGIN
         SELECT o.key FROM pgq.overlap_locks o
         WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
     LOOP
-        IF NOT pg_try_advisory_xact_lock(pgq._overlap_lock_id(v_key)) THEN
+        IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
             RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
                 USING ERRCODE = 'PQ002';
         END IF;
