@@ -433,6 +433,10 @@ func TestS26ScenarioWithoutOverlappingTwoWorkers(t *testing.T) {
 		ARRAY['{"product_id": 88, "n": "1", "secs": 2}', '{"product_id": 88, "n": "2", "secs": 2}']::jsonb[]) u`)
 	require.Len(t, ids, 2)
 	waitUntil(t, 15*time.Second, "both jobs finished", func() bool { return !jobLive(t, db, ids[0]) && !jobLive(t, db, ids[1]) })
+	// A SQL handler's completion commits before its worker writes the line.
+	waitUntil(t, 5*time.Second, "both successes logged", func() bool {
+		return strings.Count(a.logs()+b.logs(), "outcome=succeeded") >= 2
+	})
 
 	logs := a.logs() + b.logs()
 	t.Logf("attempts of job 1: %v; of job 2: %v", scOutcomes(t, db, ids[0]), scOutcomes(t, db, ids[1]))
