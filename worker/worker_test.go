@@ -473,32 +473,38 @@ func TestS2DispatchTx(t *testing.T) {
 }
 
 // S14 in process: a live worker heartbeats its job, so a second worker never gets it
-// even though the job runs well past retry_after.
+// even though the job runs well past retry_after; at the shortest lease (1 s) too,
+// which a heartbeat looked for once a second could not keep.
 func TestS14HeartbeatKeepsTheLease(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	require.NoError(t, b.client.DefineQueue(ctx, "default", 2*time.Second, false))
-	var runs atomic.Int32
-	handler := worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
-		runs.Add(1)
-		time.Sleep(5 * time.Second)
-		return nil
-	}}
-	id, err := b.client.Dispatch(ctx, "long", order{1}, pgq.Tries(5))
-	require.NoError(t, err)
-	var stops []func() error
-	for _, name := range []string{"one", "two"} {
-		w := b.worker(t, worker.WithName(name))
-		worker.Handle(w, "long", handler)
-		stops = append(stops, start(t, w))
+	for _, lease := range []time.Duration{time.Second, 2 * time.Second} {
+		t.Run(lease.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := context.Background()
+			require.NoError(t, b.client.DefineQueue(ctx, "default", lease, false))
+			var runs atomic.Int32
+			handler := worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+				runs.Add(1)
+				time.Sleep(5 * time.Second)
+				return nil
+			}}
+			id, err := b.client.Dispatch(ctx, "long", order{1}, pgq.Tries(5))
+			require.NoError(t, err)
+			var stops []func() error
+			for _, name := range []string{"one", "two"} {
+				w := b.worker(t, worker.WithName(name))
+				worker.Handle(w, "long", handler)
+				stops = append(stops, start(t, w))
+			}
+			require.Eventually(t, func() bool { return len(b.outcomes(t, id)) > 0 }, 20*time.Second, 50*time.Millisecond)
+			for _, stop := range stops {
+				require.NoError(t, stop())
+			}
+			require.Equal(t, int32(1), runs.Load())
+			require.Equal(t, []string{"succeeded"}, b.outcomes(t, id))
+		})
 	}
-	require.Eventually(t, func() bool { return len(b.outcomes(t, id)) > 0 }, 20*time.Second, 50*time.Millisecond)
-	for _, stop := range stops {
-		require.NoError(t, stop())
-	}
-	require.Equal(t, int32(1), runs.Load())
-	require.Equal(t, []string{"succeeded"}, b.outcomes(t, id))
 }
 
 // S30 in process: --queue high,low with one slot takes every high job first.
