@@ -30,8 +30,9 @@ const (
 // heartbeater keeps the worker's claims alive: it extends the leases of running jobs
 // once a third of their lease has passed, looking four times a second (S14), renews
 // every second the overlap leases of jobs that hold keys, for as long as a renewal can
-// move their end (S27, S34), and cancels the handlers whose lease was lost, whose overlap leases it
-// could not renew in time, or whose job an operator cancelled (pgq.cancel, S40).
+// move their end (S27, S34), and cancels the handlers whose lease was lost, whose
+// overlap leases it could not renew in time, or whose job an operator cancelled
+// (pgq.cancel, S40).
 type heartbeater struct {
 	// Set by New; read-only.
 	conns    *conns
