@@ -33,6 +33,9 @@ type executor struct {
 	// busy: handlers running now, the slots of WithConcurrency. Added to by start on the
 	// fetcher's goroutine; taken from by handler goroutines when their handler returns.
 	busy atomic.Int64
+	// returns and ran: handlers returned since the start and the nanoseconds they ran,
+	// by which the fetcher reserves ahead (S84). Added to by handler goroutines.
+	returns, ran atomic.Int64
 	// sqlSlots: SQL handlers each hold a pool connection, so at most MaxConns - 3 run at
 	// once. Taken and given back by handler goroutines.
 	sqlSlots chan struct{}
@@ -51,7 +54,7 @@ func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow, sent time.Time)
 		lease: row.ReservedUntil.Sub(row.ReservedAt)}
 	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
 	a.ctx.at = d.at
-	a.heartbeatAt = a.started.Add(a.lease / 3)
+	a.heartbeatAt = sent.Add(a.lease / 3) // the lease runs from the reserve, however long the job waited (S84)
 	a.heldUntil = sent.Add(a.lease)
 	a.overlapRenewed = sent
 	if e := row.OverlapExpireAfter; e != nil {
@@ -95,6 +98,8 @@ func (e *executor) runJob(ctx context.Context, a *active) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
 	e.busy.Add(-1) // the slot is free; the report is the reporter's business
+	e.ran.Add(int64(a.returned.Sub(a.started)))
+	e.returns.Add(1)
 	signal(e.freed)
 	e.reporter.report(ctx, a, err)
 }

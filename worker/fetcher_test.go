@@ -26,7 +26,7 @@ func TestFetcherRunOnce(t *testing.T) {
 	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5})
 	require.NoError(t, err)
 
-	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(4))
+	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(6))
 	require.NoError(t, err)
 	release := make(chan struct{})
 	Handle(w, "hold", Handler[int]{Run: func(context.Context, *Job[int]) error {
@@ -38,12 +38,12 @@ func TestFetcherRunOnce(t *testing.T) {
 	defer close(w.executor.stopped)
 
 	f := w.fetcher
-	require.NoError(t, f.runOnce(ctx, 3))
+	require.NoError(t, f.runOnce(ctx, 3, 0))
 	require.Equal(t, 3, f.reserved)
 	require.True(t, f.fetch, "a full reserve: the next one is due at once")
 	require.EqualValues(t, 3, w.executor.busy.Load())
 
-	require.NoError(t, f.runOnce(ctx, 3))
+	require.NoError(t, f.runOnce(ctx, 3, 0))
 	require.Equal(t, 5, f.reserved, "the two jobs left")
 	require.False(t, f.fetch, "a short reserve: the next one waits for a wake-up, a freed slot or the poll")
 	require.False(t, f.coolUntil.IsZero(), "and for the cooldown")
@@ -92,4 +92,94 @@ func TestS34OverlapTTLMatchesSQL(t *testing.T) {
 	require.Equal(t, overlapTTL, pgqtest.Scalar[time.Duration](t, db, `SELECT pgq._overlap_ttl()`))
 	require.Less(t, overlapRenewWithin+time.Second+overlapGrace, overlapTTL,
 		"a handler whose lease went unrenewed is cancelled and given up on before the lease can run out")
+}
+
+// S84: a reserve that asks for jobs ahead of its free slots starts those it has slots
+// for and keeps the rest waiting, in reserve order; a waiting job starts as a slot
+// frees, with its whole timeout; one that waits past its bound, and every one still
+// waiting at a stop, goes back to wait, never started and not counted.
+func TestS84ReserveAhead(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5, 6})
+	require.NoError(t, err)
+
+	const timeout = 3 * time.Second
+	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(2),
+		WithTimeout(timeout))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	type start struct {
+		n        int
+		deadline time.Time
+	}
+	started := make(chan start, 6)
+	Handle(w, "hold", Handler[int]{Run: func(ctx context.Context, j *Job[int]) error {
+		d, _ := ctx.Deadline()
+		started <- start{j.Args, d}
+		<-release
+		return nil
+	}})
+	require.NoError(t, w.session.open(ctx))
+	defer w.session.close(ctx)
+	defer close(w.executor.stopped)
+	f := w.fetcher
+	next := func() start {
+		select {
+		case s := <-started:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no handler started")
+			return start{}
+		}
+	}
+
+	sent := time.Now()
+	require.NoError(t, f.runOnce(ctx, 2, 2))
+	require.True(t, f.full, "every job asked for came")
+	require.EqualValues(t, 2, w.executor.busy.Load(), "two slots, two handlers")
+	require.Len(t, f.waiting, 2, "two reserved ahead")
+	require.ElementsMatch(t, []int{1, 2}, []int{next().n, next().n})
+	require.False(t, f.startWaiting(ctx), "no slot is free")
+
+	time.Sleep(300 * time.Millisecond)
+	release <- struct{}{}
+	require.Eventually(t, func() bool { return w.executor.busy.Load() == 1 }, 10*time.Second, time.Millisecond)
+	require.False(t, f.startWaiting(ctx), "one slot freed, one job still waits")
+	s := next()
+	require.Equal(t, 3, s.n, "the waiting jobs start in reserve order")
+	require.Greater(t, s.deadline.Sub(sent), timeout+250*time.Millisecond,
+		"its timeout runs from its start, not from the reserve")
+
+	require.Len(t, f.waiting, 1)
+	require.WithinDuration(t, sent.Add(aheadWaitMax), f.waiting[0].until, 100*time.Millisecond, "its bound: 1 s")
+	time.Sleep(time.Until(f.waiting[0].until))
+	require.True(t, f.startWaiting(ctx), "job 4 waited its longest")
+	require.Empty(t, f.waiting)
+	notCounted := `SELECT count(*)::int FROM pgq.jobs j JOIN pgq.attempts a ON a.job_uuid = j.uuid
+		WHERE (j.payload->>0)::int = $1 AND j.reserved_at IS NULL AND j.attempts = 0
+		  AND a.outcome = 'interrupted' AND a.exception LIKE $2`
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, notCounted, 4, "reserved ahead of a free slot, none came free in time: never started%"))
+
+	// A stop: the jobs reserved ahead go back.
+	require.NoError(t, f.runOnce(ctx, 0, 2))
+	require.Len(t, f.waiting, 2)
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	require.NoError(t, f.run(stopped))
+	require.Empty(t, f.waiting)
+	for _, n := range []int{5, 6} {
+		require.Equal(t, 1, pgqtest.Scalar[int](t, db, notCounted, n, "the worker stopped before a slot came free: never started%"), "job %d", n)
+	}
+
+	close(release)
+	stop := w.reporter.start()
+	require.Eventually(t, func() bool { return w.active.count() == 0 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE reserved_at IS NULL AND attempts = 0`),
+		"jobs 4, 5 and 6 wait again, no attempt used")
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	leases    *prometheus.CounterVec
 	turnAways *prometheus.CounterVec
+	ahead     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, q *dbsqlc.Queries) (*metrics, error) {
@@ -32,8 +33,11 @@ func newMetrics(reg prometheus.Registerer, q *dbsqlc.Queries) (*metrics, error) 
 		turnAways: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgq_turn_aways_total", Help: "Jobs turned away before their handler, by middleware.",
 		}, []string{"middleware"}),
+		ahead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgq_reserved_ahead_total", Help: "Jobs reserved ahead of a free slot (S84): reserved, then started or given_back.",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.leases, m.turnAways, &queueCollector{q: q}} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.leases, m.turnAways, m.ahead, &queueCollector{q: q}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -54,6 +58,12 @@ func (m *metrics) outcome(job, queue, outcome string, ran time.Duration) {
 func (m *metrics) turnedAway(middleware string) {
 	if m != nil {
 		m.turnAways.WithLabelValues(middleware).Inc()
+	}
+}
+
+func (m *metrics) reservedAhead(result string, n int) {
+	if m != nil && n > 0 {
+		m.ahead.WithLabelValues(result).Add(float64(n))
 	}
 }
 

@@ -166,3 +166,20 @@ func (s *session) unreserve(ctx context.Context, call uuid.UUID) (int, error) {
 	})
 	return int(n), err
 }
+
+// giveBack gives back jobs reserved on the session whose handlers never started (S84):
+// they wait again at once, not counted (pgq.give_back, started false). It runs at a
+// stop too, so it does not end with ctx.
+func (s *session) giveBack(ctx context.Context, rows []*dbsqlc.JobReserveRow, reason string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	p := dbsqlc.JobGiveBackManyParams{Uuids: make([]uuid.UUID, len(rows)), Tokens: make([]uuid.UUID, len(rows)),
+		Reason: reason, Started: false}
+	for i, r := range rows {
+		p.Uuids[i], p.Tokens[i] = r.Uuid, r.LeaseToken
+	}
+	return s.conns.with(cctx, func(q *dbsqlc.Queries) error {
+		_, err := q.JobGiveBackMany(cctx, p)
+		return err
+	})
+}

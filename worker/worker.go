@@ -133,7 +133,7 @@ func (w *Worker) wire() {
 		failures:    make(chan failure, 1024),
 	}
 	w.executor.reporter = w.reporter
-	w.fetcher = newFetcher(&w.cfg, w.log, w.session, w.executor, w.reporter, w.active, w.freed)
+	w.fetcher = newFetcher(&w.cfg, w.log, w.metrics, w.session, w.executor, w.reporter, w.active, w.freed)
 	w.heartbeater = &heartbeater{conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
 	w.listener = &listener{conns: w.conns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
 	w.maintenance = &maintenance{q: w.q, cfg: &w.cfg, log: w.log}
