@@ -211,19 +211,27 @@ func (f *fetcher) startWaiting(ctx context.Context) bool {
 }
 
 // giveBack gives back the first n waiting jobs (pgq.give_back, started false: not
-// counted, S84). A give-back that fails is logged: their leases end and they come back.
+// counted, S84). A give-back that cannot reach PostgreSQL is tried again while their
+// leases may hold, as a report is (S36); past that they come back when their leases end.
 func (f *fetcher) giveBack(ctx context.Context, n int, why string) {
 	if n == 0 {
 		return
 	}
-	rows := make([]*dbsqlc.JobReserveRow, n)
-	for i, w := range f.waiting[:n] {
-		rows[i] = w.row
-	}
+	jobs := f.waiting[:n:n]
 	f.waiting = f.waiting[n:]
 	f.metrics.reservedAhead("given_back", n)
-	if err := f.session.giveBack(ctx, rows, why+": never started"); err != nil {
-		f.log.Warn("giving back jobs reserved ahead failed; they come back when their leases end", "jobs", n, "err", err)
+	send := func(jobs []waitingJob) error {
+		rows := make([]*dbsqlc.JobReserveRow, len(jobs))
+		for i, j := range jobs {
+			rows[i] = j.row
+		}
+		return f.session.giveBack(ctx, rows, why+": never started")
+	}
+	holds := func(j waitingJob) bool { return time.Since(j.sent) < j.row.ReservedUntil.Sub(j.row.ReservedAt) }
+	retrying := func(err error) { f.log.Warn("giving back jobs reserved ahead failed; retrying", "err", err) }
+	if gaveUp, err := deliver(jobs, send, holds, retrying); len(gaveUp) > 0 {
+		f.log.Error("gave up giving back jobs reserved ahead; they come back when their leases end",
+			"jobs", len(gaveUp), "err", err)
 	}
 }
 
