@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +18,27 @@ import (
 	"github.com/pgq-dev/pgq/pgq"
 	"github.com/pgq-dev/pgq/worker"
 )
+
+// poolCloseWait bounds how long the worker waits for its pool to close once Run has
+// returned. A connection whose call the stop cancelled (the listener's wait, a SQL
+// handler past the grace) closes in the background: pgx first sends PostgreSQL a cancel
+// request, on a new connection, and reads until the server hangs up, which a loaded
+// server can take seconds to do. Every outcome is committed by the time Run returns, so
+// the process need not wait for that.
+const poolCloseWait = time.Second
+
+// closeWithin closes pool, waiting for at most wait.
+func closeWithin(pool *pgxpool.Pool, wait time.Duration) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(wait):
+	}
+}
 
 func newWorkCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -132,7 +154,7 @@ without using up their attempt, and exits 0.
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
+		defer closeWithin(pool, poolCloseWait)
 		client, err := pgq.NewClient(pool)
 		if err != nil {
 			return err
