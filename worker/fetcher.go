@@ -237,9 +237,9 @@ func (f *fetcher) giveBack(ctx context.Context, n int, why string) {
 
 // runOnce reserves up to free jobs and ahead more (S84), starts the runnable ones that
 // have a slot, keeps the others waiting for one, and sets when the next reserve or nap
-// is due. A failed reserve is logged, the session reconnected if it was
-// lost, and the reserve tried again; when the failure may have come after the reserve
-// committed (the answer was lost), the jobs it took are given back (pgq.unreserve, S35).
+// is due. A failed reserve is logged, the session reconnected if it was lost, and the
+// reserve tried again; when the failure may have come after the reserve committed (the
+// answer was lost), the jobs it took are given back (pgq.unreserve, S35).
 // runOnce returns an error only when the worker must stop: the database has no pgq
 // schema (errors.Is(err, pgq.ErrNotMigrated)), or ctx ended while reconnecting.
 func (f *fetcher) runOnce(ctx context.Context, free, ahead int) error {
@@ -339,9 +339,9 @@ func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow, sent 
 	return len(jobs)
 }
 
-// launch starts the handlers of jobs, which have their slots. Their timeouts begin now, not
-// at the reserve: a job that waited for its slot has its whole timeout. Those that share
-// a timeout share a deadline.
+// launch starts the handlers of jobs, which have their slots. Their timeouts begin now,
+// not at the reserve: a job that waited for its slot has its whole timeout. Those that
+// share a timeout share a deadline.
 func (f *fetcher) launch(ctx context.Context, jobs []waitingJob) {
 	deadlines := map[time.Duration]*deadline{}
 	for _, j := range jobs {
