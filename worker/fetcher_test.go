@@ -14,18 +14,38 @@ import (
 	"github.com/pgq-dev/pgq/pgq"
 )
 
+// dispatchHolds dispatches n jobs "hold" with the payloads 1 to n, in a new database.
+func dispatchHolds(t *testing.T, n int) *pgqtest.DB {
+	t.Helper()
+	db := pgqtest.New(t)
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	payloads := make([]any, n)
+	for i := range payloads {
+		payloads[i] = i + 1
+	}
+	_, err = client.DispatchMany(context.Background(), "hold", payloads)
+	require.NoError(t, err)
+	return db
+}
+
+// openFetcher opens w's session for driving its fetcher without Run; at the end of the
+// test the waiting handler goroutines exit and the session closes.
+func openFetcher(t *testing.T, w *Worker) *fetcher {
+	t.Helper()
+	require.NoError(t, w.session.open(context.Background()))
+	t.Cleanup(func() { w.session.close(context.Background()) })
+	t.Cleanup(func() { close(w.executor.stopped) })
+	return w.fetcher
+}
+
 // The fetcher's runOnce on its own, without Run's loop: one reserve of at most the free
 // slots, its jobs started, and what it sets for the next reserve. The reporter's
 // batchers, started afterwards, report what the handlers left waiting.
 func TestFetcherRunOnce(t *testing.T) {
 	t.Parallel()
-	db := pgqtest.New(t)
-	client, err := pgq.NewClient(db.Pool)
-	require.NoError(t, err)
+	db := dispatchHolds(t, 5)
 	ctx := context.Background()
-	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5})
-	require.NoError(t, err)
-
 	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(6))
 	require.NoError(t, err)
 	release := make(chan struct{})
@@ -33,11 +53,7 @@ func TestFetcherRunOnce(t *testing.T) {
 		<-release
 		return nil
 	}})
-	require.NoError(t, w.session.open(ctx))
-	defer w.session.close(ctx)
-	defer close(w.executor.stopped)
-
-	f := w.fetcher
+	f := openFetcher(t, w)
 	require.NoError(t, f.runOnce(ctx, 3, 0))
 	require.Equal(t, 3, f.reserved)
 	require.True(t, f.fetch, "a full reserve: the next one is due at once")
@@ -100,13 +116,8 @@ func TestS34OverlapTTLMatchesSQL(t *testing.T) {
 // waiting at a stop, goes back to wait, never started and not counted.
 func TestS84ReserveAhead(t *testing.T) {
 	t.Parallel()
-	db := pgqtest.New(t)
-	client, err := pgq.NewClient(db.Pool)
-	require.NoError(t, err)
+	db := dispatchHolds(t, 6)
 	ctx := context.Background()
-	_, err = client.DispatchMany(ctx, "hold", []any{1, 2, 3, 4, 5, 6})
-	require.NoError(t, err)
-
 	const timeout = 3 * time.Second
 	w, err := New(db.WorkerPool, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithConcurrency(2),
 		WithTimeout(timeout))
@@ -123,10 +134,7 @@ func TestS84ReserveAhead(t *testing.T) {
 		<-release
 		return nil
 	}})
-	require.NoError(t, w.session.open(ctx))
-	defer w.session.close(ctx)
-	defer close(w.executor.stopped)
-	f := w.fetcher
+	f := openFetcher(t, w)
 	next := func() start {
 		select {
 		case s := <-started:
