@@ -35,6 +35,7 @@ func TestS40S42Cancel(t *testing.T) {
 	require.NotNil(t, pgqtest.Scalar[*time.Time](t, db, `SELECT started_at FROM pgq.attempts WHERE job_uuid = $1`, running), "its handler had started")
 
 	orphan := dispatch(t, db, `'mail', '{"to": 3}', tries => 3`)
+	now = clock() // after the dispatch: its available_at is the real time
 	j = reserveOne(t, db, now)
 	db.Exec(t, `SELECT pgq.cancel($1)`, orphan)
 	require.Empty(t, reserve(t, db, "w2", now.Add(91*time.Second)), "the lease ran out; the pickup cancels it instead of running it")

@@ -71,6 +71,7 @@ func TestS35GiveBackAndUnreserve(t *testing.T) {
 
 	// a reserve call whose answer was lost
 	lost := dispatch(t, db, `'job', tries => 1`)
+	now = clock() // after the dispatch: its available_at is the real time
 	call := uuid.New()
 	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.reserve('w', '{default}', 10, 1, $1, $2)`, now, call))
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT pgq.unreserve($1)`, uuid.New()), "another call's id")

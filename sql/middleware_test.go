@@ -367,9 +367,12 @@ func TestS8S12TurnAwaysInBackoffAndExhaustion(t *testing.T) {
 	require.NoError(t, err)
 	w := session(t, db)
 	mw := `'[{"without_overlapping": {"by": ["product_id"]}}]'`
-	now := clock()
 
+	// Each part reads the clock after its dispatch: a reserve as of a moment before the
+	// job's available_at finds nothing, and on a loaded machine the first part can take
+	// longer than clock()'s second of slack.
 	shifted := dispatch(t, db, `'sync_inventory', '{"product_id": 88}', tries => 5, backoff => '{10,60,300}', middleware => `+mw)
+	now := clock()
 	reserveOn(t, w, "W", now)
 	reserveOn(t, w, "W", now)
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
@@ -385,6 +388,7 @@ func TestS8S12TurnAwaysInBackoffAndExhaustion(t *testing.T) {
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock(pgq._overlap_lock_id('sync_inventory:[7]'))`)
 	require.NoError(t, err)
 	never := dispatch(t, db, `'sync_inventory', '{"product_id": 7}', tries => 3, middleware => `+mw)
+	now = clock()
 	for range 3 {
 		reserveOn(t, w, "W", now)
 	}
