@@ -20,10 +20,14 @@ type maintenance struct {
 
 	// Owned by the vacuum loop: while a held xmin horizon keeps vacuums from removing
 	// dead rows, the next try is not before vacuumNext. From a hold's start until the
-	// table is back to shrinkTo bytes after it, vacuums give its empty end back (S79).
+	// table is back to shrinkTo bytes after it, vacuums give its empty end back (S79),
+	// those from shrinkNext on: after one that gave nothing back, not before
+	// shrinkWait has passed.
 	vacuumWait time.Duration
 	vacuumNext time.Time
 	shrinkTo   int64 // 0: not shrinking
+	shrinkWait time.Duration
+	shrinkNext time.Time
 }
 
 // checkConfig runs the ordering linter (pgq.check, S16) with this worker's defaults and
@@ -117,7 +121,8 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 		return
 	}
 	start := time.Now()
-	if err := m.vacuumJobs(ctx); err != nil && ctx.Err() == nil {
+	waited, err := m.vacuumJobs(ctx)
+	if err != nil && ctx.Err() == nil {
 		m.log.Warn("vacuum of pgq.jobs failed", "err", err)
 		return
 	}
@@ -125,7 +130,10 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 	m.log.Debug("vacuumed pgq.jobs", "took", took)
 	// At most a quarter of the time: after a long hold the table is large, its first
 	// vacuums take minutes, and back to back they would take a core from the handlers.
-	m.vacuumNext = time.Now().Add(3 * took)
+	// Not after a vacuum that may have spent its time waiting for a lock.
+	if !waited {
+		m.vacuumNext = time.Now().Add(3 * took)
+	}
 	after, err := m.q.JobsDeadTuples(ctx)
 	if err != nil {
 		return
@@ -160,28 +168,49 @@ func (m *maintenance) vacuumOnce(ctx context.Context) {
 // load, with no rise in the wait.) At other times the worker's vacuums leave the
 // table's end alone: a table at its working size has little to give back, and each
 // truncation takes an exclusive lock, which standbys replay.
-func (m *maintenance) vacuumJobs(ctx context.Context) error {
-	if m.shrinkTo == 0 {
-		return m.q.JobsVacuum(ctx)
+//
+// VACUUM waits up to 5 s a slot for that lock, trying every 50 ms: a transaction that
+// holds a lock on a slot for longer (a report reading pgq.jobs) makes it give up, with
+// nothing given back. So the time of a vacuum that gave nothing back may be waiting,
+// not work (waited), and sets no pause; and once the horizon is free, the vacuums of
+// the next 10 s, then 20 s, up to 2 minutes, leave the end alone. A wait in each slot,
+// each vacuum followed by a pause of three times its length, let the dead rows pile up
+// for as long as the readers read (the table tripled in a minute of four REPEATABLE
+// READ readers after a 10-minute hold).
+func (m *maintenance) vacuumJobs(ctx context.Context) (waited bool, err error) {
+	if m.shrinkTo == 0 || time.Now().Before(m.shrinkNext) {
+		return false, m.q.JobsVacuum(ctx)
 	}
 	before, err := m.q.JobsSize(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := m.q.JobsVacuumShrink(ctx); err != nil {
-		return err
+		return false, err
 	}
 	after, err := m.q.JobsSize(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if after < before {
+	switch {
+	case after < before:
 		m.log.Info("pgq.jobs: vacuum gave space back to the system", "bytes_before", before, "bytes_after", after)
+		m.shrinkWait = 0
+	case m.vacuumWait > 0: // the horizon is held: nothing could be given back
+		waited = true
+	default:
+		if m.shrinkWait == 0 {
+			m.log.Info("pgq.jobs: vacuum gave no space back: a transaction may hold a lock on the table (one that read pgq.jobs and stays open; see pg_locks); its next vacuums leave the table's end alone for a while",
+				"bytes", after)
+		}
+		m.shrinkWait = min(max(2*m.shrinkWait, 10*time.Second), 2*time.Minute)
+		m.shrinkNext = time.Now().Add(m.shrinkWait)
+		waited = true
 	}
 	if m.vacuumWait == 0 && after <= m.shrinkTo {
-		m.shrinkTo = 0
+		m.shrinkTo, m.shrinkWait, m.shrinkNext = 0, 0, time.Time{}
 	}
-	return nil
+	return waited, nil
 }
 
 // rotate calls pgq.rotate each second (S80): once the current slot of pgq.jobs holds

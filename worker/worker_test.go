@@ -933,19 +933,20 @@ func TestS40CancelRunningHandlers(t *testing.T) {
 	require.ErrorIs(t, err, pgq.ErrNotFound)
 }
 
-// S47, S77: while a transaction holds the xmin horizon back, a vacuum of pgq.jobs can
-// remove nothing, and vacuuming each second would only read a growing table. The worker
-// says so once and tries again after 2, 4, 8 … seconds; once the horizon moves, a
-// vacuum removes the rows and it says that too.
-func TestS47S77S79VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	vacuums := func() int {
-		return pgqtest.Scalar[int](t, b.db, `SELECT max(vacuum_count)::int FROM pg_stat_user_tables WHERE relid IN (SELECT partition FROM pgq.job_slots)`) // a vacuum of pgq.jobs is one of each slot
-	}
+// heldVacuum is a worker that vacuums pgq.jobs after 100 dead rows, started while a
+// transaction holds an xid (hold), once its vacuum has said that it cannot remove them.
+type heldVacuum struct {
+	b    bundle
+	hold pgx.Tx
+	logs *lockedBuffer
+	stop func() error
+}
+
+func startHeldVacuum(t *testing.T, b bundle) heldVacuum {
+	t.Helper()
 	hold, err := b.db.Pool.Begin(context.Background())
 	require.NoError(t, err)
-	defer hold.Rollback(context.Background())
+	t.Cleanup(func() { _ = hold.Rollback(context.Background()) })
 	require.NoError(t, hold.QueryRow(context.Background(), `SELECT pg_current_xact_id()`).Scan(new(any)))
 
 	b.dispatchOrders(t, "ping", 300)
@@ -957,20 +958,91 @@ func TestS47S77S79VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
 	stop := start(t, w)
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "vacuum could not remove dead rows") },
 		20*time.Second, 50*time.Millisecond)
-	before := vacuums()
+	return heldVacuum{b: b, hold: hold, logs: logs, stop: stop}
+}
+
+// vacuums is how many times pgq.jobs was vacuumed (a vacuum of pgq.jobs is one of each slot).
+func (h heldVacuum) vacuums(t *testing.T) int {
+	return pgqtest.Scalar[int](t, h.b.db, `SELECT max(vacuum_count)::int FROM pg_stat_user_tables WHERE relid IN (SELECT partition FROM pgq.job_slots)`)
+}
+
+// size is the bytes of pgq.jobs's slots, without their indexes.
+func (h heldVacuum) size(t *testing.T) int64 {
+	return pgqtest.Scalar[int64](t, h.b.db, `SELECT sum(pg_relation_size(partition))::bigint FROM pgq.job_slots`)
+}
+
+// S47, S77: while a transaction holds the xmin horizon back, a vacuum of pgq.jobs can
+// remove nothing, and vacuuming each second would only read a growing table. The worker
+// says so once and tries again after 2, 4, 8 … seconds; once the horizon moves, a
+// vacuum removes the rows and it says that too.
+func TestS47S77S79VacuumBacksOffWhileTheHorizonIsHeld(t *testing.T) {
+	t.Parallel()
+	h := startHeldVacuum(t, setup(t))
+	before := h.vacuums(t)
 	time.Sleep(5 * time.Second)
-	require.LessOrEqual(t, vacuums()-before, 2, "tries after 2 s and 4 s, not each second")
+	require.LessOrEqual(t, h.vacuums(t)-before, 2, "tries after 2 s and 4 s, not each second")
 
 	// S79: the pages the table grew by during the hold go back to the system after it.
-	size := func() int64 {
-		return pgqtest.Scalar[int64](t, b.db, `SELECT sum(pg_relation_size(partition))::bigint FROM pgq.job_slots`)
-	}
-	held := size()
-	require.NoError(t, hold.Rollback(context.Background()))
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "vacuum removes dead rows again") },
+	held := h.size(t)
+	require.NoError(t, h.hold.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "vacuum removes dead rows again") },
 		30*time.Second, 100*time.Millisecond)
-	require.Less(t, size(), held, "the vacuum that removed the rows gave their pages back")
-	require.Contains(t, logs.String(), "vacuum gave space back to the system")
-	require.NoError(t, stop())
-	require.Equal(t, 1, strings.Count(logs.String(), "could not remove"), "said once while it lasted")
+	require.Less(t, h.size(t), held, "the vacuum that removed the rows gave their pages back")
+	require.Contains(t, h.logs.String(), "vacuum gave space back to the system")
+	require.NoError(t, h.stop())
+	require.Equal(t, 1, strings.Count(h.logs.String(), "could not remove"), "said once while it lasted")
+}
+
+// S79: a transaction holding a lock on pgq.jobs after a hold (a report reading it)
+// keeps VACUUM from giving the table's end back: VACUUM waits for the lock up to 5 s a
+// slot, and gives up. That wait sets no pause before the next vacuum, and the vacuums
+// that follow leave the end alone for a while; once the lock is gone, the space goes
+// back.
+func TestS79AReadersLockDelaysTheShrinkNotTheVacuums(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := startHeldVacuum(t, b)
+	grownFrom := h.size(t)
+	b.dispatchOrders(t, "ping", 3000)
+	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`) == 0 },
+		30*time.Second, 50*time.Millisecond)
+	held := h.size(t)
+	require.Greater(t, held, 3*grownFrom, "the table grew well past twice its size when the hold was found")
+
+	// The reader: a lock on every slot, and no snapshot (READ COMMITTED, between
+	// statements), so that the horizon is free once the hold ends. On a connection of its
+	// own: the worker's session settings (an idle-in-transaction timeout) are on the
+	// pool's.
+	conn, err := pgx.Connect(context.Background(), b.db.URL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	reader, err := conn.Begin(context.Background())
+	require.NoError(t, err)
+	_, err = reader.Exec(context.Background(), `LOCK TABLE pgq.jobs IN ACCESS SHARE MODE`)
+	require.NoError(t, err)
+	// New jobs all along, so that every second has dead rows to vacuum.
+	feed, cancel := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for feed.Err() == nil {
+			_, _ = b.client.DispatchMany(feed, "ping", []any{order{1}, order{2}, order{3}, order{4}, order{5}, order{6}, order{7}, order{8}, order{9}, order{10}})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	defer func() { cancel(); <-fed }()
+
+	require.NoError(t, h.hold.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "vacuum gave no space back") },
+		60*time.Second, 100*time.Millisecond)
+	require.NotContains(t, h.logs.String(), "vacuum gave space back to the system", "the reader's lock keeps the end")
+	before := h.vacuums(t)
+	require.Eventually(t, func() bool { return h.vacuums(t) >= before+2 }, 8*time.Second, 100*time.Millisecond,
+		"vacuums go on each second or two: the 5 s spent waiting for the lock set no 15 s pause")
+
+	require.NoError(t, reader.Rollback(context.Background()))
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "vacuum gave space back to the system") },
+		60*time.Second, 100*time.Millisecond, "tried again once the lock is gone")
+	require.Less(t, h.size(t), held)
+	require.NoError(t, h.stop())
 }
