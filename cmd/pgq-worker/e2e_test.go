@@ -411,10 +411,11 @@ DECLARE
 BEGIN
     w := current_setting('pgq.worker');
     INSERT INTO app.effects VALUES (p->>'n', w);
-    PERFORM pg_sleep(CASE WHEN w = 'A' THEN 6 ELSE 0.2 END);
+    PERFORM pg_sleep(CASE WHEN w = 'A' THEN 10 ELSE 0.2 END);
 END
 $$;
-SELECT pgq.define_queue('default', retry_after => 2);
+-- A 4 s lease: with 2 s, B's own lease ran out under its 0.2 s handler on a loaded CI machine.
+SELECT pgq.define_queue('default', retry_after => 4);
 SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);
 `)
 	a := startWorker(t, db, "A", "--sleep", "1", "--concurrency", "2")
@@ -424,13 +425,13 @@ SELECT pgq.define_job('effect', handler => 'app.effect', tries => 3);
 	a.signal(t, syscall.SIGSTOP)
 
 	startWorker(t, db, "B", "--sleep", "0.5", "--concurrency", "2")
-	waitUntil(t, 8*time.Second, "B took the job and finished it", func() bool {
+	waitUntil(t, 12*time.Second, "B took the job and finished it", func() bool {
 		n, _ := try[int](db, `SELECT count(*)::int FROM pgq.attempts WHERE job_uuid = $1::uuid AND worker = 'B' AND outcome = 'succeeded'`, id)
 		return n == 1
 	})
 	// A's handler (in PostgreSQL) finishes its sleep and calls complete with its stale
 	// token while A is still frozen; its transaction is then aborted, waiting for A.
-	waitUntil(t, 10*time.Second, "A's handler transaction ended in PostgreSQL", func() bool {
+	waitUntil(t, 15*time.Second, "A's handler transaction ended in PostgreSQL", func() bool {
 		n, err := try[int](db, `SELECT count(*)::int FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'idle in transaction (aborted)' AND query LIKE '%run_sql_job%'`)
 		return err == nil && n == 1
