@@ -282,11 +282,12 @@ SET search_path = pg_catalog, pg_temp
 SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
 AS $$
 BEGIN
-    -- A join and a semi-join, not "= ANY": a completion batch of 800 jobs would test each
-    -- lease found against every uuid.
+    -- The keys as one index scan of each generation, and the uuids as a hashed
+    -- semi-join, not "= ANY": a completion batch of 800 jobs would test each lease found
+    -- against every uuid. (A join with unnest(p_keys) got a generic plan that did that
+    -- anyway: 79 ms for 1,000 leases, against 3 ms.)
     DELETE FROM pgq.overlap_locks o
-    USING unnest(p_keys) k(key)
-    WHERE o.key = k.key AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+    WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
 END;
 $$;
 
@@ -350,6 +351,7 @@ DECLARE
     v_t_ord   int[];                    -- the first jobs at the keys no live lease holds, whose advisory lock this call got
     v_t_key   text[];
     v_t_exp   int[];
+    v_live    boolean;                  -- a live lease holds one of those keys
     v_won     boolean[];                -- per job: took its lease at this position
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
     v_won_ord int[];
@@ -423,12 +425,15 @@ BEGIN
             -- another one over a key, and two cannot deadlock on their keys (the passes of
             -- one pgq.reserve call take theirs in no common order: with the upsert below
             -- locking each row it met, live or not, two reserves did deadlock).
+            -- Whether any key has a live lease is asked first, in one index scan of each
+            -- generation: most often none has, and a probe per key costs 4.5 µs of it
+            -- (three partitions), one scan for 1,000 keys 2 ms.
+            v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
             SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
             INTO v_t_ord, v_t_key, v_t_exp
             FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
-            LEFT JOIN LATERAL (SELECT true AS live FROM pgq.overlap_locks o
-                               WHERE o.key = f.key AND o.expires_at > p_now LIMIT 1) l ON true
-            WHERE CASE WHEN l.live THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
+            WHERE CASE WHEN v_live AND EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = f.key AND o.expires_at > p_now)
+                       THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
             -- The keys tried go to the current generation, or take over its expired
             -- lease: no other reserve can write them now. A lease that a late heartbeat
             -- renewed since (pgq.heartbeat) stays its job's.
