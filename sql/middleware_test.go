@@ -32,7 +32,9 @@ func session(t *testing.T, db *pgqtest.DB) *pgx.Conn {
 	return c
 }
 
-func reserveOn(t *testing.T, c *pgx.Conn, worker string, at time.Time) []picked {
+func reserveOn(t *testing.T, c interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, worker string, at time.Time) []picked {
 	t.Helper()
 	rows, err := c.Query(ctx, `SELECT uuid, lease_token, pickup, pickup_note, overlap_keys FROM pgq.reserve($1, '{default}', 10, 1, $2)`, worker, at)
 	require.NoError(t, err)
@@ -107,6 +109,64 @@ func TestS26S34WithoutOverlapping(t *testing.T) {
 		got := runnable(reserveOn(t, c, "C", now.Add(24*time.Second)))
 		require.Len(t, got, 1, "B never heartbeated: its lease ran out")
 		require.Equal(t, third, got[0].UUID)
+	})
+}
+
+// S26, S34: a reserve takes a key over from an expired lease in the same generation
+// whether that lease was written by its own transaction (an earlier reserve call of it)
+// or was committed before its REPEATABLE READ snapshot. Most reserves insert their
+// leases without ON CONFLICT, having seen no row at their keys; these two must not.
+func TestS26S34ExpiredLeaseTakenOverInOneTransaction(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('k', tries => 5, middleware => '[{"without_overlapping": {"by": ["n"]}}]')`)
+	holder := func(key string) uuid.UUID {
+		var u uuid.UUID
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT job_uuid FROM pgq.overlap_locks WHERE key = $1`, key).Scan(&u))
+		return u
+	}
+	now := clock()
+	for _, iso := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead} {
+		t.Run(string(iso), func(t *testing.T) {
+			first := dispatch(t, db, `'k', '{"n": 1}'`)
+			second := dispatch(t, db, `'k', '{"n": 1}'`)
+			tx, err := session(t, db).BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+			require.NoError(t, err)
+			defer tx.Rollback(ctx)
+			got := reserveOn(t, tx, "W", now)
+			require.Len(t, got, 2)
+			require.Equal(t, first, got[0].UUID)
+			require.Nil(t, got[0].Pickup)
+			require.Equal(t, "turned_away", *got[1].Pickup)
+
+			// the first job's lease (10 s) has run out at +11 s: the second takes the key
+			got = reserveOn(t, tx, "W", now.Add(11*time.Second))
+			require.Len(t, got, 1)
+			require.Equal(t, second, got[0].UUID)
+			require.Nil(t, got[0].Pickup)
+			require.Equal(t, []string{"k:[1]"}, got[0].Overlap)
+			require.NoError(t, tx.Commit(ctx))
+			require.Equal(t, second, holder("k:[1]"))
+			require.Equal(t, 1, count(t, db, "pgq.overlap_locks WHERE key = 'k:[1]'"))
+			db.Exec(t, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid], $3)`, second, *got[0].Token, now.Add(11*time.Second))
+			db.Exec(t, `DELETE FROM pgq.jobs`)
+			now = now.Add(time.Minute)
+		})
+	}
+
+	t.Run("committed_before_the_snapshot", func(t *testing.T) {
+		first := dispatch(t, db, `'k', '{"n": 2}'`)
+		require.Len(t, runnable(reserveOn(t, session(t, db), "W", now)), 1)
+		second := dispatch(t, db, `'k', '{"n": 2}'`)
+		tx, err := session(t, db).BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		got := runnable(reserveOn(t, tx, "W", now.Add(11*time.Second)))
+		require.Len(t, got, 1)
+		require.Equal(t, second, got[0].UUID)
+		require.NoError(t, tx.Commit(ctx))
+		require.Equal(t, second, holder("k:[2]"))
+		require.NotEqual(t, first, second)
 	})
 }
 
