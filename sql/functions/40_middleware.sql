@@ -404,12 +404,14 @@ BEGIN
         -- key's advisory lock (a SQL handler still running, another reserve taking it).
         -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
         IF 'without_overlapping' = ANY (v_name) THEN
-            SELECT array_agg(f.ord ORDER BY f.key), array_agg(f.key ORDER BY f.key), array_agg(f.expire_after ORDER BY f.key)
+            -- In key order (the aggregates keep the subquery's: one sort instead of four),
+            -- by bytes: any fixed order does, and strcoll costs more than memcmp.
+            SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
             INTO v_f_ord, v_f_key, v_f_exp
-            FROM (SELECT DISTINCT ON (s.key) s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+            FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
                   FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                   WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                  ORDER BY s.key, s.ord) f;
+                  ORDER BY s.key COLLATE "C", s.ord) f;
             -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
             -- only a truncation waits for it) keeps the current one current until this
             -- transaction ends.
@@ -451,8 +453,7 @@ BEGIN
                 SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
                        CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
                        f.expire_after, v_gen
-                FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after)
-                ORDER BY f.key;
+                FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after);  -- in key order already
                 v_won_ord := v_t_ord;
                 v_won_key := v_t_key;
                 v_won_exp := ARRAY(SELECT coalesce(e, -1) FROM unnest(v_t_exp) WITH ORDINALITY x(e, n) ORDER BY x.n);
