@@ -24,6 +24,9 @@ import (
 // bench/RESULTS.md. The default sizes keep the package within CI's budget.
 var full = os.Getenv("PGQ_FAULTS_FULL") == "1"
 
+// showLogs prints the warnings and errors of every fleet's workers, failed or not.
+var showLogs = os.Getenv("PGQ_FAULTS_LOGS") == "1"
+
 func size(def, fullSize int) int {
 	if full {
 		return fullSize
@@ -265,7 +268,7 @@ func (f *fleet) close() {
 	f.wg.Wait()
 	for _, p := range f.procs() {
 		p.kill()
-		if f.t.Failed() {
+		if f.t.Failed() || showLogs {
 			f.t.Logf("log of worker %s (pid %d), warnings and errors, last lines:\n%s", p.name, p.cmd.Process.Pid,
 				tail(grepLines(p.logs(), "level=WARN", "level=ERROR", "gohandlers:", "pgq-worker:", "panic"), 25))
 		}
