@@ -6128,7 +6128,9 @@ BEGIN
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP
-        UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+        UPDATE pgq.jobs j
+        SET available_at = least(j.available_at, now()),
+            wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
         WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
         RETURNING j.queue INTO v_queue;
         EXIT WHEN v_queue IS NOT NULL;

@@ -780,6 +780,33 @@ func TestS20RetryFromFailed(t *testing.T) {
 	require.False(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, uuid.New()))
 }
 
+// S20: run_now on a job that is available already keeps its place in the queue. It used
+// to set available_at to now(), which put the job behind every job dispatched since: a
+// "run now" that made it run later. A delayed job still becomes available at once.
+func TestS20RunNowKeepsAnAvailableJobsPlace(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	first := dispatch(t, db, `'sync'`)
+	second := dispatch(t, db, `'sync'`)
+	delayed := dispatch(t, db, `'sync', delay => interval '1 hour'`)
+	dispatchedAt := pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, first)
+
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, first))
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, delayed))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.actions WHERE action = 'run_now'`))
+	require.True(t, dispatchedAt.Equal(pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, first)),
+		"an available job keeps its available_at")
+	require.Equal(t, "dispatched", pgqtest.Scalar[string](t, db, `SELECT wait_reason FROM pgq.jobs WHERE uuid = $1`, first))
+	require.Equal(t, "run_now", pgqtest.Scalar[string](t, db, `SELECT wait_reason FROM pgq.jobs WHERE uuid = $1`, delayed))
+
+	// One at a time: the jobs of one reserve come back in the order of their rows.
+	var order []uuid.UUID
+	for range 3 {
+		order = append(order, pgqtest.Scalar[uuid.UUID](t, db, `SELECT uuid FROM pgq.reserve('w1', '{default}', 1, 1, $1)`, clock()))
+	}
+	require.Equal(t, []uuid.UUID{first, second, delayed}, order)
+}
+
 // S30 (SQL side): reserve takes from the queues in the order given, and by priority then
 // FIFO within a queue.
 func TestS30QueueOrder(t *testing.T) {

@@ -1,6 +1,8 @@
 -- Operating the queue: run now, failed jobs (S20), retention, the ordering linter (S16).
 
 -- pgq.run_now: a waiting job (delay or backoff) becomes available immediately (S20).
+-- A job that is available already keeps its place in the queue: setting its
+-- available_at to now() would put it behind every job dispatched since.
 -- Returns false when no waiting job has that uuid. Recorded in pgq.actions.
 CREATE OR REPLACE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -12,7 +14,9 @@ BEGIN
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP
-        UPDATE pgq.jobs j SET available_at = now(), wait_reason = 'run_now'
+        UPDATE pgq.jobs j
+        SET available_at = least(j.available_at, now()),
+            wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
         WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
         RETURNING j.queue INTO v_queue;
         EXIT WHEN v_queue IS NOT NULL;
