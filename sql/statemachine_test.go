@@ -827,6 +827,27 @@ func TestS30QueueOrder(t *testing.T) {
 	require.Equal(t, []uuid.UUID{high1, high2, low2, low1}, got)
 }
 
+// S30, S84: one reserve returns its jobs in the order it took them, by priority then
+// FIFO, whatever the order of their rows in the table: the worker starts the jobs it
+// reserved ahead in the order it got them. The first job's row is moved to the end of
+// the table by an update; it used to come back after the third.
+func TestS30S84OneReserveReturnsItsJobsInOrder(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	first := dispatch(t, db, `'j', '{"n": 1}'`)
+	urgent := dispatch(t, db, `'j', '{"n": 2}', priority => 5`)
+	third := dispatch(t, db, `'j', '{"n": 3}'`)
+	before := pgqtest.Scalar[string](t, db, `SELECT ctid::text FROM pgq.jobs WHERE uuid = $1`, first)
+	db.Exec(t, `UPDATE pgq.jobs SET payload = payload WHERE uuid = $1`, first)
+	require.NotEqual(t, before, pgqtest.Scalar[string](t, db, `SELECT ctid::text FROM pgq.jobs WHERE uuid = $1`, first),
+		"the update moved the row")
+	var got []uuid.UUID
+	for _, j := range reserve(t, db, "w1", clock()) {
+		got = append(got, j.UUID)
+	}
+	require.Equal(t, []uuid.UUID{urgent, first, third}, got)
+}
+
 // S30, S14 under concurrency: eight connections reserving at once never get the same
 // job twice, and together they get every job.
 func TestS14S30ConcurrentReserveSkipLocked(t *testing.T) {

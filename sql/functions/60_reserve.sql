@@ -247,28 +247,38 @@ BEGIN
             -- jobs all have middleware: it would read each of them for nothing.
             v_fast := 0;
             IF false = ANY (v_mws) THEN
+                -- Returned in pick order, not in the order the TID scan met the rows: the
+                -- worker starts the jobs it reserved ahead in the order it got them (S84),
+                -- and a row moved by an update would otherwise start after later jobs.
                 RETURN QUERY
-                UPDATE pgq.jobs j
-                SET attempts = j.attempts + 1,
-                    reserved_at = v_now,
-                    reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                    reserved_by = reserve.worker,
-                    lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
-                    started_at = v_now
-                WHERE j.slot = v_slot
-                  AND j.ctid = ANY (v_ids)
-                  AND j.cancel_requested_at IS NULL
-                  AND j.debounce_key IS NULL
-                  AND j.middleware IS NULL
-                  AND j.unique_until IS DISTINCT FROM 'processing'
-                  AND (j.batch_id IS NULL
-                       OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
-                  AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                           ELSE coalesce(j.tries, reserve.default_tries) = 0
-                                OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-                RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
-                          j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                          NULL::pgq.pickup, NULL::text, NULL::text, NULL::int;
+                WITH reserved AS (
+                    UPDATE pgq.jobs j
+                    SET attempts = j.attempts + 1,
+                        reserved_at = v_now,
+                        reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
+                        reserved_by = reserve.worker,
+                        lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
+                        started_at = v_now
+                    WHERE j.slot = v_slot
+                      AND j.ctid = ANY (v_ids)
+                      AND j.cancel_requested_at IS NULL
+                      AND j.debounce_key IS NULL
+                      AND j.middleware IS NULL
+                      AND j.unique_until IS DISTINCT FROM 'processing'
+                      AND (j.batch_id IS NULL
+                           OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
+                      AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
+                               ELSE coalesce(j.tries, reserve.default_tries) = 0
+                                    OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
+                    RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text AS handler,
+                              j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                              j.available_at, j.id
+                )
+                SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+                       r.lease_token, r.reserved_at, r.reserved_until, r.overlap_keys, r.created_at,
+                       NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+                FROM reserved r
+                ORDER BY r.priority DESC, r.available_at, r.id;
                 GET DIAGNOSTICS v_fast = ROW_COUNT;
             END IF;
             v_left := v_left - v_fast;
