@@ -5742,17 +5742,20 @@ BEGIN
             -- paths took them all: setting the statement up costs 40 µs for no row.
             IF v_done < v_picked THEN
                 FOR v_job IN
-                    UPDATE pgq.jobs j
-                    SET attempts = j.attempts + 1,
-                        reserved_at = v_now,
-                        reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                        reserved_by = reserve.worker,
-                        lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
-                        started_at = v_now
-                    WHERE j.slot = v_slot
-                      AND j.ctid = ANY (v_ids)
-                      AND j.reserved_at IS NULL
-                    RETURNING j.*
+                    WITH reserved AS (
+                        UPDATE pgq.jobs j
+                        SET attempts = j.attempts + 1,
+                            reserved_at = v_now,
+                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
+                            reserved_by = reserve.worker,
+                            lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
+                            started_at = v_now
+                        WHERE j.slot = v_slot
+                          AND j.ctid = ANY (v_ids)
+                          AND j.reserved_at IS NULL
+                        RETURNING j.*
+                    )
+                    SELECT * FROM reserved r ORDER BY r.priority DESC, r.available_at, r.id  -- in pick order, as above
                 LOOP
                     -- An operator cancelled the job while its worker was gone (pgq.cancel).
                     IF v_job.cancel_requested_at IS NOT NULL THEN
