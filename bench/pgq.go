@@ -33,6 +33,11 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.pgqLoadMin > 0 {
+		// Bulk dispatches of this many jobs or more are kept as loads (S85), in every
+		// session: the dispatching pool's and the workers'.
+		cfg.ConnConfig.RuntimeParams["pgq.load_min"] = fmt.Sprint(o.pgqLoadMin)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", o.dbName, err)
@@ -94,7 +99,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 // drained without_overlapping jobs at three quarters of the rate of a run on an empty or
 // vacuumed table, and the runs of one figure must measure the same thing.
 func (e *pgqEnv) truncate(ctx context.Context) error {
-	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, "+
+	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, "+
 		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
@@ -395,7 +400,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 func (e *pgqEnv) verify(ctx context.Context, job string, jobs, failed int) error {
 	var live, attempts, succeeded, failedAttempts, distinct, distinctOK, failedJobs int
 	err := e.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM pgq.jobs),
+			(SELECT count(*) FROM pgq.jobs) + (SELECT coalesce(sum(n - next), 0) FROM pgq.loads),
 			(SELECT count(*) FROM pgq.attempts),
 			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded' AND job = $1),
 			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'failed' AND NOT final AND job = $1),
@@ -459,12 +464,13 @@ func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
 		r.line += " | " + note
 	}
 	var n int
-	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM pgq.jobs WHERE job = 'noop'").Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pgq.jobs WHERE job = 'noop')
+		+ (SELECT coalesce(sum(n - next), 0) FROM pgq.loads WHERE job = 'noop')`).Scan(&n); err != nil {
 		r.err = err
 		return r
 	}
 	if n != o.jobs {
-		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs, got %d", o.jobs, n)
+		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs and pgq.loads, got %d", o.jobs, n)
 		return r
 	}
 	r.add(row, rate)

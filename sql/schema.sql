@@ -1955,6 +1955,15 @@ BEGIN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
         -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
+        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 36_loads.sql).
+        IF pgq._load_min() BETWEEN 1 AND cardinality(_dispatch.payloads)
+           AND coalesce(_dispatch.delay, interval '0') = interval '0' AND v_job.middleware IS NULL
+           AND _dispatch.p_batch_id IS NULL AND _dispatch.p_chain_id IS NULL THEN
+            PERFORM pgq._load_dispatch(v_job, _dispatch.payloads, v_uuids);
+            PERFORM pgq._notify(v_queue);
+            RETURN QUERY SELECT unnest(v_uuids);
+            RETURN;
+        END IF;
         INSERT INTO pgq.jobs
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
@@ -2641,6 +2650,324 @@ COMMENT ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys j
 
 
 --
+-- Name: _load_chunk(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_chunk() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 1024 $$;
+
+
+--
+-- Name: FUNCTION _load_chunk(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_chunk() IS 'The most jobs one pgq.loads row holds: 1,024, the step of pgq.jobs_id_seq.';
+
+
+--
+-- Name: _load_dispatch(pgq.jobs, jsonb[], uuid[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_k int := pgq._load_chunk();
+    v_n int := cardinality(p_payloads);
+    v_from int := 1;
+BEGIN
+    WHILE v_from <= v_n LOOP
+        INSERT INTO pgq.loads
+            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, payloads, slot)
+        VALUES (nextval('pgq.jobs_id_seq'), p_uuids[v_from], least(v_k, v_n - v_from + 1), p_job.job, p_job.queue,
+                p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+                p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
+                CASE WHEN v_n <= v_k THEN p_payloads ELSE p_payloads[v_from : v_from + v_k - 1] END, p_job.slot);
+        v_from := v_from + v_k;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads (S85).';
+
+
+--
+-- Name: _load_job_to_row(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_job_to_row(p_uuid uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_load pgq.loads;
+    v_i    int;  -- the job's place in its chunk, 1-based
+BEGIN
+    -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
+    -- again under the second statement's snapshot.
+    FOR t IN 1 .. 2 LOOP
+        SELECT * INTO v_load FROM pgq.loads l
+        WHERE l.first_uuid = (SELECT max(c.first_uuid) FROM pgq.loads c WHERE c.first_uuid <= p_uuid)
+        FOR UPDATE;
+        IF v_load.first_uuid IS NOT NULL AND left(v_load.first_uuid::text, 24) = left(p_uuid::text, 24) THEN
+            v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
+                    - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
+            EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
+        END IF;
+        v_load := NULL;
+    END LOOP;
+    IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
+        RETURN false;
+    END IF;
+    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot());
+    IF v_i < v_load.n THEN
+        INSERT INTO pgq.loads
+            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, created_at, payloads, slot)
+        VALUES (v_load.first_id + v_i, pgq._load_uuid(v_load.first_uuid, v_i), v_load.n - v_i, v_load.job, v_load.queue,
+                v_load.priority, v_load.handler, v_load.tries, v_load.backoff, v_load.max_exceptions, v_load.timeout,
+                v_load.fail_on_timeout, v_load.retry_until, v_load.available_at, v_load.created_at,
+                v_load.payloads[v_i + 1 : v_load.n], v_load.slot);
+    END IF;
+    IF v_i - 1 > v_load.next THEN
+        UPDATE pgq.loads l SET n = v_i - 1 WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    ELSE
+        DELETE FROM pgq.loads l WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _load_job_to_row(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_job_to_row(p_uuid uuid) IS 'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, for an operation on it; false when no chunk holds it (S85).';
+
+
+--
+-- Name: _load_min(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_min() RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_text text := nullif(current_setting('pgq.load_min', true), '');
+BEGIN
+    IF v_text !~ '^\s*[0-9]{1,9}\s*$' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.load_min must be a whole number of payloads (0: no loads), got %', quote_literal(v_text)
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN coalesce(v_text::int, 0);
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _load_min(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min; 0: never).';
+
+
+--
+-- Name: loads; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+PARTITION BY LIST (slot);
+ALTER TABLE ONLY pgq.loads ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.';
+
+
+--
+-- Name: COLUMN loads.first_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.first_id IS 'The id of the chunk''s first job; job i (1-based) has id first_id + i - 1.';
+
+
+--
+-- Name: COLUMN loads.first_uuid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.first_uuid IS 'The uuid of the chunk''s first job; job i has it with i - 1 added to its last 48 bits.';
+
+
+--
+-- Name: COLUMN loads.next; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.next IS 'How many of the chunk''s first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.';
+
+
+--
+-- Name: COLUMN loads.payloads; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.payloads IS 'Job i''s payload is payloads[i]; elements past n are no longer the chunk''s.';
+
+
+--
+-- Name: COLUMN loads.txid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).';
+
+
+--
+-- Name: COLUMN loads.slot; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
+
+
+--
+-- Name: _load_rows(pgq.loads, integer, integer, smallint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO pgq.jobs
+        (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
+         retry_until, available_at, created_at, slot)
+    SELECT p_load.first_id + i - 1, pgq._load_uuid(p_load.first_uuid, i - 1), p_load.job, p_load.queue,
+           p_load.payloads[i], p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
+           p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at, p_slot
+    FROM generate_series(p_from, p_from + p_count - 1) i
+    ORDER BY i;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) IS 'Jobs of a chunk of pgq.loads as waiting rows of pgq.jobs, as dispatched (S85).';
+
+
+--
+-- Name: _load_take(pgq.loads, integer, timestamp with time zone, integer, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) RETURNS SETOF pgq.reservation
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_k    int := least(p_want, p_load.n - p_load.next);
+    v_slot smallint := pgq._slot();
+    v_late boolean := p_load.retry_until IS NOT NULL AND p_now > p_load.retry_until;
+BEGIN
+    IF p_load.next + v_k = p_load.n THEN
+        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    ELSE
+        UPDATE pgq.loads l SET next = l.next + v_k WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    END IF;
+    IF v_late THEN
+        PERFORM pgq._load_rows(p_load, p_load.next + 1, v_k, v_slot);
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH reserved AS (
+        INSERT INTO pgq.jobs
+            (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
+             retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
+             started_at, slot)
+        SELECT p_load.first_id + p.i - 1, pgq._load_uuid(p_load.first_uuid, p.i - 1), p_load.job, p_load.queue,
+               p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
+               p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
+               1, p_now, p_now + make_interval(secs => p_lease), p_worker,
+               (p_token || v_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid,
+               p_now, v_slot
+        FROM (SELECT u.payload, p_load.next + u.o::int AS i
+              FROM unnest(p_load.payloads[p_load.next + 1 : p_load.next + v_k]) WITH ORDINALITY u(payload, o)) p
+        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
+                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
+                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
+    )
+    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
+           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+    FROM reserved r
+    ORDER BY r.id;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) IS 'pgq.reserve''s pickup of a locked chunk of pgq.loads: its next jobs become reserved rows of pgq.jobs (waiting ones when their deadline passed); returns the reserved ones in order (S85).';
+
+
+--
+-- Name: _load_uuid(uuid, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) RETURNS uuid
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid
+$$;
+
+
+--
+-- Name: FUNCTION _load_uuid(p_first uuid, p_offset integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) IS 'The uuid of the job p_offset places after the one whose uuid is p_first, in a chunk of pgq.loads.';
+
+
+--
 -- Name: _lock_id(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2929,8 +3256,21 @@ CREATE FUNCTION pgq._move_waiting(p_from smallint, p_to smallint, p_max integer)
     AS $$
 DECLARE
     v_job pgq.jobs;
+    v_load pgq.loads;
     v_moved int := 0;
 BEGIN
+    -- The chunks of bulk dispatches not reserved yet (S85) first, the same way.
+    FOR v_load IN
+        DELETE FROM pgq.loads l
+        WHERE l.slot = p_from
+          AND l.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.loads w WHERE w.slot = p_from FOR UPDATE SKIP LOCKED))
+        RETURNING l.*
+    LOOP
+        v_load.slot := p_to;
+        v_load.txid := pg_current_xact_id();
+        INSERT INTO pgq.loads SELECT (v_load).*;
+        v_moved := v_moved + v_load.n - v_load.next;
+    END LOOP;
     FOR v_job IN
         DELETE FROM pgq.jobs j
         WHERE j.slot = p_from
@@ -3473,7 +3813,12 @@ CREATE FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) RET
         SELECT FROM pgq.jobs j
         WHERE j.slot = p_slot
           AND (j.txid >= pg_snapshot_xmax(p_snap)
-               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
+               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))))
+        OR EXISTS (
+        SELECT FROM pgq.loads l
+        WHERE l.slot = p_slot
+          AND (l.txid >= pg_snapshot_xmax(p_snap)
+               OR l.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
 $$;
 
 
@@ -3481,7 +3826,7 @@ $$;
 -- Name: FUNCTION _slot_written_since(p_slot smallint, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) IS 'Whether slot p_slot of pgq.jobs holds a row written by a transaction the snapshot did not see (through jobs_txid_idx).';
+COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot) IS 'Whether slot p_slot of pgq.jobs or pgq.loads holds a row written by a transaction the snapshot did not see (through jobs_txid_idx, loads_txid_idx).';
 
 
 --
@@ -3784,19 +4129,19 @@ CREATE FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) RETURNS 
     AS $$
 BEGIN
     CASE p_slot
-        WHEN 0 THEN LOCK TABLE pgq.jobs_0 IN ACCESS EXCLUSIVE MODE;
-        WHEN 1 THEN LOCK TABLE pgq.jobs_1 IN ACCESS EXCLUSIVE MODE;
-        WHEN 2 THEN LOCK TABLE pgq.jobs_2 IN ACCESS EXCLUSIVE MODE;
-        WHEN 3 THEN LOCK TABLE pgq.jobs_3 IN ACCESS EXCLUSIVE MODE;
+        WHEN 0 THEN LOCK TABLE pgq.jobs_0, pgq.loads_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.jobs_1, pgq.loads_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.jobs_2, pgq.loads_2 IN ACCESS EXCLUSIVE MODE;
+        WHEN 3 THEN LOCK TABLE pgq.jobs_3, pgq.loads_3 IN ACCESS EXCLUSIVE MODE;
     END CASE;
     IF pgq._slot_written_since(p_slot, p_snap) THEN
         RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ998';  -- caught below: it never leaves this function
     END IF;
     CASE p_slot
-        WHEN 0 THEN TRUNCATE pgq.jobs_0;
-        WHEN 1 THEN TRUNCATE pgq.jobs_1;
-        WHEN 2 THEN TRUNCATE pgq.jobs_2;
-        WHEN 3 THEN TRUNCATE pgq.jobs_3;
+        WHEN 0 THEN TRUNCATE pgq.jobs_0, pgq.loads_0;
+        WHEN 1 THEN TRUNCATE pgq.jobs_1, pgq.loads_1;
+        WHEN 2 THEN TRUNCATE pgq.jobs_2, pgq.loads_2;
+        WHEN 3 THEN TRUNCATE pgq.jobs_3, pgq.loads_3;
     END CASE;
     RETURN true;
 EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
@@ -3809,7 +4154,7 @@ $$;
 -- Name: FUNCTION _truncate_slot(p_slot smallint, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) IS 'Truncates a slot of pgq.jobs in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
+COMMENT ON FUNCTION pgq._truncate_slot(p_slot smallint, p_snap pg_snapshot) IS 'Truncates a slot of pgq.jobs and pgq.loads in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
 
 
 --
@@ -3885,7 +4230,9 @@ DECLARE
     -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
-    v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint | 281474976710656;  -- | 2^48
+    -- 47 random bits, so that the count never carries out of the last group: a chunk of
+    -- pgq.loads finds its jobs' uuids by adding to its first one's (36_loads.sql).
+    v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
                  FROM generate_series(1, p_count) i ORDER BY i);
@@ -3971,6 +4318,7 @@ CREATE FUNCTION pgq.cancel(uuid uuid) RETURNS text
 DECLARE
     v_job pgq.jobs;
 BEGIN
+    PERFORM pgq._load_job_to_row(cancel.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP
@@ -5429,6 +5777,8 @@ DECLARE
     v_prio  int;
     v_at    timestamptz;
     v_id    bigint;
+    v_load  pgq.loads;   -- the queue's first chunk of load jobs, locked (S85)
+    v_before boolean[];  -- whether each picked row comes before it in the queue's order
     -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
     -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
     -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
@@ -5528,13 +5878,27 @@ BEGIN
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
+            -- The queue's first chunk of jobs of a bulk dispatch that is ready now and that
+            -- no other reserve holds (S85, 36_loads.sql). Its jobs come in the queue's
+            -- order as rows would: this pass takes the rows before it or, if none is, the
+            -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
+            -- a thousand jobs.
+            SELECT * INTO v_load FROM pgq.loads l
+            WHERE l.queue = v_queue AND l.available_at <= v_now
+            ORDER BY l.priority DESC, l.available_at, l.first_id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED;
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
                 -- The session's first pickup on this queue: from its front.
-                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}')
-                INTO v_ids, v_slots, v_mws
-                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
+                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}'),
+                       coalesce(array_agg(x.before), '{}')
+                INTO v_ids, v_slots, v_mws, v_before
+                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
+                             v_load.first_id IS NULL OR p.priority > v_load.priority
+                             OR (p.priority = v_load.priority
+                                 AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
                       FROM pgq.jobs p
                       WHERE p.queue = v_queue
                         AND p.reserved_at IS NULL
@@ -5548,15 +5912,19 @@ BEGIN
                 v_ids := '{}';
                 v_slots := '{}';
                 v_mws := '{}';
+                v_before := '{}';
                 FOR v_prio, v_at, v_id IN
                     SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
                     FROM jsonb_each(v_qm -> 'p') m
                     ORDER BY m.key::int DESC
                 LOOP
+                    EXIT WHEN v_load.priority > v_prio;  -- a lower priority's jobs come after the chunk
                     SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
-                           v_mws || coalesce(array_agg(x.mw), '{}')
-                    INTO v_ids, v_slots, v_mws
-                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
+                           v_mws || coalesce(array_agg(x.mw), '{}'), v_before || coalesce(array_agg(x.before), '{}')
+                    INTO v_ids, v_slots, v_mws, v_before
+                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
+                                 v_load.first_id IS NULL OR v_prio > v_load.priority
+                                 OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
                           FROM pgq.jobs p
                           WHERE p.queue = v_queue
                             AND p.priority = v_prio
@@ -5569,6 +5937,28 @@ BEGIN
                           FOR UPDATE SKIP LOCKED) x;
                     EXIT WHEN cardinality(v_ids) >= v_want;
                 END LOOP;
+            END IF;
+            IF v_load.first_id IS NOT NULL THEN
+                -- The picked rows after the chunk stay locked by this transaction, and the
+                -- pass after the chunk's picks them again.
+                v_picked := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
+                IF v_picked = 0 THEN
+                    IF v_load.retry_until < v_now AND v_qm -> 'p' IS NOT NULL THEN
+                        -- Its jobs become waiting rows, for the next pass to fail (S12):
+                        -- the marks go down to them.
+                        v_marks := pgq._marks_lower(jsonb_set(v_marks, ARRAY[v_queue], v_qm), v_queue,
+                                                    v_load.priority, v_load.available_at, v_load.first_id + v_load.next);
+                        v_qm := v_marks -> v_queue;
+                    END IF;
+                    RETURN QUERY SELECT * FROM pgq._load_take(v_load, v_want, v_now, v_lease, reserve.worker, v_token);
+                    GET DIAGNOSTICS v_done = ROW_COUNT;
+                    v_left := v_left - v_done;
+                    EXIT WHEN v_left <= 0;
+                    CONTINUE;
+                END IF;
+                v_ids := v_ids[1 : v_picked];
+                v_slots := v_slots[1 : v_picked];
+                v_mws := v_mws[1 : v_picked];
             END IF;
             EXIT WHEN cardinality(v_ids) = 0;
             -- This pass takes the picked rows up to the first one in another slot (S80),
@@ -5854,7 +6244,7 @@ BEGIN
             END IF;
             -- A pass that left jobs waiting for a busy window ends this queue's turn: the
             -- next pass would walk past the same key's jobs again.
-            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want) OR v_left <= 0;
+            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want AND v_load.first_id IS NULL) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,
@@ -6063,8 +6453,9 @@ BEGIN
         ORDER BY s.since, s.slot
     LOOP
         v_snap := pg_current_snapshot();
-        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot) THEN
-            v_bytes := pg_total_relation_size(v_slot.partition);
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot)
+           AND NOT EXISTS (SELECT FROM pgq.loads l WHERE l.slot = v_slot.slot) THEN
+            v_bytes := pg_total_relation_size(v_slot.partition) + pg_total_relation_size(v_slot.loads);
             IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
                 UPDATE pgq.job_slots s SET state = 'empty', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
                 v_done := v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
@@ -6087,7 +6478,7 @@ BEGIN
 
     -- 2. A full current slot hands over to an empty one.
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
-    v_bytes := pg_total_relation_size(v_cur.partition);
+    v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
         RETURN v_done;
     END IF;
@@ -6106,7 +6497,9 @@ BEGIN
     IF cardinality(v_done) = 0 THEN
         SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
         IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
-                                            LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
+                                            LIMIT pgq._slot_move_max() + 1) x)
+                     + (SELECT coalesce(sum(l.n - l.next), 0) FROM pgq.loads l WHERE l.slot = v_slot.slot)
+                     <= pgq._slot_move_max() THEN
             v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
             UPDATE pgq.job_slots s SET tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
             IF v_moved > 0 THEN
@@ -6138,6 +6531,7 @@ CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
 DECLARE
     v_queue text;
 BEGIN
+    PERFORM pgq._load_job_to_row(run_now.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP
@@ -6479,6 +6873,33 @@ COMMENT ON FUNCTION pgq.wake() IS 'Worker protocol: the session stops napping (s
 
 
 --
+-- Name: _live_counted; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq._live_counted AS
+ SELECT j.queue,
+    j.reserved_at,
+    j.available_at,
+    j.attempts,
+    (1)::bigint AS n
+   FROM pgq.jobs j
+UNION ALL
+ SELECT l.queue,
+    NULL::timestamp with time zone AS reserved_at,
+    l.available_at,
+    0 AS attempts,
+    ((l.n - l.next))::bigint AS n
+   FROM pgq.loads l;
+
+
+--
+-- Name: VIEW _live_counted; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';
+
+
+--
 -- Name: actions; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -6799,6 +7220,38 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: load_jobs; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.load_jobs AS
+ SELECT ((l.first_id + i.i) - 1) AS id,
+    pgq._load_uuid(l.first_uuid, (i.i - 1)) AS uuid,
+    l.job,
+    l.queue,
+    l.priority,
+    l.handler,
+    l.tries,
+    l.backoff,
+    l.max_exceptions,
+    l.timeout,
+    l.fail_on_timeout,
+    l.retry_until,
+    l.available_at,
+    l.created_at,
+    l.payloads[i.i] AS payload,
+    l.slot
+   FROM (pgq.loads l
+     CROSS JOIN LATERAL generate_series((l.next + 1), l.n) i(i));
+
+
+--
+-- Name: VIEW load_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
+
+
+--
 -- Name: job_settings; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -6840,7 +7293,44 @@ CREATE VIEW pgq.job_settings AS
     j.cancel_requested_at,
     j.cancel_requested_by,
     j.created_at AS dispatched_at
-   FROM pgq.jobs j;
+   FROM pgq.jobs j
+UNION ALL
+ SELECT l.uuid,
+        CASE
+            WHEN (l.available_at <= now()) THEN 'ready'::text
+            ELSE 'scheduled'::text
+        END AS state,
+    l.job,
+    l.queue,
+    l.priority,
+    l.handler,
+    l.tries,
+    l.backoff,
+    l.max_exceptions,
+    l.timeout,
+    l.fail_on_timeout,
+    l.retry_until,
+    NULL::text AS unique_key,
+    NULL::text AS unique_until,
+    NULL::text AS debounce_key,
+    NULL::jsonb AS middleware,
+    0 AS attempts,
+    0 AS exceptions,
+    0 AS lease_expiries,
+    0 AS interruptions,
+    '{}'::jsonb AS turn_aways,
+    NULL::integer AS last_exception_attempt,
+    NULL::text AS last_exception,
+    'dispatched'::text AS wait_reason,
+    l.available_at,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS reserved_at,
+    NULL::timestamp with time zone AS started_at,
+    NULL::timestamp with time zone AS lease_until,
+    NULL::timestamp with time zone AS cancel_requested_at,
+    NULL::text AS cancel_requested_by,
+    l.created_at AS dispatched_at
+   FROM pgq.load_jobs l;
 
 
 --
@@ -6861,6 +7351,7 @@ CREATE TABLE pgq.job_slots (
     since timestamp with time zone DEFAULT now() NOT NULL,
     tries integer DEFAULT 0 NOT NULL,
     next_try timestamp with time zone,
+    loads regclass NOT NULL,
     CONSTRAINT job_slots_state_check CHECK ((state = ANY (ARRAY['current'::text, 'draining'::text, 'empty'::text])))
 );
 
@@ -6894,6 +7385,13 @@ COMMENT ON COLUMN pgq.job_slots.next_try IS 'Draining: pgq.rotate tries to trunc
 
 
 --
+-- Name: COLUMN job_slots.loads; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_slots.loads IS 'The slot''s partition of pgq.loads.';
+
+
+--
 -- Name: job_storage; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -6903,7 +7401,7 @@ CREATE VIEW pgq.job_storage AS
     s.since,
     s.next_try,
     s.partition,
-    pg_total_relation_size(s.partition) AS bytes,
+    (pg_total_relation_size(s.partition) + pg_total_relation_size(s.loads)) AS bytes,
     pg_stat_get_live_tuples((s.partition)::oid) AS live_rows,
     pg_stat_get_dead_tuples((s.partition)::oid) AS dead_rows
    FROM pgq.job_slots s
@@ -6914,7 +7412,7 @@ CREATE VIEW pgq.job_storage AS
 -- Name: VIEW job_storage; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics'' live and dead row counts.';
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot''s part of pgq.loads (bytes), and the statistics'' live and dead row counts of pgq.jobs.';
 
 
 --
@@ -6923,7 +7421,7 @@ COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a drainin
 
 CREATE SEQUENCE pgq.jobs_id_seq
     START WITH 1
-    INCREMENT BY 1
+    INCREMENT BY 1024
     NO MINVALUE
     NO MAXVALUE
     CACHE 1;
@@ -7250,6 +7748,162 @@ COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (
 
 
 --
+-- Name: loads_0; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads_0 (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+WITH (autovacuum_vacuum_cost_delay='0');
+ALTER TABLE ONLY pgq.loads_0 ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads_0; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads_0 IS 'Slot 0 of pgq.loads (pgq.job_slots): read pgq.loads.';
+
+
+--
+-- Name: loads_1; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads_1 (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+WITH (autovacuum_vacuum_cost_delay='0');
+ALTER TABLE ONLY pgq.loads_1 ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads_1; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads_1 IS 'Slot 1 of pgq.loads (pgq.job_slots): read pgq.loads.';
+
+
+--
+-- Name: loads_2; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads_2 (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+WITH (autovacuum_vacuum_cost_delay='0');
+ALTER TABLE ONLY pgq.loads_2 ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads_2; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads_2 IS 'Slot 2 of pgq.loads (pgq.job_slots): read pgq.loads.';
+
+
+--
+-- Name: loads_3; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads_3 (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+WITH (autovacuum_vacuum_cost_delay='0');
+ALTER TABLE ONLY pgq.loads_3 ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads_3; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads_3 IS 'Slot 3 of pgq.loads (pgq.job_slots): read pgq.loads.';
+
+
+--
 -- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -7476,12 +8130,12 @@ COMMENT ON TABLE pgq.overlap_locks_2 IS 'Generation 2 of pgq.overlap_locks (pgq.
 CREATE VIEW pgq.queue_overview AS
  WITH live AS (
          SELECT j.queue,
-            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
-            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
-            count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
-            count(*) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+            sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
+            sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
+            sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
+            sum(j.n) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
             min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS oldest_available_at
-           FROM pgq.jobs j
+           FROM pgq._live_counted j
           GROUP BY j.queue
         ), failed AS (
          SELECT f_1.queue,
@@ -7499,10 +8153,10 @@ CREATE VIEW pgq.queue_overview AS
            FROM failed f_1
         )
  SELECT n.queue,
-    COALESCE(l.ready, (0)::bigint) AS ready,
-    COALESCE(l.scheduled, (0)::bigint) AS scheduled,
-    COALESCE(l.retrying, (0)::bigint) AS retrying,
-    COALESCE(l.running, (0)::bigint) AS running,
+    (COALESCE(l.ready, (0)::numeric))::bigint AS ready,
+    (COALESCE(l.scheduled, (0)::numeric))::bigint AS scheduled,
+    (COALESCE(l.retrying, (0)::numeric))::bigint AS retrying,
+    (COALESCE(l.running, (0)::numeric))::bigint AS running,
     COALESCE(f.failed, (0)::bigint) AS failed,
     COALESCE((now() - l.oldest_available_at), '00:00:00'::interval) AS oldest_wait,
     COALESCE(q.paused, false) AS paused,
@@ -7526,10 +8180,10 @@ COMMENT ON VIEW pgq.queue_overview IS 'Per queue: jobs ready, scheduled, retryin
 
 CREATE VIEW pgq.queue_stats AS
  SELECT q.queue,
-    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
-    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))) AS scheduled,
-    count(j.id) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))) AS retrying,
-    count(j.id) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+    (COALESCE(sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))), (0)::numeric))::bigint AS ready,
+    (COALESCE(sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))), (0)::numeric))::bigint AS scheduled,
+    (COALESCE(sum(j.n) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))), (0)::numeric))::bigint AS retrying,
+    (COALESCE(sum(j.n) FILTER (WHERE (j.reserved_at IS NOT NULL)), (0)::numeric))::bigint AS running,
     ( SELECT count(*) AS count
            FROM pgq.failed_jobs f
           WHERE (f.queue = q.queue)) AS failed,
@@ -7540,9 +8194,12 @@ CREATE VIEW pgq.queue_stats AS
          SELECT DISTINCT jobs.queue
            FROM pgq.jobs
         UNION
+         SELECT DISTINCT loads.queue
+           FROM pgq.loads
+        UNION
          SELECT DISTINCT failed_jobs.queue
            FROM pgq.failed_jobs) q
-     LEFT JOIN pgq.jobs j ON ((j.queue = q.queue)))
+     LEFT JOIN pgq._live_counted j ON ((j.queue = q.queue)))
   GROUP BY q.queue;
 
 
@@ -7572,14 +8229,30 @@ CREATE VIEW pgq.ready AS
             ELSE NULL::jsonb
         END AS payload
    FROM pgq.jobs j
-  WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()));
+  WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))
+UNION ALL
+ SELECT l.queue,
+    l.priority,
+    l.id,
+    l.uuid,
+    l.job,
+    0 AS attempts,
+    l.available_at,
+    (now() - l.available_at) AS waiting_for,
+    'dispatched'::text AS wait_reason,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN l.payload
+            ELSE NULL::jsonb
+        END AS payload
+   FROM pgq.load_jobs l
+  WHERE (l.available_at <= now());
 
 
 --
 -- Name: VIEW ready; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).';
 
 
 --
@@ -7714,6 +8387,34 @@ ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_2 FOR VALUES IN ('2');
 --
 
 ALTER TABLE ONLY pgq.jobs ATTACH PARTITION pgq.jobs_3 FOR VALUES IN ('3');
+
+
+--
+-- Name: loads_0; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.loads ATTACH PARTITION pgq.loads_0 FOR VALUES IN ('0');
+
+
+--
+-- Name: loads_1; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.loads ATTACH PARTITION pgq.loads_1 FOR VALUES IN ('1');
+
+
+--
+-- Name: loads_2; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.loads ATTACH PARTITION pgq.loads_2 FOR VALUES IN ('2');
+
+
+--
+-- Name: loads_3; Type: TABLE ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.loads ATTACH PARTITION pgq.loads_3 FOR VALUES IN ('3');
 
 
 --
@@ -8179,6 +8880,111 @@ CREATE INDEX jobs_3_txid_idx ON pgq.jobs_3 USING btree (txid);
 
 
 --
+-- Name: loads_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_uuid_idx ON ONLY pgq.loads USING btree (first_uuid);
+
+
+--
+-- Name: loads_0_first_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_0_first_uuid_idx ON pgq.loads_0 USING btree (first_uuid);
+
+
+--
+-- Name: loads_queue_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_queue_idx ON ONLY pgq.loads USING btree (queue, priority DESC, available_at, first_id);
+
+
+--
+-- Name: loads_0_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_0_queue_priority_available_at_first_id_idx ON pgq.loads_0 USING btree (queue, priority DESC, available_at, first_id);
+
+
+--
+-- Name: loads_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_txid_idx ON ONLY pgq.loads USING btree (txid);
+
+
+--
+-- Name: loads_0_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_0_txid_idx ON pgq.loads_0 USING btree (txid);
+
+
+--
+-- Name: loads_1_first_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_1_first_uuid_idx ON pgq.loads_1 USING btree (first_uuid);
+
+
+--
+-- Name: loads_1_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_1_queue_priority_available_at_first_id_idx ON pgq.loads_1 USING btree (queue, priority DESC, available_at, first_id);
+
+
+--
+-- Name: loads_1_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_1_txid_idx ON pgq.loads_1 USING btree (txid);
+
+
+--
+-- Name: loads_2_first_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_2_first_uuid_idx ON pgq.loads_2 USING btree (first_uuid);
+
+
+--
+-- Name: loads_2_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_2_queue_priority_available_at_first_id_idx ON pgq.loads_2 USING btree (queue, priority DESC, available_at, first_id);
+
+
+--
+-- Name: loads_2_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_2_txid_idx ON pgq.loads_2 USING btree (txid);
+
+
+--
+-- Name: loads_3_first_uuid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_3_first_uuid_idx ON pgq.loads_3 USING btree (first_uuid);
+
+
+--
+-- Name: loads_3_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_3_queue_priority_available_at_first_id_idx ON pgq.loads_3 USING btree (queue, priority DESC, available_at, first_id);
+
+
+--
+-- Name: loads_3_txid_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX loads_3_txid_idx ON pgq.loads_3 USING btree (txid);
+
+
+--
 -- Name: overlap_gens_current_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -8330,6 +9136,90 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_3_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_3_txid_idx;
+
+
+--
+-- Name: loads_0_first_uuid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_0_first_uuid_idx;
+
+
+--
+-- Name: loads_0_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_0_queue_priority_available_at_first_id_idx;
+
+
+--
+-- Name: loads_0_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_txid_idx ATTACH PARTITION pgq.loads_0_txid_idx;
+
+
+--
+-- Name: loads_1_first_uuid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_1_first_uuid_idx;
+
+
+--
+-- Name: loads_1_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_1_queue_priority_available_at_first_id_idx;
+
+
+--
+-- Name: loads_1_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_txid_idx ATTACH PARTITION pgq.loads_1_txid_idx;
+
+
+--
+-- Name: loads_2_first_uuid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_2_first_uuid_idx;
+
+
+--
+-- Name: loads_2_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_2_queue_priority_available_at_first_id_idx;
+
+
+--
+-- Name: loads_2_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_txid_idx ATTACH PARTITION pgq.loads_2_txid_idx;
+
+
+--
+-- Name: loads_3_first_uuid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_3_first_uuid_idx;
+
+
+--
+-- Name: loads_3_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_3_queue_priority_available_at_first_id_idx;
+
+
+--
+-- Name: loads_3_txid_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.loads_txid_idx ATTACH PARTITION pgq.loads_3_txid_idx;
 
 
 --
@@ -8689,6 +9579,56 @@ REVOKE ALL ON FUNCTION pgq._key_or_null(p_job text, p_explicit text, p_by text[]
 --
 
 REVOKE ALL ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_chunk(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_chunk() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_job_to_row(p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_job_to_row(p_uuid uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_min(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_min() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_uuid(p_first uuid, p_offset integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) TO pgq_reader;
 
 
 --

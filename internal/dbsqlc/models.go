@@ -403,16 +403,18 @@ type PgqJobSlot struct {
 	Tries int32
 	// Draining: pgq.rotate tries to truncate it again from then on (1, 2, 4, 8, then every 10 seconds).
 	NextTry *time.Time
+	// The slot's partition of pgq.loads.
+	Loads interface{}
 }
 
-// The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics' live and dead row counts.
+// The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot's part of pgq.loads (bytes), and the statistics' live and dead row counts of pgq.jobs.
 type PgqJobStorage struct {
 	Slot      int16
 	State     string
 	Since     time.Time
 	NextTry   *time.Time
 	Partition interface{}
-	Bytes     int64
+	Bytes     int32
 	LiveRows  int64
 	DeadRows  int64
 }
@@ -678,6 +680,180 @@ type PgqLimit struct {
 	LastException *string
 }
 
+// Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).
+type PgqLiveCounted struct {
+	Queue       string
+	ReservedAt  *time.Time
+	AvailableAt time.Time
+	Attempts    int32
+	N           int64
+}
+
+// Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.
+type PgqLoad struct {
+	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
+	FirstID int64
+	// The uuid of the chunk's first job; job i has it with i - 1 added to its last 48 bits.
+	FirstUuid uuid.UUID
+	N         int32
+	// How many of the chunk's first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.
+	Next          int32
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	// Job i's payload is payloads[i]; elements past n are no longer the chunk's.
+	Payloads []json.RawMessage
+	// The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).
+	Txid pgtype.Uint64
+	// The slot of pgq.job_slots the chunk lives in.
+	Slot int16
+}
+
+// The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.
+type PgqLoadJob struct {
+	ID            int32
+	Uuid          uuid.UUID
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	Payload       interface{}
+	Slot          int16
+}
+
+// Slot 0 of pgq.loads (pgq.job_slots): read pgq.loads.
+type PgqLoads0 struct {
+	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
+	FirstID int64
+	// The uuid of the chunk's first job; job i has it with i - 1 added to its last 48 bits.
+	FirstUuid uuid.UUID
+	N         int32
+	// How many of the chunk's first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.
+	Next          int32
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	// Job i's payload is payloads[i]; elements past n are no longer the chunk's.
+	Payloads []json.RawMessage
+	// The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).
+	Txid pgtype.Uint64
+	// The slot of pgq.job_slots the chunk lives in.
+	Slot int16
+}
+
+// Slot 1 of pgq.loads (pgq.job_slots): read pgq.loads.
+type PgqLoads1 struct {
+	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
+	FirstID int64
+	// The uuid of the chunk's first job; job i has it with i - 1 added to its last 48 bits.
+	FirstUuid uuid.UUID
+	N         int32
+	// How many of the chunk's first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.
+	Next          int32
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	// Job i's payload is payloads[i]; elements past n are no longer the chunk's.
+	Payloads []json.RawMessage
+	// The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).
+	Txid pgtype.Uint64
+	// The slot of pgq.job_slots the chunk lives in.
+	Slot int16
+}
+
+// Slot 2 of pgq.loads (pgq.job_slots): read pgq.loads.
+type PgqLoads2 struct {
+	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
+	FirstID int64
+	// The uuid of the chunk's first job; job i has it with i - 1 added to its last 48 bits.
+	FirstUuid uuid.UUID
+	N         int32
+	// How many of the chunk's first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.
+	Next          int32
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	// Job i's payload is payloads[i]; elements past n are no longer the chunk's.
+	Payloads []json.RawMessage
+	// The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).
+	Txid pgtype.Uint64
+	// The slot of pgq.job_slots the chunk lives in.
+	Slot int16
+}
+
+// Slot 3 of pgq.loads (pgq.job_slots): read pgq.loads.
+type PgqLoads3 struct {
+	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
+	FirstID int64
+	// The uuid of the chunk's first job; job i has it with i - 1 added to its last 48 bits.
+	FirstUuid uuid.UUID
+	N         int32
+	// How many of the chunk's first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.
+	Next          int32
+	Job           string
+	Queue         string
+	Priority      int32
+	Handler       interface{}
+	Tries         *int32
+	Backoff       []int32
+	MaxExceptions *int32
+	Timeout       *int32
+	FailOnTimeout bool
+	RetryUntil    *time.Time
+	AvailableAt   time.Time
+	CreatedAt     time.Time
+	// Job i's payload is payloads[i]; elements past n are no longer the chunk's.
+	Payloads []json.RawMessage
+	// The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).
+	Txid pgtype.Uint64
+	// The slot of pgq.job_slots the chunk lives in.
+	Slot int16
+}
+
 // Held locks: unique locks (key, owner job, expiry, whether the owner job still exists), current debounce tokens, and unexpired without_overlapping leases (worker, since when, until when unless renewed; no token: an overlap lease's token is its job's lease token).
 type PgqLock struct {
 	Kind      string
@@ -810,7 +986,7 @@ type PgqRateLimitWindow struct {
 	Hits        int32
 }
 
-// Jobs a worker may reserve now.
+// Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).
 type PgqReady struct {
 	Queue       string
 	Priority    int32

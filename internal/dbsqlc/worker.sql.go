@@ -436,7 +436,7 @@ func (q *Queries) JobUnreserve(ctx context.Context, call uuid.UUID) (int32, erro
 const jobsDeadTuples = `-- name: JobsDeadTuples :one
 SELECT coalesce(sum(s.n_dead_tup), 0)::bigint AS dead, coalesce(sum(s.n_tup_upd + s.n_tup_del), 0)::bigint AS died
 FROM pg_catalog.pg_stat_user_tables s
-WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass)
+WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent IN ('pgq.jobs'::regclass, 'pgq.loads'::regclass))
 `
 
 type JobsDeadTuplesRow struct {
@@ -444,7 +444,7 @@ type JobsDeadTuplesRow struct {
 	Died int64
 }
 
-// The dead rows of pgq.jobs's slots, from the statistics (about a second old; right
+// The dead rows of pgq.jobs's and pgq.loads's slots, from the statistics (about a second old; right
 // after a VACUUM, the rows it could not remove yet), and how many row versions have died
 // in all (updates and deletes: a count that only grows; a truncation keeps it).
 func (q *Queries) JobsDeadTuples(ctx context.Context) (*JobsDeadTuplesRow, error) {
@@ -468,10 +468,10 @@ func (q *Queries) JobsRotate(ctx context.Context, slotBytes int64) ([]string, er
 
 const jobsSize = `-- name: JobsSize :one
 SELECT coalesce(sum(pg_catalog.pg_relation_size(i.inhrelid)), 0)::bigint AS bytes
-FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass
+FROM pg_catalog.pg_inherits i WHERE i.inhparent IN ('pgq.jobs'::regclass, 'pgq.loads'::regclass)
 `
 
-// The bytes of pgq.jobs's slots, without their indexes.
+// The bytes of pgq.jobs's and pgq.loads's slots, without their indexes.
 func (q *Queries) JobsSize(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, jobsSize)
 	var bytes int64
@@ -480,7 +480,7 @@ func (q *Queries) JobsSize(ctx context.Context) (int64, error) {
 }
 
 const jobsVacuum = `-- name: JobsVacuum :exec
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads
 `
 
 // SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
@@ -512,7 +512,7 @@ func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
 }
 
 const jobsVacuumShrink = `-- name: JobsVacuumShrink :exec
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads
 `
 
 // JobsVacuum, and then the empty pages at the table's end are given back to the

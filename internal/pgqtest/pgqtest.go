@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,17 +57,38 @@ const WorkerRole = "pgq_test_worker"
 // New clones the migrated template into a new database for t and returns it.
 func New(t testing.TB) *DB {
 	t.Helper()
-	return create(t, true)
+	return create(t, true, loadMinFromEnv(t))
+}
+
+// loadMinFromEnv is PGQ_TEST_LOAD_MIN, the pgq.load_min of every database New makes (0
+// when unset): the whole suite can run with bulk dispatches kept as loads (S85).
+func loadMinFromEnv(t testing.TB) int {
+	v := os.Getenv("PGQ_TEST_LOAD_MIN")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("pgqtest: PGQ_TEST_LOAD_MIN must be a whole number, got %q", v)
+	}
+	return n
+}
+
+// NewWithLoads is New with the setting pgq.load_min at min for every session of the
+// database: dispatches of min payloads or more are kept as loads (S85).
+func NewWithLoads(t testing.TB, min int) *DB {
+	t.Helper()
+	return create(t, true, min)
 }
 
 // NewEmpty returns a new database for t with no pgq schema in it: for tests of what
 // migrates it, or of what happens before it is migrated.
 func NewEmpty(t testing.TB) *DB {
 	t.Helper()
-	return create(t, false)
+	return create(t, false, 0)
 }
 
-func create(t testing.TB, migrated bool) *DB {
+func create(t testing.TB, migrated bool, loadMin int) *DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -86,6 +108,11 @@ func create(t testing.TB, migrated bool) *DB {
 	}
 	if _, err := admin.Exec(ctx, stmt); err != nil {
 		t.Fatalf("pgqtest: create database: %v", err)
+	}
+	if loadMin > 0 {
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s SET pgq.load_min = %d", name, loadMin)); err != nil {
+			t.Fatalf("pgqtest: set pgq.load_min: %v", err)
+		}
 	}
 	db := &DB{URL: withDatabase(AdminURL(), name)}
 	cfg, err := pgxpool.ParseConfig(db.URL)

@@ -111,7 +111,7 @@ COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s 
 --
 -- Per uuid this is one to_hex, one substr, one concatenation and the uuid's parse:
 -- 0.4 µs. The counter starts with bit 48 set, so to_hex always gives 13 digits and the
--- last 12 are the group, wrapping past ffffffffffff. A LANGUAGE sql form with the
+-- last 12 are the group. A LANGUAGE sql form with the
 -- prefix in a subquery and array_agg cost three times as much (bench/RESULTS.md).
 CREATE OR REPLACE FUNCTION pgq._uuid7s(p_count int) RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
@@ -127,7 +127,9 @@ DECLARE
     -- tttttttt-tttt-7rrr-8rrr- then a 48-bit random start that counts up
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
-    v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint | 281474976710656;  -- | 2^48
+    -- 47 random bits, so that the count never carries out of the last group: a chunk of
+    -- pgq.loads finds its jobs' uuids by adding to its first one's (36_loads.sql).
+    v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
                  FROM generate_series(1, p_count) i ORDER BY i);

@@ -68,11 +68,16 @@ AS $$
         SELECT FROM pgq.jobs j
         WHERE j.slot = p_slot
           AND (j.txid >= pg_snapshot_xmax(p_snap)
-               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
+               OR j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))))
+        OR EXISTS (
+        SELECT FROM pgq.loads l
+        WHERE l.slot = p_slot
+          AND (l.txid >= pg_snapshot_xmax(p_snap)
+               OR l.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_snap)))));
 $$;
 
 COMMENT ON FUNCTION pgq._slot_written_since(smallint, pg_snapshot) IS
-    'Whether slot p_slot of pgq.jobs holds a row written by a transaction the snapshot did not see (through jobs_txid_idx).';
+    'Whether slot p_slot of pgq.jobs or pgq.loads holds a row written by a transaction the snapshot did not see (through jobs_txid_idx, loads_txid_idx).';
 
 -- pgq._truncate_slot: truncates slot p_slot of pgq.jobs if it holds no job. p_snap is
 -- the snapshot under which the caller found no row in it. Takes the slot's ACCESS
@@ -88,19 +93,19 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     CASE p_slot
-        WHEN 0 THEN LOCK TABLE pgq.jobs_0 IN ACCESS EXCLUSIVE MODE;
-        WHEN 1 THEN LOCK TABLE pgq.jobs_1 IN ACCESS EXCLUSIVE MODE;
-        WHEN 2 THEN LOCK TABLE pgq.jobs_2 IN ACCESS EXCLUSIVE MODE;
-        WHEN 3 THEN LOCK TABLE pgq.jobs_3 IN ACCESS EXCLUSIVE MODE;
+        WHEN 0 THEN LOCK TABLE pgq.jobs_0, pgq.loads_0 IN ACCESS EXCLUSIVE MODE;
+        WHEN 1 THEN LOCK TABLE pgq.jobs_1, pgq.loads_1 IN ACCESS EXCLUSIVE MODE;
+        WHEN 2 THEN LOCK TABLE pgq.jobs_2, pgq.loads_2 IN ACCESS EXCLUSIVE MODE;
+        WHEN 3 THEN LOCK TABLE pgq.jobs_3, pgq.loads_3 IN ACCESS EXCLUSIVE MODE;
     END CASE;
     IF pgq._slot_written_since(p_slot, p_snap) THEN
         RAISE EXCEPTION 'pgq: slot % was written meanwhile', p_slot USING ERRCODE = 'PQ998';  -- caught below: it never leaves this function
     END IF;
     CASE p_slot
-        WHEN 0 THEN TRUNCATE pgq.jobs_0;
-        WHEN 1 THEN TRUNCATE pgq.jobs_1;
-        WHEN 2 THEN TRUNCATE pgq.jobs_2;
-        WHEN 3 THEN TRUNCATE pgq.jobs_3;
+        WHEN 0 THEN TRUNCATE pgq.jobs_0, pgq.loads_0;
+        WHEN 1 THEN TRUNCATE pgq.jobs_1, pgq.loads_1;
+        WHEN 2 THEN TRUNCATE pgq.jobs_2, pgq.loads_2;
+        WHEN 3 THEN TRUNCATE pgq.jobs_3, pgq.loads_3;
     END CASE;
     RETURN true;
 EXCEPTION WHEN lock_not_available OR SQLSTATE 'PQ998' THEN
@@ -109,7 +114,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._truncate_slot(smallint, pg_snapshot) IS
-    'Truncates a slot of pgq.jobs in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
+    'Truncates a slot of pgq.jobs and pgq.loads in which no row was visible to the snapshot, unless it cannot take the lock in time or the slot was written since; returns whether it did.';
 
 -- pgq._move_waiting: moves up to p_max waiting jobs of slot p_from that no other
 -- transaction holds (SKIP LOCKED: a reserve taking one now keeps it) to slot p_to, as
@@ -123,8 +128,21 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_job pgq.jobs;
+    v_load pgq.loads;
     v_moved int := 0;
 BEGIN
+    -- The chunks of bulk dispatches not reserved yet (S85) first, the same way.
+    FOR v_load IN
+        DELETE FROM pgq.loads l
+        WHERE l.slot = p_from
+          AND l.ctid = ANY (ARRAY(SELECT w.ctid FROM pgq.loads w WHERE w.slot = p_from FOR UPDATE SKIP LOCKED))
+        RETURNING l.*
+    LOOP
+        v_load.slot := p_to;
+        v_load.txid := pg_current_xact_id();
+        INSERT INTO pgq.loads SELECT (v_load).*;
+        v_moved := v_moved + v_load.n - v_load.next;
+    END LOOP;
     FOR v_job IN
         DELETE FROM pgq.jobs j
         WHERE j.slot = p_from
@@ -195,8 +213,9 @@ BEGIN
         ORDER BY s.since, s.slot
     LOOP
         v_snap := pg_current_snapshot();
-        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot) THEN
-            v_bytes := pg_total_relation_size(v_slot.partition);
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot)
+           AND NOT EXISTS (SELECT FROM pgq.loads l WHERE l.slot = v_slot.slot) THEN
+            v_bytes := pg_total_relation_size(v_slot.partition) + pg_total_relation_size(v_slot.loads);
             IF pgq._truncate_slot(v_slot.slot, v_snap) THEN
                 UPDATE pgq.job_slots s SET state = 'empty', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
                 v_done := v_done || format('slot %s truncated: its jobs had ended; %s given back', v_slot.slot, pg_size_pretty(v_bytes));
@@ -219,7 +238,7 @@ BEGIN
 
     -- 2. A full current slot hands over to an empty one.
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
-    v_bytes := pg_total_relation_size(v_cur.partition);
+    v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
         RETURN v_done;
     END IF;
@@ -238,7 +257,9 @@ BEGIN
     IF cardinality(v_done) = 0 THEN
         SELECT * INTO v_slot FROM pgq.job_slots s WHERE s.state = 'draining' ORDER BY s.since, s.slot LIMIT 1;
         IF FOUND AND (SELECT count(*) FROM (SELECT FROM pgq.jobs j WHERE j.slot = v_slot.slot
-                                            LIMIT pgq._slot_move_max() + 1) x) <= pgq._slot_move_max() THEN
+                                            LIMIT pgq._slot_move_max() + 1) x)
+                     + (SELECT coalesce(sum(l.n - l.next), 0) FROM pgq.loads l WHERE l.slot = v_slot.slot)
+                     <= pgq._slot_move_max() THEN
             v_moved := pgq._move_waiting(v_slot.slot, v_cur.slot, pgq._slot_move_max());
             UPDATE pgq.job_slots s SET tries = 0, next_try = NULL WHERE s.slot = v_slot.slot;
             IF v_moved > 0 THEN
@@ -360,10 +381,10 @@ COMMENT ON FUNCTION pgq._rotate_overlap_gens(bigint, timestamptz) IS
 
 CREATE OR REPLACE VIEW pgq.job_storage AS
 SELECT s.slot, s.state, s.since, s.next_try, s.partition,
-       pg_total_relation_size(s.partition) AS bytes,
+       pg_total_relation_size(s.partition) + pg_total_relation_size(s.loads) AS bytes,
        pg_stat_get_live_tuples(s.partition) AS live_rows,
        pg_stat_get_dead_tuples(s.partition) AS dead_rows
 FROM pgq.job_slots s
 ORDER BY s.slot;
 
-COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes (bytes), and the statistics'' live and dead row counts.';
+COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot''s part of pgq.loads (bytes), and the statistics'' live and dead row counts of pgq.jobs.';

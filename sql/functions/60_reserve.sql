@@ -83,6 +83,8 @@ DECLARE
     v_prio  int;
     v_at    timestamptz;
     v_id    bigint;
+    v_load  pgq.loads;   -- the queue's first chunk of load jobs, locked (S85)
+    v_before boolean[];  -- whether each picked row comes before it in the queue's order
     -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
     -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
     -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
@@ -182,13 +184,27 @@ BEGIN
         -- queue has no more ready jobs.
         LOOP
             v_want := v_left;
+            -- The queue's first chunk of jobs of a bulk dispatch that is ready now and that
+            -- no other reserve holds (S85, 36_loads.sql). Its jobs come in the queue's
+            -- order as rows would: this pass takes the rows before it or, if none is, the
+            -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
+            -- a thousand jobs.
+            SELECT * INTO v_load FROM pgq.loads l
+            WHERE l.queue = v_queue AND l.available_at <= v_now
+            ORDER BY l.priority DESC, l.available_at, l.first_id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED;
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
                 -- The session's first pickup on this queue: from its front.
-                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}')
-                INTO v_ids, v_slots, v_mws
-                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
+                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}'),
+                       coalesce(array_agg(x.before), '{}')
+                INTO v_ids, v_slots, v_mws, v_before
+                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
+                             v_load.first_id IS NULL OR p.priority > v_load.priority
+                             OR (p.priority = v_load.priority
+                                 AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
                       FROM pgq.jobs p
                       WHERE p.queue = v_queue
                         AND p.reserved_at IS NULL
@@ -202,15 +218,19 @@ BEGIN
                 v_ids := '{}';
                 v_slots := '{}';
                 v_mws := '{}';
+                v_before := '{}';
                 FOR v_prio, v_at, v_id IN
                     SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
                     FROM jsonb_each(v_qm -> 'p') m
                     ORDER BY m.key::int DESC
                 LOOP
+                    EXIT WHEN v_load.priority > v_prio;  -- a lower priority's jobs come after the chunk
                     SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
-                           v_mws || coalesce(array_agg(x.mw), '{}')
-                    INTO v_ids, v_slots, v_mws
-                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw
+                           v_mws || coalesce(array_agg(x.mw), '{}'), v_before || coalesce(array_agg(x.before), '{}')
+                    INTO v_ids, v_slots, v_mws, v_before
+                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
+                                 v_load.first_id IS NULL OR v_prio > v_load.priority
+                                 OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
                           FROM pgq.jobs p
                           WHERE p.queue = v_queue
                             AND p.priority = v_prio
@@ -223,6 +243,28 @@ BEGIN
                           FOR UPDATE SKIP LOCKED) x;
                     EXIT WHEN cardinality(v_ids) >= v_want;
                 END LOOP;
+            END IF;
+            IF v_load.first_id IS NOT NULL THEN
+                -- The picked rows after the chunk stay locked by this transaction, and the
+                -- pass after the chunk's picks them again.
+                v_picked := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
+                IF v_picked = 0 THEN
+                    IF v_load.retry_until < v_now AND v_qm -> 'p' IS NOT NULL THEN
+                        -- Its jobs become waiting rows, for the next pass to fail (S12):
+                        -- the marks go down to them.
+                        v_marks := pgq._marks_lower(jsonb_set(v_marks, ARRAY[v_queue], v_qm), v_queue,
+                                                    v_load.priority, v_load.available_at, v_load.first_id + v_load.next);
+                        v_qm := v_marks -> v_queue;
+                    END IF;
+                    RETURN QUERY SELECT * FROM pgq._load_take(v_load, v_want, v_now, v_lease, reserve.worker, v_token);
+                    GET DIAGNOSTICS v_done = ROW_COUNT;
+                    v_left := v_left - v_done;
+                    EXIT WHEN v_left <= 0;
+                    CONTINUE;
+                END IF;
+                v_ids := v_ids[1 : v_picked];
+                v_slots := v_slots[1 : v_picked];
+                v_mws := v_mws[1 : v_picked];
             END IF;
             EXIT WHEN cardinality(v_ids) = 0;
             -- This pass takes the picked rows up to the first one in another slot (S80),
@@ -508,7 +550,7 @@ BEGIN
             END IF;
             -- A pass that left jobs waiting for a busy window ends this queue's turn: the
             -- next pass would walk past the same key's jobs again.
-            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want) OR v_left <= 0;
+            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want AND v_load.first_id IS NULL) OR v_left <= 0;
         END LOOP;
 
         -- The marks of this queue move up to its first waiting job of each priority,

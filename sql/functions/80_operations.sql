@@ -11,6 +11,7 @@ AS $$
 DECLARE
     v_queue text;
 BEGIN
+    PERFORM pgq._load_job_to_row(run_now.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP

@@ -52,6 +52,7 @@ AS $$
 DECLARE
     v_job pgq.jobs;
 BEGIN
+    PERFORM pgq._load_job_to_row(cancel.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
     -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
     -- under the second statement's snapshot (S80).
     FOR i IN 1 .. 2 LOOP

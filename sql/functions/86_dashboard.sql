@@ -17,7 +17,16 @@ SELECT j.uuid,
        j.last_exception_attempt, j.last_exception, j.wait_reason, j.available_at,
        j.reserved_by AS worker, j.reserved_at, j.started_at, j.reserved_until AS lease_until,
        j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at
-FROM pgq.jobs j;
+FROM pgq.jobs j
+UNION ALL
+SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' END,
+       l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
+       l.fail_on_timeout, l.retry_until, NULL, NULL, NULL, NULL,
+       0, 0, 0, 0, '{}',
+       NULL, NULL, 'dispatched', l.available_at,
+       NULL, NULL, NULL, NULL,
+       NULL, NULL, l.created_at
+FROM pgq.load_jobs l;
 
 COMMENT ON VIEW pgq.job_settings IS
     'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
@@ -40,12 +49,12 @@ COMMENT ON VIEW pgq.failed_job_settings IS
 CREATE OR REPLACE VIEW pgq.queue_overview AS
 WITH live AS (
     SELECT j.queue,
-           count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS ready,
-           count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0) AS scheduled,
-           count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0) AS retrying,
-           count(*) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
+           sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS ready,
+           sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0) AS scheduled,
+           sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0) AS retrying,
+           sum(j.n) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
            min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS oldest_available_at
-    FROM pgq.jobs j
+    FROM pgq._live_counted j
     GROUP BY j.queue
 ), failed AS (
     SELECT f.queue, count(*) AS failed
@@ -57,8 +66,8 @@ WITH live AS (
     UNION SELECT f.queue FROM failed f
 )
 SELECT n.queue,
-       coalesce(l.ready, 0) AS ready, coalesce(l.scheduled, 0) AS scheduled, coalesce(l.retrying, 0) AS retrying,
-       coalesce(l.running, 0) AS running, coalesce(f.failed, 0) AS failed,
+       coalesce(l.ready, 0)::bigint AS ready, coalesce(l.scheduled, 0)::bigint AS scheduled,
+       coalesce(l.retrying, 0)::bigint AS retrying, coalesce(l.running, 0)::bigint AS running, coalesce(f.failed, 0) AS failed,
        coalesce(now() - l.oldest_available_at, interval '0')::interval AS oldest_wait,
        coalesce(q.paused, false) AS paused, q.retry_after
 FROM names n

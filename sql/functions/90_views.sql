@@ -8,9 +8,14 @@ SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
        now() - j.available_at AS waiting_for, j.wait_reason, 
        CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
 FROM pgq.jobs j
-WHERE j.reserved_at IS NULL AND j.available_at <= now();
+WHERE j.reserved_at IS NULL AND j.available_at <= now()
+UNION ALL
+SELECT l.queue, l.priority, l.id, l.uuid, l.job, 0, l.available_at, now() - l.available_at, 'dispatched',
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN l.payload END
+FROM pgq.load_jobs l
+WHERE l.available_at <= now();
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now.';
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).';
 
 CREATE OR REPLACE VIEW pgq.scheduled AS
 SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, 
@@ -87,17 +92,18 @@ COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome 
 
 CREATE OR REPLACE VIEW pgq.queue_stats AS
 SELECT q.queue,
-       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS ready,
-       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0) AS scheduled,
-       count(j.id) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0) AS retrying,
-       count(j.id) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
+       coalesce(sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()), 0)::bigint AS ready,
+       coalesce(sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0), 0)::bigint AS scheduled,
+       coalesce(sum(j.n) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0), 0)::bigint AS retrying,
+       coalesce(sum(j.n) FILTER (WHERE j.reserved_at IS NOT NULL), 0)::bigint AS running,
        (SELECT count(*) FROM pgq.failed_jobs f WHERE f.queue = q.queue) AS failed,
        coalesce(now() - min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()),
                 interval '0')::interval AS oldest_wait
 FROM (SELECT name AS queue FROM pgq.queues
       UNION SELECT DISTINCT queue FROM pgq.jobs
+      UNION SELECT DISTINCT queue FROM pgq.loads
       UNION SELECT DISTINCT queue FROM pgq.failed_jobs) q
-LEFT JOIN pgq.jobs j ON j.queue = q.queue
+LEFT JOIN pgq._live_counted j ON j.queue = q.queue
 GROUP BY q.queue;
 
 COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.';

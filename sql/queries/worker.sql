@@ -87,12 +87,12 @@ SELECT (pg_has_role(relowner, 'USAGE')
 FROM pg_catalog.pg_class WHERE oid = 'pgq.jobs'::regclass;
 
 -- name: JobsDeadTuples :one
--- The dead rows of pgq.jobs's slots, from the statistics (about a second old; right
+-- The dead rows of pgq.jobs's and pgq.loads's slots, from the statistics (about a second old; right
 -- after a VACUUM, the rows it could not remove yet), and how many row versions have died
 -- in all (updates and deletes: a count that only grows; a truncation keeps it).
 SELECT coalesce(sum(s.n_dead_tup), 0)::bigint AS dead, coalesce(sum(s.n_tup_upd + s.n_tup_del), 0)::bigint AS died
 FROM pg_catalog.pg_stat_user_tables s
-WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass);
+WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent IN ('pgq.jobs'::regclass, 'pgq.loads'::regclass));
 
 -- name: JobsVacuum :exec
 -- SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
@@ -102,19 +102,19 @@ WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhpar
 -- the indexes of a busy queue pass the parallel-vacuum size threshold, and the worker
 -- vacuums about once a second under load; starting background workers for each vacuum
 -- (a process each) cost more than the parallel index pass saved on a table this size.
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs;
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads;
 
 -- name: JobsVacuumShrink :exec
 -- JobsVacuum, and then the empty pages at the table's end are given back to the
 -- system (S79): after a held horizon, the whole of what the table grew meanwhile.
 -- VACUUM takes the ACCESS EXCLUSIVE lock this needs only when no one holds a lock on
 -- the table, and lets go of it as soon as someone waits for one.
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs;
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads;
 
 -- name: JobsSize :one
--- The bytes of pgq.jobs's slots, without their indexes.
+-- The bytes of pgq.jobs's and pgq.loads's slots, without their indexes.
 SELECT coalesce(sum(pg_catalog.pg_relation_size(i.inhrelid)), 0)::bigint AS bytes
-FROM pg_catalog.pg_inherits i WHERE i.inhparent = 'pgq.jobs'::regclass;
+FROM pg_catalog.pg_inherits i WHERE i.inhparent IN ('pgq.jobs'::regclass, 'pgq.loads'::regclass);
 
 -- name: JobsRotate :one
 -- Moves the slots of pgq.jobs on (S80); what it did, a line each.

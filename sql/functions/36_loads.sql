@@ -1,0 +1,234 @@
+-- Loads (S85): the jobs of a bulk dispatch kept as chunks of pgq.loads until a reserve
+-- takes them (migration 00023, docs/design/loads.md).
+--
+-- A dispatch of pgq._load_min() payloads or more, of plain jobs (no delay, unique or
+-- debounce settings, middleware, batch or chain), writes one pgq.loads row per 1,024
+-- jobs instead of a pgq.jobs row per job. Every job keeps what a row would give it: its
+-- uuid (returned by the dispatch), its id and its place in the queue's order, its
+-- frozen settings. The jobs of a chunk are waiting jobs like any other: the views list
+-- and count them, pgq.cancel and pgq.run_now act on them. A job leaves its chunk once,
+-- as a row of pgq.jobs: reserved by pgq.reserve (pgq._load_take), or waiting
+-- (pgq._load_job_to_row) for an operation on that one job. It never goes back.
+
+-- pgq._load_min: the fewest payloads of a dispatch that make a load: the setting
+-- pgq.load_min (ALTER DATABASE … SET pgq.load_min = 100; 0 or unset: never). Raises
+-- 22023 for a setting that is not a whole number.
+CREATE OR REPLACE FUNCTION pgq._load_min() RETURNS int
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_text text := nullif(current_setting('pgq.load_min', true), '');
+BEGIN
+    IF v_text !~ '^\s*[0-9]{1,9}\s*$' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.load_min must be a whole number of payloads (0: no loads), got %', quote_literal(v_text)
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN coalesce(v_text::int, 0);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min; 0: never).';
+
+-- pgq._load_chunk: the most jobs one pgq.loads row holds: the step of pgq.jobs_id_seq,
+-- whose one number per chunk gives its jobs their ids.
+CREATE OR REPLACE FUNCTION pgq._load_chunk() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 1024 $$;
+
+COMMENT ON FUNCTION pgq._load_chunk() IS 'The most jobs one pgq.loads row holds: 1,024, the step of pgq.jobs_id_seq.';
+
+-- pgq._load_uuid: the uuid p_offset jobs after p_first in a chunk: p_first with
+-- p_offset added to its last 48 bits (pgq._uuid7s counts there, and never carries out).
+CREATE OR REPLACE FUNCTION pgq._load_uuid(p_first uuid, p_offset int) RETURNS uuid
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid
+$$;
+
+COMMENT ON FUNCTION pgq._load_uuid(uuid, int) IS 'The uuid of the job p_offset places after the one whose uuid is p_first, in a chunk of pgq.loads.';
+
+-- pgq._load_dispatch: writes the jobs of one dispatch as chunks of pgq.loads: p_job
+-- holds their frozen settings and slot (pgq._dispatch), p_uuids the uuid of each
+-- payload, from one pgq._uuid7s call (so a chunk's uuids count up from its first).
+CREATE OR REPLACE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_k int := pgq._load_chunk();
+    v_n int := cardinality(p_payloads);
+    v_from int := 1;
+BEGIN
+    WHILE v_from <= v_n LOOP
+        INSERT INTO pgq.loads
+            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, payloads, slot)
+        VALUES (nextval('pgq.jobs_id_seq'), p_uuids[v_from], least(v_k, v_n - v_from + 1), p_job.job, p_job.queue,
+                p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
+                p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
+                CASE WHEN v_n <= v_k THEN p_payloads ELSE p_payloads[v_from : v_from + v_k - 1] END, p_job.slot);
+        v_from := v_from + v_k;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._load_dispatch(pgq.jobs, jsonb[], uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads (S85).';
+
+-- pgq._load_take: pgq.reserve's pickup of a chunk that it holds locked (FOR UPDATE):
+-- its next p_want jobs become rows of pgq.jobs in the current slot, reserved for
+-- p_worker with their attempt counted and lease tokens built as pgq.reserve builds them
+-- (S5, S14), and the chunk gives them up (deleted once it has none left). No pickup
+-- check applies to them (no cancel request, debounce, middleware, until-processing lock
+-- or batch; a first attempt), except a deadline (S12): jobs whose retry_until has
+-- passed become waiting rows instead, for the reserve's one-by-one path to fail. Returns
+-- the reserved jobs in order.
+CREATE OR REPLACE FUNCTION pgq._load_take(
+    p_load pgq.loads, p_want int, p_now timestamptz, p_lease int, p_worker text, p_token text
+) RETURNS SETOF pgq.reservation
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_k    int := least(p_want, p_load.n - p_load.next);
+    v_slot smallint := pgq._slot();
+    v_late boolean := p_load.retry_until IS NOT NULL AND p_now > p_load.retry_until;
+BEGIN
+    IF p_load.next + v_k = p_load.n THEN
+        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    ELSE
+        UPDATE pgq.loads l SET next = l.next + v_k WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    END IF;
+    IF v_late THEN
+        PERFORM pgq._load_rows(p_load, p_load.next + 1, v_k, v_slot);
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH reserved AS (
+        INSERT INTO pgq.jobs
+            (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
+             retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
+             started_at, slot)
+        SELECT p_load.first_id + p.i - 1, pgq._load_uuid(p_load.first_uuid, p.i - 1), p_load.job, p_load.queue,
+               p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
+               p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
+               1, p_now, p_now + make_interval(secs => p_lease), p_worker,
+               (p_token || v_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid,
+               p_now, v_slot
+        FROM (SELECT u.payload, p_load.next + u.o::int AS i
+              FROM unnest(p_load.payloads[p_load.next + 1 : p_load.next + v_k]) WITH ORDINALITY u(payload, o)) p
+        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
+                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
+                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
+    )
+    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
+           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+    FROM reserved r
+    ORDER BY r.id;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._load_take(pgq.loads, int, timestamptz, int, text, text) IS
+    'pgq.reserve''s pickup of a locked chunk of pgq.loads: its next jobs become reserved rows of pgq.jobs (waiting ones when their deadline passed); returns the reserved ones in order (S85).';
+
+-- pgq._load_rows: jobs p_from .. p_from + p_count - 1 of a chunk, as waiting rows of
+-- pgq.jobs in slot p_slot, as they were dispatched. The caller has taken them out of
+-- the chunk.
+CREATE OR REPLACE FUNCTION pgq._load_rows(p_load pgq.loads, p_from int, p_count int, p_slot smallint) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO pgq.jobs
+        (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
+         retry_until, available_at, created_at, slot)
+    SELECT p_load.first_id + i - 1, pgq._load_uuid(p_load.first_uuid, i - 1), p_load.job, p_load.queue,
+           p_load.payloads[i], p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
+           p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at, p_slot
+    FROM generate_series(p_from, p_from + p_count - 1) i
+    ORDER BY i;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._load_rows(pgq.loads, int, int, smallint) IS 'Jobs of a chunk of pgq.loads as waiting rows of pgq.jobs, as dispatched (S85).';
+
+-- pgq._load_job_to_row: the job with this uuid leaves its chunk of pgq.loads, if it is
+-- in one, as a waiting row of pgq.jobs in the current slot, for an operation on that
+-- one job (pgq.cancel, pgq.run_now). The chunk keeps the jobs before it, and those
+-- after it become a chunk of their own, in the same place in the queue. Waits for the
+-- chunk's lock: a reserve taking the chunk now has the job once it commits. Returns
+-- whether the job was in a chunk.
+CREATE OR REPLACE FUNCTION pgq._load_job_to_row(p_uuid uuid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_load pgq.loads;
+    v_i    int;  -- the job's place in its chunk, 1-based
+BEGIN
+    -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
+    -- again under the second statement's snapshot.
+    FOR t IN 1 .. 2 LOOP
+        SELECT * INTO v_load FROM pgq.loads l
+        WHERE l.first_uuid = (SELECT c.first_uuid FROM pgq.loads c WHERE c.first_uuid <= p_uuid ORDER BY c.first_uuid DESC LIMIT 1)
+        FOR UPDATE;
+        IF v_load.first_uuid IS NOT NULL AND left(v_load.first_uuid::text, 24) = left(p_uuid::text, 24) THEN
+            v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
+                    - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
+            EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
+        END IF;
+        v_load := NULL;
+    END LOOP;
+    IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
+        RETURN false;
+    END IF;
+    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot());
+    IF v_i < v_load.n THEN
+        INSERT INTO pgq.loads
+            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, available_at, created_at, payloads, slot)
+        VALUES (v_load.first_id + v_i, pgq._load_uuid(v_load.first_uuid, v_i), v_load.n - v_i, v_load.job, v_load.queue,
+                v_load.priority, v_load.handler, v_load.tries, v_load.backoff, v_load.max_exceptions, v_load.timeout,
+                v_load.fail_on_timeout, v_load.retry_until, v_load.available_at, v_load.created_at,
+                v_load.payloads[v_i + 1 : v_load.n], v_load.slot);
+    END IF;
+    IF v_i - 1 > v_load.next THEN
+        UPDATE pgq.loads l SET n = v_i - 1 WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    ELSE
+        DELETE FROM pgq.loads l WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    END IF;
+    RETURN true;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._load_job_to_row(uuid) IS
+    'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, for an operation on it; false when no chunk holds it (S85).';
+
+-- pgq.load_jobs: the jobs still in chunks of pgq.loads, one row each, as pgq.jobs
+-- would hold them: waiting, never attempted. The views that list or count waiting jobs
+-- read it beside pgq.jobs. A condition on uuid reads every chunk: look a job up with
+-- pgq._load_job_to_row's lookup instead where it matters.
+CREATE OR REPLACE VIEW pgq.load_jobs AS
+SELECT l.first_id + i - 1 AS id, pgq._load_uuid(l.first_uuid, i - 1) AS uuid, l.job, l.queue, l.priority,
+       l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout, l.fail_on_timeout, l.retry_until,
+       l.available_at, l.created_at, l.payloads[i] AS payload, l.slot
+FROM pgq.loads l
+CROSS JOIN LATERAL generate_series(l.next + 1, l.n) i;
+
+COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
+
+-- pgq._live_counted: what the views that count live jobs per queue read: a row per job
+-- of pgq.jobs and one per chunk of pgq.loads, n the jobs it stands for, with no
+-- payload read.
+CREATE OR REPLACE VIEW pgq._live_counted AS
+SELECT j.queue, j.reserved_at, j.available_at, j.attempts, 1::bigint AS n
+FROM pgq.jobs j
+UNION ALL
+SELECT l.queue, NULL::timestamptz, l.available_at, 0, (l.n - l.next)::bigint
+FROM pgq.loads l;
+
+COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';

@@ -1,0 +1,276 @@
+package sql_test
+
+// Loads (S85): the jobs of a bulk dispatch kept as chunks of pgq.loads until a reserve
+// takes them. Each test checks that a load job behaves as the row it stands for would.
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// dispatchMany dispatches n payloads {"n": from..from+n-1} with extra arguments and
+// returns their uuids in payload order.
+func dispatchMany(t *testing.T, db *pgqtest.DB, from, n int, extra string) []uuid.UUID {
+	t.Helper()
+	return pgqtest.Scalar[[]uuid.UUID](t, db, fmt.Sprintf(
+		`SELECT array_agg(u) FROM pgq.dispatch_many('a', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(%d, %d) i)%s) u`,
+		from, from+n-1, extra))
+}
+
+// reserveVia reserves up to max jobs of queue default on one connection (its marks are
+// the connection's), returning the uuids of the jobs to run in the order given.
+func reserveVia(t *testing.T, c *pgx.Conn, max int, at time.Time) []reserved {
+	t.Helper()
+	rows, err := c.Query(ctx,
+		`SELECT uuid, lease_token, attempts, reserved_until FROM pgq.reserve('w', '{default}', $1, 1, $2) WHERE pickup IS NULL`, max, at)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reserved, error) {
+		var j reserved
+		return j, r.Scan(&j.UUID, &j.Token, &j.Attempts, &j.Until)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func uuidsOf(js []reserved) []uuid.UUID {
+	out := make([]uuid.UUID, len(js))
+	for i, j := range js {
+		out[i] = j.UUID
+	}
+	return out
+}
+
+// A dispatch of pgq.load_min payloads or more of plain jobs is written as chunks of up
+// to 1,024 jobs, with the uuids it returns; the views list and count its jobs as
+// waiting ones, in payload order, with their payloads and settings (S1). Fewer
+// payloads, a delay, a unique key or middleware keep the row path. Off by default.
+func TestS85S1BulkDispatchIsKeptAsLoads(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	got := dispatchMany(t, db, 1, 2500, `, tries => 4, priority => 2`)
+	require.Len(t, got, 2500)
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`), "no row per job")
+	require.Equal(t, []int{1024, 1024, 452}, pgqtest.Scalar[[]int](t, db, `SELECT array_agg(n ORDER BY first_id) FROM pgq.loads`))
+
+	listed := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY available_at, id) FROM pgq.ready`)
+	require.Equal(t, got, listed, "pgq.ready lists the jobs with the uuids returned, in dispatch order")
+	require.Equal(t, 2500, pgqtest.Scalar[int](t, db, `SELECT count(DISTINCT id)::int FROM pgq.ready`), "each job has its own id")
+	require.Equal(t, 2500, pgqtest.Scalar[int](t, db,
+		`SELECT count(*)::int FROM pgq.ready r WHERE (r.payload->>'n')::int = (SELECT count(*) FROM pgq.ready x WHERE x.id <= r.id)`),
+		"the i-th job by id has the i-th payload")
+	require.Equal(t, "ready 2500 running 0", pgqtest.Scalar[string](t, db,
+		`SELECT format('ready %s running %s', ready, running) FROM pgq.queue_stats WHERE queue = 'default'`))
+	require.Equal(t, int64(2500), pgqtest.Scalar[int64](t, db, `SELECT ready FROM pgq.queue_overview WHERE queue = 'default'`))
+	require.Equal(t, "ready a 4 2 0", pgqtest.Scalar[string](t, db,
+		`SELECT format('%s %s %s %s %s', state, job, tries, priority, attempts) FROM pgq.job_settings WHERE uuid = $1`, got[1700]))
+
+	for _, extra := range []string{``, `, delay => '1 minute'`, `, unique_key => 'k'`,
+		`, middleware => '[{"without_overlapping": {"key": "x"}}]'`} {
+		n := 150
+		if extra == `` {
+			n = 99
+		}
+		before := pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`)
+		dispatchMany(t, db, 1, n, extra)
+		after := pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`)
+		require.Greater(t, after, before, "rows for %q", extra)
+	}
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "no more chunks")
+
+	off := pgqtest.New(t)
+	if pgqtest.Scalar[int](t, off, `SELECT pgq._load_min()`) == 0 {
+		dispatchMany(t, off, 1, 2000, ``)
+		require.Equal(t, 0, pgqtest.Scalar[int](t, off, `SELECT count(*)::int FROM pgq.loads`), "off unless set")
+	}
+	_, err := db.Pool.Exec(ctx, `SET pgq.load_min = 'many'`)
+	require.NoError(t, err)
+	c, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	_, err = c.Exec(ctx, `SET pgq.load_min = 'many'`)
+	require.NoError(t, err)
+	_, err = c.Exec(ctx, `SELECT pgq.dispatch_many('a', ARRAY['{}'::jsonb])`)
+	require.Equal(t, "22023", pgCode(err), "a bad setting is named")
+	_, err = c.Exec(ctx, `RESET pgq.load_min`)
+	require.NoError(t, err)
+}
+
+// Rows and chunks are reserved in one order (S30): priority, then available_at, then
+// id, whatever mix of rows and loads a queue holds, through a session's first reserve
+// and the ones after it (its marks, S77), in reserves of any size; each job once, with
+// its attempt counted and a lease token of its own (S5, S14); and the worker protocol
+// completes them (S15).
+func TestS85S5S14S15S30S77RowsAndLoadsComeInQueueOrder(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	var want []uuid.UUID
+	// Dispatched one after the other: a row, a load, a row, a load of priority 1, a
+	// row of priority 1, another load.
+	a := dispatch(t, db, `'a', '{"n": 0}'`)
+	l1 := dispatchMany(t, db, 1, 300, ``)
+	b := dispatch(t, db, `'a', '{"n": 301}'`)
+	l2 := dispatchMany(t, db, 302, 1500, `, priority => 1`)
+	c := dispatch(t, db, `'a', '{"n": 9999}', priority => 1`)
+	l3 := dispatchMany(t, db, 1802, 200, ``)
+	want = append(want, l2...)
+	want = append(want, c, a)
+	want = append(want, l1...)
+	want = append(want, b)
+	want = append(want, l3...)
+
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	at := clock()
+	var got []reserved
+	for _, max := range []int{1, 7, 700, 1000, 2, 333, 1000} {
+		got = append(got, reserveVia(t, conn, max, at)...)
+	}
+	require.Equal(t, want, uuidsOf(got))
+	require.Empty(t, reserveVia(t, conn, 100, at))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "every chunk taken")
+	tokens := map[uuid.UUID]bool{}
+	for _, j := range got {
+		require.Equal(t, 1, j.Attempts, "the attempt is counted (S5)")
+		require.WithinDuration(t, at.Add(90*time.Second), j.Until, time.Second, "the queue's lease (S14)")
+		tokens[j.Token] = true
+	}
+	require.Len(t, tokens, len(got), "one lease token each")
+	for _, j := range got[:50] {
+		require.True(t, complete(t, db, j))
+	}
+	require.False(t, complete(t, db, reserved{UUID: got[60].UUID, Token: got[50].Token}), "another job's token completes nothing (S15)")
+	require.Equal(t, len(got)-50, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.running`))
+
+	// A load dispatched later, behind rows that a session's marks already passed.
+	d := dispatch(t, db, `'a', '{}'`)
+	l4 := dispatchMany(t, db, 1, 150, ``)
+	e := dispatch(t, db, `'a', '{}'`)
+	got = reserveVia(t, conn, 1000, at)
+	require.Equal(t, append(append([]uuid.UUID{d}, l4...), e), uuidsOf(got))
+}
+
+// Concurrent reserves take every job of a load once: a chunk one reserve holds is
+// skipped by the others, as a locked row is (FOR UPDATE SKIP LOCKED).
+func TestS85ConcurrentReservesTakeEachLoadJobOnce(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	var all []uuid.UUID
+	for i := range 6 {
+		all = append(all, dispatchMany(t, db, i*2000, 2000, ``)...)
+	}
+	at := clock()
+	var mu sync.Mutex
+	seen := map[uuid.UUID]int{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pgx.Connect(ctx, db.WorkerURL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(ctx)
+			for {
+				var got []uuid.UUID
+				rows, err := conn.Query(ctx, `SELECT uuid FROM pgq.reserve($1, '{default}', $2, 1, $3)`, fmt.Sprint("w", w), 300+w*211, at)
+				if err == nil {
+					got, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, u := range got {
+					seen[u]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, len(all))
+	for _, u := range all {
+		require.Equal(t, 1, seen[u], "job %s", u)
+	}
+}
+
+// pgq.cancel and pgq.run_now act on one job of a load as on a row (S20, S40): the job
+// leaves its chunk, the others keep their place, and a job a reserve took already is
+// the row it became (a running job: cancelling). A load job whose deadline passed
+// before any reserve reached it fails at pickup, not run (S12).
+func TestS85S12S20S40OneJobOfALoad(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	jobs := dispatchMany(t, db, 1, 2000, ``)
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, jobs[1500]))
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, jobs[0]))
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, jobs[1999]))
+	require.Nil(t, pgqtest.Scalar[*string](t, db, `SELECT pgq.cancel($1)`, jobs[1500]), "cancelled already")
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, jobs[700]))
+	require.Equal(t, []string{"cancelled"}, outcomes(t, db, jobs[1500]))
+	require.Equal(t, 1997, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.ready`))
+
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	at := clock()
+	first := reserveVia(t, conn, 600, at)
+	require.Equal(t, jobs[1:601], uuidsOf(first))
+	require.Equal(t, "cancelling", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, jobs[10]), "a reserved job is a running row")
+	rest := uuidsOf(reserveVia(t, conn, 2000, at))
+	want := append(append([]uuid.UUID{}, jobs[601:1500]...), jobs[1501:1999]...)
+	require.Equal(t, want, rest, "the cancelled jobs are gone, the others in order, the one run_now kept its place")
+
+	// A deadline passed before the reserve came.
+	late := dispatchMany(t, db, 1, 300, `, retry_until => now() + interval '5 seconds'`)
+	rows, err := conn.Query(ctx, `SELECT uuid, pickup::text FROM pgq.reserve('w', '{default}', 1000, 1, now() + interval '30 seconds')`)
+	require.NoError(t, err)
+	type picked struct {
+		UUID   uuid.UUID
+		Pickup *string
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[picked])
+	require.NoError(t, err)
+	require.Len(t, got, 300)
+	for i, p := range got {
+		require.Equal(t, late[i], p.UUID)
+		require.NotNil(t, p.Pickup)
+		require.Equal(t, "exhausted", *p.Pickup, "S12")
+	}
+	require.Equal(t, 300, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.failed_jobs`))
+}
+
+// The chunks live in the slots of pgq.jobs (S80): a draining slot is not truncated
+// while a chunk of it holds a job, and is truncated, chunks and all, once none does;
+// the jobs a reserve took from it are rows of the current slot.
+func TestS85S80LoadsAreTruncatedWithTheirSlot(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	dispatchMany(t, db, 1, 3000, ``)
+	require.Len(t, rotate(t, db, 65536), 1, "slot 0 holds the chunks: new jobs go to slot 1")
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads WHERE slot = 0`))
+	for _, d := range rotate(t, db, 1<<30) {
+		require.NotContains(t, d, "truncated", "the chunks' jobs wait")
+	}
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	got := reserveVia(t, conn, 3000, clock())
+	require.Len(t, got, 3000)
+	require.Equal(t, 3000, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE slot = 1`), "rows of the current slot")
+	require.Greater(t, pgqtest.Scalar[int64](t, db, `SELECT pg_relation_size('pgq.loads_0')`), int64(0), "the chunks' dead versions")
+	require.Contains(t, strings.Join(rotate(t, db, 1<<30), "\n"), "slot 0 truncated", "no job is left in slot 0")
+	require.Equal(t, int64(0), pgqtest.Scalar[int64](t, db, `SELECT pg_relation_size('pgq.loads_0')`), "its chunks went with it")
+	require.Equal(t, 3000, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.running`))
+}
