@@ -33,7 +33,7 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.pgqLoadMin > 0 {
+	if o.pgqLoadMin >= 0 {
 		// Bulk dispatches of this many jobs or more are kept as loads (S85), in every
 		// session: the dispatching pool's and the workers'.
 		cfg.ConnConfig.RuntimeParams["pgq.load_min"] = fmt.Sprint(o.pgqLoadMin)

@@ -127,6 +127,7 @@ func settingsNotes(o options, ge *graphileEnv) []string {
 		fmt.Sprintf("All systems on one PostgreSQL, each in its own fresh database (%s, %s, %s); before each timed phase: ANALYZE of the jobs table=%v, CHECKPOINT=%v, %s. Runs of the systems alternate within each scenario.",
 			o.dbName, o.riverDB, o.graphileDB, o.analyze, o.checkpoint, quiet),
 		fmt.Sprintf("Worker pools: %d connections max for each system (pgq worker pool, River's pgxpool, graphile maxPoolSize). Dispatch/insert goes through a separate pool.", o.poolSize),
+		loadMinNote(o.pgqLoadMin),
 		fmt.Sprintf("pgq: worker.New(pool, WithConcurrency(%d), WithStopWhenEmpty()) for drain, plain, retry and mw-*; drain time is worker.Run from start to its stop once the queue is empty and every completion is committed. Backlog inserted with Client.DispatchMany, %d per call. Other worker options at their defaults (tries 1, timeout 60 s, sleep 3 s, fetch cooldown 5 ms, vacuum of pgq.jobs after 10,000 dead rows). The worker pool is a plain pgxpool, as an embedding application would open it (the worker registers its binary uuid codec on its own reserve and completion connections).",
 			o.conc, o.batch),
 		fmt.Sprintf("River %s tuned for throughput (drain, steady, latency tuned): FetchCooldown %s, FetchPollInterval %s, Queues{default: MaxWorkers %d} (%d in latency), other Config fields at defaults; river_job vacuumed by the benchmark after %d dead rows, checked each second, as pgq's worker vacuums pgq.jobs (autovacuum is off on this server); drain time is from Client.Start until every job is `completed` in river_job (polled every 2 ms once the handlers have run). Backlog inserted with InsertManyFast, %d per call.",
@@ -158,4 +159,15 @@ func riverPoll(o options) string {
 		return "1s (default)"
 	}
 	return o.riverFetchPoll.String()
+}
+
+// loadMinNote says which pgq dispatches were kept as loads (S85).
+func loadMinNote(min int) string {
+	switch {
+	case min < 0:
+		return "pgq.load_min not set: pgq's default, dispatches of 100 jobs or more kept as loads (S85)."
+	case min == 0:
+		return "pgq.load_min 0: no loads, every job a row of pgq.jobs (S85)."
+	}
+	return fmt.Sprintf("pgq.load_min %d: dispatches of %d jobs or more kept as loads (S85).", min, min)
 }

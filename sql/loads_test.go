@@ -5,6 +5,7 @@ package sql_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,8 @@ func uuidsOf(js []reserved) []uuid.UUID {
 // A dispatch of pgq.load_min payloads or more of plain jobs is written as chunks of up
 // to 1,024 jobs, with the uuids it returns; the views list and count its jobs as
 // waiting ones, in payload order, with their payloads and settings (S1). Fewer
-// payloads, a delay, a unique key or middleware keep the row path. Off by default.
+// payloads, a delay, a unique key or middleware keep the row path; pgq.load_min 0
+// turns loads off, and it is 100 when not set.
 func TestS85S1BulkDispatchIsKeptAsLoads(t *testing.T) {
 	db := pgqtest.NewWithLoads(t, 100)
 	got := dispatchMany(t, db, 1, 2500, `, tries => 4, priority => 2`)
@@ -85,13 +87,14 @@ func TestS85S1BulkDispatchIsKeptAsLoads(t *testing.T) {
 	}
 	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "no more chunks")
 
-	off := pgqtest.New(t)
-	if pgqtest.Scalar[int](t, off, `SELECT pgq._load_min()`) == 0 {
-		dispatchMany(t, off, 1, 2000, ``)
-		require.Equal(t, 0, pgqtest.Scalar[int](t, off, `SELECT count(*)::int FROM pgq.loads`), "off unless set")
+	off := pgqtest.NewWithLoads(t, 0)
+	dispatchMany(t, off, 1, 2000, ``)
+	require.Equal(t, 0, pgqtest.Scalar[int](t, off, `SELECT count(*)::int FROM pgq.loads`), "pgq.load_min 0: never")
+	require.Equal(t, 2000, pgqtest.Scalar[int](t, off, `SELECT count(*)::int FROM pgq.jobs`))
+	if _, set := os.LookupEnv("PGQ_TEST_LOAD_MIN"); !set {
+		def := pgqtest.New(t)
+		require.Equal(t, 100, pgqtest.Scalar[int](t, def, `SELECT pgq._load_min()`), "100 when not set")
 	}
-	_, err := db.Pool.Exec(ctx, `SET pgq.load_min = 'many'`)
-	require.NoError(t, err)
 	c, err := db.Pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer c.Release()

@@ -395,7 +395,7 @@ func TestS77ReserveCostDoesNotGrowWithFinishedJobs(t *testing.T) {
 // xmin does). The worker's calls still touch only the buffers of the jobs they name.
 func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 	t.Parallel()
-	db := pgqtest.New(t)
+	db := pgqtest.NewWithLoads(t, 0) // 50,000 rows of pgq.jobs, not chunks of pgq.loads (S85)
 	s := session(t, db)
 	cost := func(sql string) int { return buffersTouched(t, s, sql) }
 	type lease struct{ id, token uuid.UUID }

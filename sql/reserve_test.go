@@ -65,9 +65,10 @@ func TestJobUUIDsOfOneDispatchManyCountUpInPayloadOrder(t *testing.T) {
 	got := pgqtest.Scalar[[]uuid.UUID](t, db,
 		`SELECT array_agg(u) FROM pgq.dispatch_many('a', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 2000) i)) u`)
 	require.Len(t, got, 2000)
-	inTable := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY (payload->>'n')::int) FROM pgq.jobs`)
+	// pgq.ready: the jobs are rows or, kept as a load, chunks (S85).
+	inTable := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY (payload->>'n')::int) FROM pgq.ready`)
 	require.Equal(t, got, inTable, "the i-th uuid returned is the job of the i-th payload")
-	byID := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY id) FROM pgq.jobs`)
+	byID := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid ORDER BY id) FROM pgq.ready`)
 	require.Equal(t, got, byID, "ids follow payload order")
 	for i, id := range got {
 		require.Equal(t, uuid.Version(7), id.Version(), "uuid %s", id)

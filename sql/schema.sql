@@ -2716,7 +2716,7 @@ BEGIN
     -- again under the second statement's snapshot.
     FOR t IN 1 .. 2 LOOP
         SELECT * INTO v_load FROM pgq.loads l
-        WHERE l.first_uuid = (SELECT max(c.first_uuid) FROM pgq.loads c WHERE c.first_uuid <= p_uuid)
+        WHERE l.first_uuid = (SELECT c.first_uuid FROM pgq.loads c WHERE c.first_uuid <= p_uuid ORDER BY c.first_uuid DESC LIMIT 1)
         FOR UPDATE;
         IF v_load.first_uuid IS NOT NULL AND left(v_load.first_uuid::text, 24) = left(p_uuid::text, 24) THEN
             v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
@@ -2770,7 +2770,7 @@ BEGIN
         RAISE EXCEPTION 'pgq: the setting pgq.load_min must be a whole number of payloads (0: no loads), got %', quote_literal(v_text)
             USING ERRCODE = '22023';
     END IF;
-    RETURN coalesce(v_text::int, 0);
+    RETURN coalesce(v_text::int, 100);
 END;
 $_$;
 
@@ -2779,7 +2779,7 @@ $_$;
 -- Name: FUNCTION _load_min(); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min; 0: never).';
+COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min, 100 when not set; 0: never).';
 
 
 --

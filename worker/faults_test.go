@@ -45,7 +45,7 @@ func TestS37WorkerSetsItsOwnTimeouts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, w.Run(ctx))
-	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`), "the drain completed")
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs), "the drain completed")
 	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.failed_jobs`))
 	require.Equal(t, 20, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.seen WHERE idle = '10s' AND statement = '7s'`),
 		"each SQL handler ran under the job's timeout and the idle limit")
@@ -62,7 +62,7 @@ func TestS36ReportsAreRetriedAndIsolated(t *testing.T) {
 	b.db.Exec(t, `SELECT pgq.define_queue('default', retry_after => 2)`)
 	const n = 200
 	b.dispatchOrders(t, "job", n)
-	bad := pgqtest.Scalar[string](t, b.db, `SELECT uuid::text FROM pgq.jobs WHERE payload->>'order_id' = '7'`)
+	bad := pgqtest.Scalar[string](t, b.db, `SELECT uuid::text FROM pgq.ready WHERE payload->>'order_id' = '7'`)
 	b.db.Exec(t, `CREATE SEQUENCE public.refusals`)
 	// SECURITY DEFINER: the trigger fires inside pgq.complete, which runs as pgq's owner.
 	b.db.Exec(t, `CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
@@ -80,7 +80,7 @@ func TestS36ReportsAreRetriedAndIsolated(t *testing.T) {
 	w := b.worker(t, worker.WithConcurrency(50), worker.WithTries(2), worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	worker.Handle(w, "job", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error { return nil }})
 	stop := start(t, w)
-	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.jobs`) == 0 },
+	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0 },
 		30*time.Second, 50*time.Millisecond, "every job ended")
 	require.NoError(t, stop())
 

@@ -51,6 +51,11 @@ type DB struct {
 	WorkerPool *pgxpool.Pool // a pool on WorkerURL, closed at cleanup
 }
 
+// LiveJobs counts the live jobs (waiting or running): the rows of pgq.jobs, and the jobs
+// of bulk dispatches still in chunks of pgq.loads (S85). A test that waits for a drain
+// waits for it to be 0: pgq.jobs alone is empty while a load waits.
+const LiveJobs = `SELECT ((SELECT count(*) FROM pgq.jobs) + (SELECT coalesce(sum(n - next), 0) FROM pgq.loads))::int`
+
 // WorkerRole is the login role tests run workers as: a member of pgq_worker only.
 const WorkerRole = "pgq_test_worker"
 
@@ -60,12 +65,13 @@ func New(t testing.TB) *DB {
 	return create(t, true, loadMinFromEnv(t))
 }
 
-// loadMinFromEnv is PGQ_TEST_LOAD_MIN, the pgq.load_min of every database New makes (0
-// when unset): the whole suite can run with bulk dispatches kept as loads (S85).
+// loadMinFromEnv is PGQ_TEST_LOAD_MIN, the pgq.load_min of every database New makes
+// (-1, pgq's default, when unset): the whole suite can run with every dispatch of two
+// jobs or more kept as loads (S85), or with none.
 func loadMinFromEnv(t testing.TB) int {
 	v := os.Getenv("PGQ_TEST_LOAD_MIN")
 	if v == "" {
-		return 0
+		return -1
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
@@ -75,7 +81,7 @@ func loadMinFromEnv(t testing.TB) int {
 }
 
 // NewWithLoads is New with the setting pgq.load_min at min for every session of the
-// database: dispatches of min payloads or more are kept as loads (S85).
+// database: dispatches of min payloads or more are kept as loads (S85); 0: never.
 func NewWithLoads(t testing.TB, min int) *DB {
 	t.Helper()
 	return create(t, true, min)
@@ -85,7 +91,7 @@ func NewWithLoads(t testing.TB, min int) *DB {
 // migrates it, or of what happens before it is migrated.
 func NewEmpty(t testing.TB) *DB {
 	t.Helper()
-	return create(t, false, 0)
+	return create(t, false, -1)
 }
 
 func create(t testing.TB, migrated bool, loadMin int) *DB {
@@ -109,7 +115,7 @@ func create(t testing.TB, migrated bool, loadMin int) *DB {
 	if _, err := admin.Exec(ctx, stmt); err != nil {
 		t.Fatalf("pgqtest: create database: %v", err)
 	}
-	if loadMin > 0 {
+	if migrated && loadMin >= 0 {
 		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s SET pgq.load_min = %d", name, loadMin)); err != nil {
 			t.Fatalf("pgqtest: set pgq.load_min: %v", err)
 		}
