@@ -165,7 +165,7 @@ func riverPoll(o options) string {
 func loadMinNote(min int) string {
 	switch {
 	case min < 0:
-		return "pgq.load_min not set: pgq's default, dispatches of 100 jobs or more kept as loads (S85)."
+		return "pgq.load_min not set: pgq's default, dispatches of 1,000 jobs or more kept as loads (S85)."
 	case min == 0:
 		return "pgq.load_min 0: no loads, every job a row of pgq.jobs (S85)."
 	}

@@ -54,7 +54,7 @@ func uuidsOf(js []reserved) []uuid.UUID {
 // to 1,024 jobs, with the uuids it returns; the views list and count its jobs as
 // waiting ones, in payload order, with their payloads and settings (S1). Fewer
 // payloads, a delay, a unique key or middleware keep the row path; pgq.load_min 0
-// turns loads off, and it is 100 when not set.
+// turns loads off, and it is 1,000 when not set.
 func TestS85S1BulkDispatchIsKeptAsLoads(t *testing.T) {
 	db := pgqtest.NewWithLoads(t, 100)
 	got := dispatchMany(t, db, 1, 2500, `, tries => 4, priority => 2`)
@@ -93,7 +93,7 @@ func TestS85S1BulkDispatchIsKeptAsLoads(t *testing.T) {
 	require.Equal(t, 2000, pgqtest.Scalar[int](t, off, `SELECT count(*)::int FROM pgq.jobs`))
 	if _, set := os.LookupEnv("PGQ_TEST_LOAD_MIN"); !set {
 		def := pgqtest.New(t)
-		require.Equal(t, 100, pgqtest.Scalar[int](t, def, `SELECT pgq._load_min()`), "100 when not set")
+		require.Equal(t, 1000, pgqtest.Scalar[int](t, def, `SELECT pgq._load_min()`), "1,000 when not set")
 	}
 	c, err := db.Pool.Acquire(ctx)
 	require.NoError(t, err)

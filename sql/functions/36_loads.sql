@@ -11,8 +11,11 @@
 -- (pgq._load_job_to_row) for an operation on that one job. It never goes back.
 
 -- pgq._load_min: the fewest payloads of a dispatch that make a load: the setting
--- pgq.load_min (ALTER DATABASE … SET pgq.load_min = 1000, say; 0: never), 100 when it
--- is not set. Raises 22023 for a setting that is not a whole number.
+-- pgq.load_min (ALTER DATABASE … SET pgq.load_min = 500, say; 0: never), 1,000 when it
+-- is not set. A chunk pays for itself at about a reserve's size: each pass of a reserve
+-- takes one chunk, and with a producer at 20,000 jobs/s in calls of 100 the worker fell
+-- behind on chunks of 100 where it kept up on rows (bench/RESULTS.md, issue 19). Raises
+-- 22023 for a setting that is not a whole number.
 CREATE OR REPLACE FUNCTION pgq._load_min() RETURNS int
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -24,11 +27,11 @@ BEGIN
         RAISE EXCEPTION 'pgq: the setting pgq.load_min must be a whole number of payloads (0: no loads), got %', quote_literal(v_text)
             USING ERRCODE = '22023';
     END IF;
-    RETURN coalesce(v_text::int, 100);
+    RETURN coalesce(v_text::int, 1000);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min, 100 when not set; 0: never).';
+COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min, 1,000 when not set; 0: never).';
 
 -- pgq._load_chunk: the most jobs one pgq.loads row holds: the step of pgq.jobs_id_seq,
 -- whose one number per chunk gives its jobs their ids.

@@ -85,6 +85,7 @@ DECLARE
     v_id    bigint;
     v_load  pgq.loads;   -- the queue's first chunk of load jobs, locked (S85)
     v_before boolean[];  -- whether each picked row comes before it in the queue's order
+    v_loads boolean;     -- whether to look for a chunk in this pass: the last look found one
     -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
     -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
     -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
@@ -179,6 +180,7 @@ BEGIN
 
         v_qm := v_marks -> v_queue;
         v_busy := false;
+        v_loads := true;
 
         -- Exhausted jobs do not fill the batch: pick again until it is full or the
         -- queue has no more ready jobs.
@@ -188,12 +190,17 @@ BEGIN
             -- no other reserve holds (S85, 36_loads.sql). Its jobs come in the queue's
             -- order as rows would: this pass takes the rows before it or, if none is, the
             -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
-            -- a thousand jobs.
-            SELECT * INTO v_load FROM pgq.loads l
-            WHERE l.queue = v_queue AND l.available_at <= v_now
-            ORDER BY l.priority DESC, l.available_at, l.first_id
-            LIMIT 1
-            FOR UPDATE SKIP LOCKED;
+            -- a thousand jobs. Once a look finds none, this call looks no more: a chunk
+            -- committed meanwhile waits for the next call, as a row may.
+            v_load := NULL;
+            IF v_loads THEN
+                SELECT * INTO v_load FROM pgq.loads l
+                WHERE l.queue = v_queue AND l.available_at <= v_now
+                ORDER BY l.priority DESC, l.available_at, l.first_id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED;
+                v_loads := v_load.first_id IS NOT NULL;
+            END IF;
             -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
             -- this transaction whatever happens below.
             IF v_qm -> 'p' IS NULL THEN
