@@ -7232,7 +7232,7 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 CREATE VIEW pgq.load_jobs AS
  SELECT ((l.first_id + i.i) - 1) AS id,
-    pgq._load_uuid(l.first_uuid, (i.i - 1)) AS uuid,
+    ((c.head || lpad(to_hex(((c.base + i.i) - 1)), 12, '0'::text)))::uuid AS uuid,
     l.job,
     l.queue,
     l.priority,
@@ -7247,7 +7247,9 @@ CREATE VIEW pgq.load_jobs AS
     l.created_at,
     l.payloads[i.i] AS payload,
     l.slot
-   FROM (pgq.loads l
+   FROM ((pgq.loads l
+     CROSS JOIN LATERAL ( SELECT "left"((l.first_uuid)::text, 24) AS head,
+            ((('x'::text || "right"((l.first_uuid)::text, 12)))::bit(48))::bigint AS base) c)
      CROSS JOIN LATERAL generate_series((l.next + 1), l.n) i(i));
 
 

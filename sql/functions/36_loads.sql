@@ -213,13 +213,19 @@ COMMENT ON FUNCTION pgq._load_job_to_row(uuid) IS
 
 -- pgq.load_jobs: the jobs still in chunks of pgq.loads, one row each, as pgq.jobs
 -- would hold them: waiting, never attempted. The views that list or count waiting jobs
--- read it beside pgq.jobs. A condition on uuid reads every chunk: look a job up with
--- pgq._load_job_to_row's lookup instead where it matters.
+-- read it beside pgq.jobs. No index serves a condition on its uuid or an order of its
+-- rows: a lookup computes every chunk job (0.8 s for a million jobs in chunks here, 1.7 s
+-- with the payload), and a page of pgq.ready sorts them (2.4 s); pgq.cancel and
+-- pgq.run_now find a job's chunk through loads_uuid_idx instead. The uuid is
+-- pgq._load_uuid written out, with the chunk's part computed once: a call per job made
+-- the lookup 3.4 s.
 CREATE OR REPLACE VIEW pgq.load_jobs AS
-SELECT l.first_id + i - 1 AS id, pgq._load_uuid(l.first_uuid, i - 1) AS uuid, l.job, l.queue, l.priority,
-       l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout, l.fail_on_timeout, l.retry_until,
+SELECT l.first_id + i - 1 AS id, (c.head || lpad(to_hex(c.base + i - 1), 12, '0'))::uuid AS uuid, l.job, l.queue,
+       l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout, l.fail_on_timeout, l.retry_until,
        l.available_at, l.created_at, l.payloads[i] AS payload, l.slot
 FROM pgq.loads l
+CROSS JOIN LATERAL (SELECT left(l.first_uuid::text, 24) AS head,
+                           ('x' || right(l.first_uuid::text, 12))::bit(48)::bigint AS base) c
 CROSS JOIN LATERAL generate_series(l.next + 1, l.n) i;
 
 COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
