@@ -277,3 +277,24 @@ func TestS85S80LoadsAreTruncatedWithTheirSlot(t *testing.T) {
 	require.Equal(t, int64(0), pgqtest.Scalar[int64](t, db, `SELECT pg_relation_size('pgq.loads_0')`), "its chunks went with it")
 	require.Equal(t, 3000, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.running`))
 }
+
+// With no slot empty, the chunks of a draining slot move to the current one with its
+// waiting rows (S80): as they were, so their jobs keep their uuids and their order.
+func TestS80S85ChunksMoveWhenNoSlotIsEmpty(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	db.Exec(t, `SELECT pgq.pause_queue('held')`)
+	held := dispatchMany(t, db, 1, 150, `, queue => 'held'`)
+	for range 3 {
+		dispatch(t, db, `'later', '{}', delay => '1 hour'`) // keeps each slot from being truncated
+		rotate(t, db, 65536)
+	}
+	require.Equal(t, []string{"draining", "draining", "draining", "current"}, slotStates(t, db))
+	dispatch(t, db, `'now', '{}'`) // fills slot 3 past 64 kB
+	require.Contains(t, strings.Join(rotate(t, db, 65536), "\n"), "151 waiting jobs moved from slot 0 to slot 3")
+	require.Equal(t, []int16{3}, pgqtest.Scalar[[]int16](t, db, `SELECT array_agg(slot) FROM pgq.loads`))
+	require.Contains(t, strings.Join(rotate(t, db, 65536), "\n"), "slot 0 truncated")
+
+	db.Exec(t, `SELECT pgq.resume_queue('held')`)
+	got := append(reserve(t, db, "w", clock(), "held"), reserve(t, db, "w", clock(), "held")...)
+	require.Equal(t, held, uuidsOf(got))
+}
