@@ -614,7 +614,7 @@ func TestS68S69LoadingJobsFromSQL(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch_staged('reindex', queue => 'bulk')`).Scan(&more))
 	require.Len(t, more, 10, "the rows of the rolled-back call, queued again")
-	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM pgq.jobs WHERE (payload ->> 'product_id')::int > 500`).Scan(&inOrder))
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM pgq.ready WHERE (payload ->> 'product_id')::int > 500`).Scan(&inOrder))
 	require.Equal(t, 10, inOrder, "each once")
 	require.NoError(t, tx.Commit(ctx))
 
