@@ -2710,6 +2710,7 @@ CREATE FUNCTION pgq._load_job_to_row(p_uuid uuid) RETURNS boolean
     AS $$
 DECLARE
     v_load pgq.loads;
+    v_rest pgq.loads;
     v_i    int;  -- the job's place in its chunk, 1-based
 BEGIN
     -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
@@ -2728,15 +2729,16 @@ BEGIN
     IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
         RETURN false;
     END IF;
-    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot());
-    IF v_i < v_load.n THEN
-        INSERT INTO pgq.loads
-            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, created_at, payloads, slot)
-        VALUES (v_load.first_id + v_i, pgq._load_uuid(v_load.first_uuid, v_i), v_load.n - v_i, v_load.job, v_load.queue,
-                v_load.priority, v_load.handler, v_load.tries, v_load.backoff, v_load.max_exceptions, v_load.timeout,
-                v_load.fail_on_timeout, v_load.retry_until, v_load.available_at, v_load.created_at,
-                v_load.payloads[v_i + 1 : v_load.n], v_load.slot);
+    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot(), NULL, NULL, NULL, NULL);
+    IF v_i < v_load.n THEN  -- the jobs after it: a chunk of their own, as they were
+        v_rest := v_load;
+        v_rest.first_id := v_load.first_id + v_i;
+        v_rest.first_uuid := pgq._load_uuid(v_load.first_uuid, v_i);
+        v_rest.n := v_load.n - v_i;
+        v_rest.next := 0;
+        v_rest.payloads := v_load.payloads[v_i + 1 : v_load.n];
+        v_rest.txid := pg_current_xact_id();
+        INSERT INTO pgq.loads SELECT (v_rest).*;
     END IF;
     IF v_i - 1 > v_load.next THEN
         UPDATE pgq.loads l SET n = v_i - 1 WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
@@ -2864,31 +2866,50 @@ COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives i
 
 
 --
--- Name: _load_rows(pgq.loads, integer, integer, smallint); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _load_rows(pgq.loads, integer, integer, smallint, timestamp with time zone, integer, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) RETURNS void
+CREATE FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) RETURNS SETOF pgq.reservation
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
-    INSERT INTO pgq.jobs
-        (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
-         retry_until, available_at, created_at, slot)
-    SELECT p_load.first_id + i - 1, pgq._load_uuid(p_load.first_uuid, i - 1), p_load.job, p_load.queue,
-           p_load.payloads[i], p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
-           p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at, p_slot
-    FROM generate_series(p_from, p_from + p_count - 1) i
-    ORDER BY i;
+    RETURN QUERY
+    WITH made AS (
+        INSERT INTO pgq.jobs
+            (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
+             retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
+             started_at, slot)
+        SELECT p_load.first_id + p.i - 1, pgq._load_uuid(p_load.first_uuid, p.i - 1), p_load.job, p_load.queue,
+               p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
+               p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
+               CASE WHEN p_worker IS NULL THEN 0 ELSE 1 END, CASE WHEN p_worker IS NOT NULL THEN p_now END,
+               CASE WHEN p_worker IS NOT NULL THEN p_now + make_interval(secs => p_lease) END, p_worker,
+               CASE WHEN p_worker IS NOT NULL
+                    THEN (p_token || p_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid END,
+               CASE WHEN p_worker IS NOT NULL THEN p_now END, p_slot
+        FROM (SELECT u.payload, p_from - 1 + u.o::int AS i
+              FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
+        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
+                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
+                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
+    )
+    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
+           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+    FROM made r
+    WHERE r.reserved_at IS NOT NULL
+    ORDER BY r.id;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) IS 'Jobs of a chunk of pgq.loads as waiting rows of pgq.jobs, as dispatched (S85).';
+COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) IS 'Jobs of a chunk of pgq.loads as rows of pgq.jobs, as dispatched: reserved (returned in order), or waiting with no worker given (S85).';
 
 
 --
@@ -2898,11 +2919,9 @@ COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count int
 CREATE FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) RETURNS SETOF pgq.reservation
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v_k    int := least(p_want, p_load.n - p_load.next);
-    v_slot smallint := pgq._slot();
     v_late boolean := p_load.retry_until IS NOT NULL AND p_now > p_load.retry_until;
 BEGIN
     IF p_load.next + v_k = p_load.n THEN
@@ -2910,33 +2929,9 @@ BEGIN
     ELSE
         UPDATE pgq.loads l SET next = l.next + v_k WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
     END IF;
-    IF v_late THEN
-        PERFORM pgq._load_rows(p_load, p_load.next + 1, v_k, v_slot);
-        RETURN;
-    END IF;
     RETURN QUERY
-    WITH reserved AS (
-        INSERT INTO pgq.jobs
-            (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
-             retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
-             started_at, slot)
-        SELECT p_load.first_id + p.i - 1, pgq._load_uuid(p_load.first_uuid, p.i - 1), p_load.job, p_load.queue,
-               p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
-               p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
-               1, p_now, p_now + make_interval(secs => p_lease), p_worker,
-               (p_token || v_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid,
-               p_now, v_slot
-        FROM (SELECT u.payload, p_load.next + u.o::int AS i
-              FROM unnest(p_load.payloads[p_load.next + 1 : p_load.next + v_k]) WITH ORDINALITY u(payload, o)) p
-        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
-                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
-                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
-    )
-    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
-           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
-           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
-    FROM reserved r
-    ORDER BY r.id;
+    SELECT * FROM pgq._load_rows(p_load, p_load.next + 1, v_k, pgq._slot(), p_now, p_lease,
+                                 CASE WHEN NOT v_late THEN p_worker END, p_token);
 END;
 $$;
 
@@ -9619,10 +9614,10 @@ REVOKE ALL ON FUNCTION pgq._load_min() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) FROM PUBLIC;
 
 
 --
