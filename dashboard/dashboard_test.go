@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -148,23 +147,7 @@ func TestDashboardListsPageAndFilter(t *testing.T) {
 	for i := range 3 {
 		want = append(want, dispatch(t, db, `pgq.dispatch('k', jsonb_build_object('n', $1::int, 'customer', jsonb_build_object('id', $1::int)), queue => 'b')`, 20+i))
 	}
-	jobLink := regexp.MustCompile(`<td class="mono id"><a href="/pgq/jobs/([0-9a-f-]{36})">`)
-	next := regexp.MustCompile(`<a href="/pgq(/jobs\?[^"]*)" id="next">`)
-	walk := func(path string) []string {
-		var got []string
-		for pages := 0; path != ""; pages++ {
-			require.Less(t, pages, 10)
-			body := b.page(t, strings.TrimPrefix(path, "/pgq"))
-			for _, m := range jobLink.FindAllStringSubmatch(body, -1) {
-				got = append(got, m[1])
-			}
-			path = ""
-			if m := next.FindStringSubmatch(body); m != nil {
-				path = strings.ReplaceAll(m[1], "&amp;", "&")
-			}
-		}
-		return got
-	}
+	walk := func(path string) []string { return b.walk(t, path, nil) }
 	require.Equal(t, want, walk("/jobs?state=ready"), "every ready job once, in reserve order")
 	require.Equal(t, want[5:6], walk("/jobs?state=ready&queue=a&job=j&field=n&value=11"))
 	require.Equal(t, want[7:], walk("/jobs?state=ready&job=k"))
@@ -510,6 +493,40 @@ func TestS45S46DashboardReaderRoles(t *testing.T) {
 	payloads := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.PayloadReaderRole)}, dashboard.Options{ReadOnly: true})
 	require.Contains(t, payloads.page(t, "/jobs/"+later), "&#34;secret&#34;")
 	require.Contains(t, payloads.page(t, "/jobs/"+failed), "&#34;secret&#34;")
+}
+
+// The jobs of bulk dispatches still in chunks of pgq.loads (S85) list, page and show as
+// any waiting job: the ready list visits each once in reserve order, also when a
+// reserve takes jobs from the chunk of the last page's last row before the next page
+// is read, and a chunk job has its page, to a reader without its payload too.
+func TestS85DashboardListsAndShowsLoadJobs(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.NewWithLoads(t, 100)
+	b := setupOn(t, db, dashboard.Options{PageSize: 100})
+	first := dispatch(t, db, `pgq.dispatch('j', '{"n": 0}')`)
+	load := pgqtest.Scalar[[]string](t, db,
+		`SELECT array_agg(u::text) FROM pgq.dispatch_many('j', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 1500) i)) u`)
+	last := dispatch(t, db, `pgq.dispatch('j', '{"n": 1501}')`)
+	want := append(append([]string{first}, load...), last)
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`))
+	require.Equal(t, want, b.walk(t, "/jobs?state=ready", nil))
+
+	taken := 0
+	got := b.walk(t, "/jobs?state=ready", func(page int) {
+		if page == 1 { // the front of the chunk, past the 100 jobs the first page showed
+			taken = len(pgqtest.Scalar[[]string](t, db, `SELECT array_agg(uuid::text) FROM pgq.reserve('w', '{default}', 150)`))
+		}
+	})
+	require.Equal(t, 150, taken)
+	require.Equal(t, append(append([]string{}, want[:100]...), want[150:]...), got, "each job once, the taken ones after the first page gone")
+
+	body := b.page(t, "/jobs/"+load[700])
+	require.Contains(t, body, `id="state">ready</span>`)
+	require.Contains(t, body, "&#34;n&#34;: 701")
+	reader := setupOn(t, &pgqtest.DB{URL: db.URL, Pool: poolAs(t, db, pgqtest.ReaderRole)}, dashboard.Options{ReadOnly: true})
+	body = reader.page(t, "/jobs/"+load[1400])
+	require.Contains(t, body, `id="state">ready</span>`)
+	require.Contains(t, body, `id="payload-hidden">hidden (needs pgq_payload_reader)`)
 }
 
 // The workers page: workers running jobs and those that finished one lately, and idle

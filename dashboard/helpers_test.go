@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,6 +119,33 @@ func (b *bundle) act(t *testing.T, path string, form url.Values) string {
 	loc := resp.Header.Get("Location")
 	require.True(t, strings.HasPrefix(loc, base+"/"), "redirects inside the dashboard: %s", loc)
 	return loc
+}
+
+var (
+	jobLink  = regexp.MustCompile(`<td class="mono id"><a href="/pgq/jobs/([0-9a-f-]{36})">`)
+	nextLink = regexp.MustCompile(`<a href="/pgq(/jobs\?[^"]*)" id="next">`)
+)
+
+// walk follows a list's "next page" links from path and returns the uuids of the jobs
+// listed, in order; between, if given, runs after each page with its number (from 1).
+func (b *bundle) walk(t *testing.T, path string, between func(page int)) []string {
+	t.Helper()
+	var got []string
+	for pages := 0; path != ""; pages++ {
+		require.Less(t, pages, 30)
+		body := b.page(t, strings.TrimPrefix(path, base))
+		for _, m := range jobLink.FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		path = ""
+		if m := nextLink.FindStringSubmatch(body); m != nil {
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+		if between != nil {
+			between(pages + 1)
+		}
+	}
+	return got
 }
 
 // dispatch runs a pgq.dispatch call (SQL, e.g. `pgq.dispatch('j', '{}')`) and returns the uuid.

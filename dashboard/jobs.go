@@ -95,11 +95,13 @@ func filterFrom(form url.Values) (jobFilter, error) {
 }
 
 // cursor is the sort key of the last row of a page: the next page starts after it.
+// The ready list's also has the row's queue, priority and sort_id (pgq.ready).
 type cursor struct {
 	Queue    string
 	Priority int32
 	At       time.Time
 	ID       int64
+	SortID   int64
 }
 
 func (c cursor) values() url.Values {
@@ -107,6 +109,7 @@ func (c cursor) values() url.Values {
 	if c.Queue != "" {
 		v.Set("after_queue", c.Queue)
 		v.Set("after_priority", strconv.Itoa(int(c.Priority)))
+		v.Set("after_sort", strconv.FormatInt(c.SortID, 10))
 	}
 	return v
 }
@@ -131,6 +134,12 @@ func cursorFrom(q url.Values, withQueue bool) (*cursor, error) {
 			return nil, badRequest("bad page cursor: after_queue %q, after_priority %q", c.Queue, q.Get("after_priority"))
 		}
 		c.Priority = int32(p)
+		// A link from before sort_id has none: 0 skips nothing, and the page is the same.
+		if v := q.Get("after_sort"); v != "" {
+			if c.SortID, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return nil, badRequest("bad page cursor: after_sort %q", v)
+			}
+		}
 	}
 	return &c, nil
 }
@@ -193,7 +202,7 @@ func (s *server) jobs(r *http.Request) (view, error) {
 		p := dbsqlc.DashboardReadyListParams{Queue: optional(f.Queue), Job: optional(f.Job), Path: path, Value: value,
 			AfterAt: afterAt, AfterID: afterID, Max: limit}
 		if after != nil {
-			p.AfterQueue, p.AfterPriority = &after.Queue, &after.Priority
+			p.AfterQueue, p.AfterPriority, p.AfterSort = &after.Queue, &after.Priority, &after.SortID
 		}
 		rows, err := s.q.DashboardReadyList(ctx, p)
 		if err != nil {
@@ -202,7 +211,7 @@ func (s *server) jobs(r *http.Request) (view, error) {
 		d.Ready, d.Rows = trim(rows, s.opts.PageSize)
 		if d.Rows < len(rows) {
 			r := d.Ready[d.Rows-1]
-			last = &cursor{Queue: r.Queue, Priority: r.Priority, At: r.AvailableAt, ID: r.ID}
+			last = &cursor{Queue: r.Queue, Priority: r.Priority, At: r.AvailableAt, ID: r.ID, SortID: r.SortID}
 		}
 	case "scheduled":
 		rows, err := s.q.DashboardScheduledList(ctx, dbsqlc.DashboardScheduledListParams{Queue: optional(f.Queue),

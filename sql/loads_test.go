@@ -4,6 +4,7 @@ package sql_test
 // takes them. Each test checks that a load job behaves as the row it stands for would.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -297,4 +298,81 @@ func TestS80S85ChunksMoveWhenNoSlotIsEmpty(t *testing.T) {
 	db.Exec(t, `SELECT pgq.resume_queue('held')`)
 	got := append(reserve(t, db, "w", clock(), "held"), reserve(t, db, "w", clock(), "held")...)
 	require.Equal(t, held, uuidsOf(got))
+}
+
+// pgq.ready, read in the queue's order (S30) as queue, priority DESC, available_at,
+// sort_id, id, lists the jobs of loads where a reserve takes them, and reads the
+// chunks through loads_queue_idx: a page expands only the chunks it shows, not the
+// sixty there are. A lookup by uuid with the chunk condition expands one chunk. Both
+// hold after a reserve took the front of a chunk and a job left the middle of another
+// as a row (pgq.run_now).
+func TestS85S30ReadyReadsLoadsInQueueOrder(t *testing.T) {
+	db := pgqtest.NewWithLoads(t, 100)
+	a := dispatch(t, db, `'a', '{"n": 0}'`)
+	l1 := dispatchMany(t, db, 1, 60*1024, ``)
+	b := dispatch(t, db, `'a', '{"n": -1}'`)
+	l2 := dispatchMany(t, db, 1, 1500, `, priority => 1`)
+	conn, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	at := clock()
+	require.Equal(t, l2[:7], uuidsOf(reserveVia(t, conn, 7, at)))
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, l1[5000]))
+	require.Equal(t, "(2,0)", pgqtest.Scalar[string](t, db,
+		`SELECT (count(*), count(*) FILTER (WHERE chunk IS NOT NULL))::text FROM pgq.ready WHERE uuid IN ($1, $2)`, l1[5000], a),
+		"the job run_now took out of its chunk is a row")
+	want := append(append(append(append([]uuid.UUID{}, l2[7:]...), a), l1...), b)
+	require.Equal(t, want, pgqtest.Scalar[[]uuid.UUID](t, db,
+		`SELECT array_agg(uuid ORDER BY queue, priority DESC, available_at, sort_id, id) FROM pgq.ready`))
+	require.Equal(t, want, pgqtest.Scalar[[]uuid.UUID](t, db,
+		`SELECT array_agg(uuid ORDER BY queue, priority DESC, available_at, id) FROM pgq.ready`), "the same order")
+
+	db.Exec(t, `ANALYZE pgq.loads, pgq.jobs`)
+	page := `SELECT uuid FROM pgq.ready ORDER BY queue, priority DESC, available_at, sort_id, id LIMIT 51 OFFSET 1500`
+	require.Equal(t, want[1500:1551], pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(uuid) FROM (`+page+`) p`))
+	n := chunksExpanded(t, db, page)
+	require.True(t, n >= 3 && n <= 4,
+		"l2's two chunks and l1's first, and perhaps the next one, whose first job ends the sort's last group: %d", n)
+
+	lookup := `SELECT %s FROM pgq.%s WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1))`
+	for _, j := range []struct {
+		uuid  uuid.UUID
+		n     int
+		chunk bool
+	}{{l1[30000], 30001, true}, {l1[5000], 5001, false}, {a, 0, false}, {l2[1499], 1500, true}} {
+		require.Equal(t, j.n, pgqtest.Scalar[int](t, db, fmt.Sprintf(lookup, `(payload->>'n')::int`, "ready"), j.uuid))
+		require.Equal(t, j.chunk, pgqtest.Scalar[bool](t, db, fmt.Sprintf(lookup, `chunk IS NOT NULL`, "job_settings"), j.uuid))
+		if j.chunk {
+			require.Equal(t, 1, chunksExpanded(t, db, fmt.Sprintf(lookup, "*", "job_settings"), j.uuid))
+		}
+	}
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.job_settings WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1))`, l2[3]),
+		"a reserved job is running, not in its chunk")
+
+	var got []uuid.UUID
+	for js := reserveVia(t, conn, 1000, at); len(js) > 0; js = reserveVia(t, conn, 1000, at) {
+		got = append(got, uuidsOf(js)...)
+	}
+	require.Equal(t, want, got, "the order the reserves take them")
+}
+
+// chunksExpanded runs query under EXPLAIN ANALYZE and returns how many chunks of
+// pgq.loads it expanded: the calls of pgq._load_payloads (pgq.load_jobs).
+func chunksExpanded(t *testing.T, db *pgqtest.DB, query string, args ...any) int {
+	t.Helper()
+	var plan []struct{ Plan map[string]any }
+	require.NoError(t, json.Unmarshal(pgqtest.Scalar[[]byte](t, db, `EXPLAIN (ANALYZE, FORMAT JSON) `+query, args...), &plan))
+	var walk func(n map[string]any) int
+	walk = func(n map[string]any) int {
+		loops := 0
+		if n["Function Name"] == "_load_payloads" {
+			loops += int(n["Actual Loops"].(float64))
+		}
+		children, _ := n["Plans"].([]any)
+		for _, c := range children {
+			loops += walk(c.(map[string]any))
+		}
+		return loops
+	}
+	return walk(plan[0].Plan)
 }

@@ -2667,6 +2667,28 @@ COMMENT ON FUNCTION pgq._load_chunk() IS 'The most jobs one pgq.loads row holds:
 
 
 --
+-- Name: _load_chunk_of(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
+    LANGUAGE sql STABLE STRICT SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT c.first_uuid
+    FROM (SELECT l.first_uuid, l.n FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
+    WHERE left(c.first_uuid::text, 24) = left(p_uuid::text, 24)
+      AND ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(c.first_uuid::text, 12))::bit(48)::bigint < c.n
+$$;
+
+
+--
+-- Name: FUNCTION _load_chunk_of(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_chunk_of(p_uuid uuid) IS 'The first_uuid of the chunk of pgq.loads that holds (or held) the job with this uuid, NULL when none does (S85).';
+
+
+--
 -- Name: _load_dispatch(pgq.jobs, jsonb[], uuid[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2716,14 +2738,10 @@ BEGIN
     -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
     -- again under the second statement's snapshot.
     FOR t IN 1 .. 2 LOOP
-        SELECT * INTO v_load FROM pgq.loads l
-        WHERE l.first_uuid = (SELECT c.first_uuid FROM pgq.loads c WHERE c.first_uuid <= p_uuid ORDER BY c.first_uuid DESC LIMIT 1)
-        FOR UPDATE;
-        IF v_load.first_uuid IS NOT NULL AND left(v_load.first_uuid::text, 24) = left(p_uuid::text, 24) THEN
-            v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
-                    - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
-            EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
-        END IF;
+        SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = pgq._load_chunk_of(p_uuid) FOR UPDATE;
+        v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
+                - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
+        EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
         v_load := NULL;
     END LOOP;
     IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
@@ -2782,6 +2800,23 @@ $_$;
 --
 
 COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch that are written as a load (setting pgq.load_min, 1,000 when not set; 0: never).';
+
+
+--
+-- Name: _load_payloads(jsonb[], integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_to integer) RETURNS TABLE(payload jsonb, o bigint)
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT * FROM unnest(p_payloads[p_from : p_to]) WITH ORDINALITY $$;
+
+
+--
+-- Name: FUNCTION _load_payloads(p_payloads jsonb[], p_from integer, p_to integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_to integer) IS 'Payloads p_from .. p_to of a chunk of pgq.loads with their places from 1, for pgq.load_jobs (S85).';
 
 
 --
@@ -5885,7 +5920,7 @@ BEGIN
             IF v_loads THEN
                 SELECT * INTO v_load FROM pgq.loads l
                 WHERE l.queue = v_queue AND l.available_at <= v_now
-                ORDER BY l.priority DESC, l.available_at, l.first_id
+                ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
                 LIMIT 1
                 FOR UPDATE SKIP LOCKED;
                 v_loads := v_load.first_id IS NOT NULL;
@@ -7226,8 +7261,8 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 --
 
 CREATE VIEW pgq.load_jobs AS
- SELECT ((l.first_id + i.i) - 1) AS id,
-    ((c.head || lpad(to_hex(((c.base + i.i) - 1)), 12, '0'::text)))::uuid AS uuid,
+ SELECT (((l.first_id + l.next) + p.o) - 1) AS id,
+    ((c.head || lpad(to_hex((((c.base + l.next) + p.o) - 1)), 12, '0'::text)))::uuid AS uuid,
     l.job,
     l.queue,
     l.priority,
@@ -7240,12 +7275,14 @@ CREATE VIEW pgq.load_jobs AS
     l.retry_until,
     l.available_at,
     l.created_at,
-    l.payloads[i.i] AS payload,
-    l.slot
+    p.payload,
+    l.slot,
+    l.first_uuid AS chunk,
+    (l.first_id + l.next) AS sort_id
    FROM ((pgq.loads l
      CROSS JOIN LATERAL ( SELECT "left"((l.first_uuid)::text, 24) AS head,
             ((('x'::text || "right"((l.first_uuid)::text, 12)))::bit(48))::bigint AS base) c)
-     CROSS JOIN LATERAL generate_series((l.next + 1), l.n) i(i));
+     CROSS JOIN LATERAL pgq._load_payloads(l.payloads, (l.next + 1), l.n) p(payload, o));
 
 
 --
@@ -7296,7 +7333,8 @@ CREATE VIEW pgq.job_settings AS
     j.reserved_until AS lease_until,
     j.cancel_requested_at,
     j.cancel_requested_by,
-    j.created_at AS dispatched_at
+    j.created_at AS dispatched_at,
+    NULL::uuid AS chunk
    FROM pgq.jobs j
 UNION ALL
  SELECT l.uuid,
@@ -7333,7 +7371,8 @@ UNION ALL
     NULL::timestamp with time zone AS lease_until,
     NULL::timestamp with time zone AS cancel_requested_at,
     NULL::text AS cancel_requested_by,
-    l.created_at AS dispatched_at
+    l.created_at AS dispatched_at,
+    l.chunk
    FROM pgq.load_jobs l;
 
 
@@ -8219,7 +8258,7 @@ COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now
 --
 
 CREATE VIEW pgq.ready AS
- SELECT j.queue,
+( SELECT j.queue,
     j.priority,
     j.id,
     j.uuid,
@@ -8231,11 +8270,14 @@ CREATE VIEW pgq.ready AS
         CASE
             WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
             ELSE NULL::jsonb
-        END AS payload
+        END AS payload,
+    NULL::uuid AS chunk,
+    j.id AS sort_id
    FROM pgq.jobs j
   WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))
+  ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
 UNION ALL
- SELECT l.queue,
+( SELECT l.queue,
     l.priority,
     l.id,
     l.uuid,
@@ -8247,16 +8289,19 @@ UNION ALL
         CASE
             WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN l.payload
             ELSE NULL::jsonb
-        END AS payload
+        END AS payload,
+    l.chunk,
+    l.sort_id
    FROM pgq.load_jobs l
-  WHERE (l.available_at <= now());
+  WHERE (l.available_at <= now())
+  ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
 
 
 --
 -- Name: VIEW ready; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).';
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue''s order by queue, priority DESC, available_at, sort_id, id.';
 
 
 --
@@ -8901,14 +8946,14 @@ CREATE INDEX loads_0_first_uuid_idx ON pgq.loads_0 USING btree (first_uuid);
 -- Name: loads_queue_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX loads_queue_idx ON ONLY pgq.loads USING btree (queue, priority DESC, available_at, first_id);
+CREATE INDEX loads_queue_idx ON ONLY pgq.loads USING btree (queue, priority DESC, available_at, ((first_id + next)));
 
 
 --
--- Name: loads_0_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: loads_0_queue_priority_available_at_expr_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX loads_0_queue_priority_available_at_first_id_idx ON pgq.loads_0 USING btree (queue, priority DESC, available_at, first_id);
+CREATE INDEX loads_0_queue_priority_available_at_expr_idx ON pgq.loads_0 USING btree (queue, priority DESC, available_at, ((first_id + next)));
 
 
 --
@@ -8933,10 +8978,10 @@ CREATE INDEX loads_1_first_uuid_idx ON pgq.loads_1 USING btree (first_uuid);
 
 
 --
--- Name: loads_1_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: loads_1_queue_priority_available_at_expr_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX loads_1_queue_priority_available_at_first_id_idx ON pgq.loads_1 USING btree (queue, priority DESC, available_at, first_id);
+CREATE INDEX loads_1_queue_priority_available_at_expr_idx ON pgq.loads_1 USING btree (queue, priority DESC, available_at, ((first_id + next)));
 
 
 --
@@ -8954,10 +8999,10 @@ CREATE INDEX loads_2_first_uuid_idx ON pgq.loads_2 USING btree (first_uuid);
 
 
 --
--- Name: loads_2_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: loads_2_queue_priority_available_at_expr_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX loads_2_queue_priority_available_at_first_id_idx ON pgq.loads_2 USING btree (queue, priority DESC, available_at, first_id);
+CREATE INDEX loads_2_queue_priority_available_at_expr_idx ON pgq.loads_2 USING btree (queue, priority DESC, available_at, ((first_id + next)));
 
 
 --
@@ -8975,10 +9020,10 @@ CREATE INDEX loads_3_first_uuid_idx ON pgq.loads_3 USING btree (first_uuid);
 
 
 --
--- Name: loads_3_queue_priority_available_at_first_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: loads_3_queue_priority_available_at_expr_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX loads_3_queue_priority_available_at_first_id_idx ON pgq.loads_3 USING btree (queue, priority DESC, available_at, first_id);
+CREATE INDEX loads_3_queue_priority_available_at_expr_idx ON pgq.loads_3 USING btree (queue, priority DESC, available_at, ((first_id + next)));
 
 
 --
@@ -9150,10 +9195,10 @@ ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_0_first_uuid_idx;
 
 
 --
--- Name: loads_0_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: loads_0_queue_priority_available_at_expr_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_0_queue_priority_available_at_first_id_idx;
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_0_queue_priority_available_at_expr_idx;
 
 
 --
@@ -9171,10 +9216,10 @@ ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_1_first_uuid_idx;
 
 
 --
--- Name: loads_1_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: loads_1_queue_priority_available_at_expr_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_1_queue_priority_available_at_first_id_idx;
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_1_queue_priority_available_at_expr_idx;
 
 
 --
@@ -9192,10 +9237,10 @@ ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_2_first_uuid_idx;
 
 
 --
--- Name: loads_2_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: loads_2_queue_priority_available_at_expr_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_2_queue_priority_available_at_first_id_idx;
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_2_queue_priority_available_at_expr_idx;
 
 
 --
@@ -9213,10 +9258,10 @@ ALTER INDEX pgq.loads_uuid_idx ATTACH PARTITION pgq.loads_3_first_uuid_idx;
 
 
 --
--- Name: loads_3_queue_priority_available_at_first_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: loads_3_queue_priority_available_at_expr_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_3_queue_priority_available_at_first_id_idx;
+ALTER INDEX pgq.loads_queue_idx ATTACH PARTITION pgq.loads_3_queue_priority_available_at_expr_idx;
 
 
 --
@@ -9593,6 +9638,14 @@ REVOKE ALL ON FUNCTION pgq._load_chunk() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _load_chunk_of(p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_chunk_of(p_uuid uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._load_chunk_of(p_uuid uuid) TO pgq_reader;
+
+
+--
 -- Name: FUNCTION _load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -9614,6 +9667,14 @@ REVOKE ALL ON FUNCTION pgq._load_min() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _load_payloads(p_payloads jsonb[], p_from integer, p_to integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_to integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_to integer) TO pgq_reader;
+
+
+--
 -- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -9632,7 +9693,6 @@ REVOKE ALL ON FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now ti
 --
 
 REVOKE ALL ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) TO pgq_reader;
 
 
 --

@@ -292,10 +292,12 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 }
 
 const dashboardJobGet = `-- name: DashboardJobGet :one
-SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at FROM pgq.job_settings s WHERE s.uuid = $1::uuid
+SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at, chunk FROM pgq.job_settings s
+WHERE s.uuid = $1::uuid AND s.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1::uuid))
 `
 
-// One live job's settings and state (no payload).
+// One live job's settings and state (no payload); the chunk condition reads the one
+// chunk of pgq.loads that may hold it (S85).
 func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJobSetting, error) {
 	row := q.db.QueryRow(ctx, dashboardJobGet, argUuid)
 	var i PgqJobSetting
@@ -332,6 +334,7 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJ
 		&i.CancelRequestedAt,
 		&i.CancelRequestedBy,
 		&i.DispatchedAt,
+		&i.Chunk,
 	)
 	return &i, err
 }
@@ -363,7 +366,8 @@ func (q *Queries) DashboardJobNames(ctx context.Context) ([]string, error) {
 
 const dashboardJobPayload = `-- name: DashboardJobPayload :many
 SELECT p.payload::jsonb AS payload FROM (
-    SELECT r.payload FROM pgq.ready r WHERE r.uuid = $1::uuid
+    SELECT r.payload FROM pgq.ready r
+    WHERE r.uuid = $1::uuid AND r.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1::uuid))
     UNION ALL SELECT s.payload FROM pgq.scheduled s WHERE s.uuid = $1::uuid
     UNION ALL SELECT t.payload FROM pgq.retrying t WHERE t.uuid = $1::uuid
     UNION ALL SELECT n.payload FROM pgq.running n WHERE n.uuid = $1::uuid
@@ -436,7 +440,7 @@ const dashboardLockList = `-- name: DashboardLockList :many
 SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.worker,
        coalesce(s.job, f.job, '')::text AS job, (s.uuid IS NOT NULL)::boolean AS live, (f.uuid IS NOT NULL)::boolean AS failed
 FROM pgq.locks l
-LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid
+LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid AND s.chunk IS NULL  -- a locked job is never in a chunk (S85)
 LEFT JOIN pgq.failed_job_settings f ON f.uuid = l.job_uuid
 WHERE l.kind = $1::text
   AND ($2::text IS NULL OR l.key > $2::text)
@@ -645,7 +649,7 @@ func (q *Queries) DashboardQueueNames(ctx context.Context) ([]string, error) {
 }
 
 const dashboardReadyList = `-- name: DashboardReadyList :many
-SELECT r.queue, r.priority, r.id, r.uuid, r.job, r.attempts, r.available_at, r.wait_reason
+SELECT r.queue, r.priority, r.id, r.uuid, r.job, r.attempts, r.available_at, r.wait_reason, r.sort_id
 FROM pgq.ready r
 WHERE ($1::text IS NULL OR r.queue = $1::text)
   AND ($2::text IS NULL OR r.job = $2::text)
@@ -656,8 +660,11 @@ WHERE ($1::text IS NULL OR r.queue = $1::text)
                 OR r.priority < $6::int
                 OR (r.priority = $6::int
                     AND (r.available_at, r.id) > ($7::timestamptz, $8::bigint)))))
-ORDER BY r.queue, r.priority DESC, r.available_at, r.id
-LIMIT $9::int
+  AND ($5::text IS NULL OR r.queue > $5::text
+       OR r.priority <> $6::int
+       OR (r.available_at, r.sort_id) >= ($7::timestamptz, $9::bigint))
+ORDER BY r.queue, r.priority DESC, r.available_at, r.sort_id, r.id
+LIMIT $10::int
 `
 
 type DashboardReadyListParams struct {
@@ -669,6 +676,7 @@ type DashboardReadyListParams struct {
 	AfterPriority *int32
 	AfterAt       *time.Time
 	AfterID       *int64
+	AfterSort     *int64
 	Max           int32
 }
 
@@ -681,10 +689,17 @@ type DashboardReadyListRow struct {
 	Attempts    int32
 	AvailableAt time.Time
 	WaitReason  string
+	SortID      int64
 }
 
-// Ready jobs in the order workers take them (jobs_reserve_idx): queue, priority (high
-// first), available_at, id; after the row (after_queue, after_priority, after_at, after_id).
+// Ready jobs in the order workers take them: queue, priority (high first), available_at,
+// id; after the row (after_queue, after_priority, after_at, after_id). Sorted with
+// sort_id before id, the same order, which pgq.ready gives from jobs_reserve_idx and
+// loads_queue_idx: a page expands the chunks of pgq.loads it shows, not all (S85).
+// after_sort is the sort_id of the row: no job after it has a smaller one in its
+// queue, priority and available_at (a chunk's sort_id only grows, and a chunk before
+// it holds only smaller ids), so that condition skips the chunks before the page
+// without expanding them.
 func (q *Queries) DashboardReadyList(ctx context.Context, arg DashboardReadyListParams) ([]*DashboardReadyListRow, error) {
 	rows, err := q.db.Query(ctx, dashboardReadyList,
 		arg.Queue,
@@ -695,6 +710,7 @@ func (q *Queries) DashboardReadyList(ctx context.Context, arg DashboardReadyList
 		arg.AfterPriority,
 		arg.AfterAt,
 		arg.AfterID,
+		arg.AfterSort,
 		arg.Max,
 	)
 	if err != nil {
@@ -713,6 +729,7 @@ func (q *Queries) DashboardReadyList(ctx context.Context, arg DashboardReadyList
 			&i.Attempts,
 			&i.AvailableAt,
 			&i.WaitReason,
+			&i.SortID,
 		); err != nil {
 			return nil, err
 		}

@@ -390,6 +390,7 @@ type PgqJobSetting struct {
 	CancelRequestedAt    *time.Time
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
+	Chunk                *uuid.UUID
 }
 
 // The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.
@@ -736,6 +737,8 @@ type PgqLoadJob struct {
 	CreatedAt     time.Time
 	Payload       interface{}
 	Slot          int16
+	Chunk         uuid.UUID
+	SortID        int32
 }
 
 // Slot 0 of pgq.loads (pgq.job_slots): read pgq.loads.
@@ -986,7 +989,7 @@ type PgqRateLimitWindow struct {
 	Hits        int32
 }
 
-// Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).
+// Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue's order by queue, priority DESC, available_at, sort_id, id.
 type PgqReady struct {
 	Queue       string
 	Priority    int32
@@ -998,6 +1001,8 @@ type PgqReady struct {
 	WaitingFor  int32
 	WaitReason  string
 	Payload     interface{}
+	Chunk       *uuid.UUID
+	SortID      int64
 }
 
 type PgqReservation struct {

@@ -196,7 +196,7 @@ BEGIN
             IF v_loads THEN
                 SELECT * INTO v_load FROM pgq.loads l
                 WHERE l.queue = v_queue AND l.available_at <= v_now
-                ORDER BY l.priority DESC, l.available_at, l.first_id
+                ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
                 LIMIT 1
                 FOR UPDATE SKIP LOCKED;
                 v_loads := v_load.first_id IS NOT NULL;

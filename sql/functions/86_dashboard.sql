@@ -4,7 +4,9 @@
 
 -- pgq.job_settings: each live job's frozen settings (S1), counters and where it stands,
 -- without its payload: the job page's header. state is ready, scheduled, retrying or
--- running, by the conditions of the views of those names. Read it by uuid (jobs_pkey).
+-- running, by the conditions of the views of those names. chunk is the job's chunk of
+-- pgq.loads (S85), NULL for a row. Read it by uuid (jobs_pkey), with
+-- chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(uuid)) to read one chunk.
 CREATE OR REPLACE VIEW pgq.job_settings AS
 SELECT j.uuid,
        CASE WHEN j.reserved_at IS NOT NULL THEN 'running'
@@ -16,7 +18,7 @@ SELECT j.uuid,
        j.attempts, j.exceptions, j.lease_expiries, j.interruptions, j.turn_aways,
        j.last_exception_attempt, j.last_exception, j.wait_reason, j.available_at,
        j.reserved_by AS worker, j.reserved_at, j.started_at, j.reserved_until AS lease_until,
-       j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at
+       j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at, NULL::uuid AS chunk
 FROM pgq.jobs j
 UNION ALL
 SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' END,
@@ -25,7 +27,7 @@ SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' E
        0, 0, 0, 0, '{}',
        NULL, NULL, 'dispatched', l.available_at,
        NULL, NULL, NULL, NULL,
-       NULL, NULL, l.created_at
+       NULL, NULL, l.created_at, l.chunk
 FROM pgq.load_jobs l;
 
 COMMENT ON VIEW pgq.job_settings IS

@@ -3,19 +3,27 @@
 -- members of every role, and migrate makes the owner one, for its SECURITY DEFINER
 -- functions): pgq_reader alone sees NULL (S45).
 
+-- Each branch is in the queue's order (S30), so that a query that asks for it (ORDER BY
+-- queue, priority DESC, available_at, sort_id, id) merges them through their indexes
+-- and, of the jobs of bulk dispatches still in chunks (S85), expands only the chunks it
+-- reads; sort_id (see pgq.load_jobs) is the job's id for a row. chunk is the job's chunk
+-- of pgq.loads, NULL for a row: a lookup by uuid that adds
+-- chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(uuid)) reads one chunk.
 CREATE OR REPLACE VIEW pgq.ready AS
-SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
-       now() - j.available_at AS waiting_for, j.wait_reason, 
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
-FROM pgq.jobs j
-WHERE j.reserved_at IS NULL AND j.available_at <= now()
+(SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
+        now() - j.available_at AS waiting_for, j.wait_reason,
+        CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload, NULL::uuid AS chunk, j.id AS sort_id
+ FROM pgq.jobs j
+ WHERE j.reserved_at IS NULL AND j.available_at <= now()
+ ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
 UNION ALL
-SELECT l.queue, l.priority, l.id, l.uuid, l.job, 0, l.available_at, now() - l.available_at, 'dispatched',
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN l.payload END
-FROM pgq.load_jobs l
-WHERE l.available_at <= now();
+(SELECT l.queue, l.priority, l.id, l.uuid, l.job, 0, l.available_at, now() - l.available_at, 'dispatched',
+        CASE WHEN (SELECT pgq._sees_payloads()) THEN l.payload END, l.chunk, l.sort_id
+ FROM pgq.load_jobs l
+ WHERE l.available_at <= now()
+ ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85).';
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue''s order by queue, priority DESC, available_at, sort_id, id.';
 
 CREATE OR REPLACE VIEW pgq.scheduled AS
 SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, 
