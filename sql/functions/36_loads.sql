@@ -262,7 +262,7 @@ SELECT l.first_id + l.next + p.o - 1 AS id, (c.head || lpad(to_hex(c.base + l.ne
 FROM pgq.loads l
 CROSS JOIN LATERAL (SELECT left(l.first_uuid::text, 24) AS head,
                            ('x' || right(l.first_uuid::text, 12))::bit(48)::bigint AS base) c
-CROSS JOIN LATERAL pgq._load_payloads(l.payloads, l.next + 1, l.n) p;
+CROSS JOIN LATERAL pgq._load_payloads(l.payloads, l.next + 1, l.n) p(payload, o);
 
 COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
 
