@@ -125,6 +125,12 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+    -- pgq._load_uuid written out, its chunk's part computed once: a call per job cost
+    -- 3.7 µs (a function with a SET clause is never inlined), a fifth of a reserve's
+    -- time per job taken from a chunk.
+    v_head text := left(p_load.first_uuid::text, 24);
+    v_base bigint := ('x' || right(p_load.first_uuid::text, 12))::bit(48)::bigint;
 BEGIN
     RETURN QUERY
     WITH made AS (
@@ -132,7 +138,7 @@ BEGIN
             (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
              retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
              started_at, slot)
-        SELECT p_load.first_id + p.i - 1, pgq._load_uuid(p_load.first_uuid, p.i - 1), p_load.job, p_load.queue,
+        SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
                CASE WHEN p_worker IS NULL THEN 0 ELSE 1 END, CASE WHEN p_worker IS NOT NULL THEN p_now END,
