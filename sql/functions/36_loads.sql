@@ -168,8 +168,9 @@ COMMENT ON FUNCTION pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, i
 -- include p_uuid (through loads_uuid_idx: the chunk with the greatest first_uuid up to
 -- it, if p_uuid is one of its n), NULL when none does. The job may have become a row
 -- already (its place is next or before). What a lookup of one job in a view that lists
--- chunk jobs filters on: WHERE uuid = $1 AND chunk = pgq._load_chunk_of($1) expands
--- only that chunk. SECURITY DEFINER: the reader role reads jobs through views, and
+-- chunk jobs filters on: WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM
+-- (SELECT pgq._load_chunk_of($1)) reads the chunks' rows and expands only that chunk
+-- (NULL, for a row, expands none). SECURITY DEFINER: the reader role reads jobs through views, and
 -- this tells it no more than they do.
 CREATE OR REPLACE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
 LANGUAGE sql STABLE STRICT SECURITY DEFINER
