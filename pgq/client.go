@@ -168,13 +168,14 @@ func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []an
 	if err := s.dispatchOnly("dispatch"); err != nil {
 		return nil, err
 	}
-	payloads := make([]json.RawMessage, len(args))
+	// As text: the query turns each into jsonb (sql/queries/dispatch.sql says why).
+	payloads := make([]string, len(args))
 	for i, a := range args {
 		p, err := encodePayload(a)
 		if err != nil {
 			return nil, fmt.Errorf("dispatch %s: %w", job, err)
 		}
-		payloads[i] = p
+		payloads[i] = string(p)
 	}
 	rows, err := q.JobDispatchMany(ctx, dbsqlc.JobDispatchManyParams{
 		Job:             job,
