@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every target of issue 19 in one sitting (about 75 minutes on the 2-core VM), one
+# benchmark binary, one log directory. Each step is a bench invocation whose full
+# output is kept in $out/<step>.log; the summary table of each is printed as it ends.
+#   drain        100k backlog (loads, the default), pgq and River tuned, 5 runs
+#   drain-rows   the same with -pgq-load-min 0: the backlog as one row per job
+#   bulk         DispatchMany and ByCopy against InsertMany and InsertManyFast, 5 runs
+#   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, 3 runs
+#   burst        60 s clean, 60 s at 6x 5,000/s, 60 s recovery (pgq)
+#   burst-ref    the recovery's reference: 850,000 rows preloaded on a clean table
+#   tail         20,000 jobs/s for 5 minutes, pgq and River (p99 per 10 s window)
+#   pressure     clean, a 10-minute idle-tx hold, readers, high-load, recovery, both
+# Usage: bench/targets.sh [log directory, default /tmp/pgq-targets] [steps...]
+# The bench connects to $DATABASE_URL (or postgres@127.0.0.1:5432) and makes its own
+# bench_* databases; it never touches other databases.
+set -euo pipefail
+out=${1:-/tmp/pgq-targets}
+shift || true
+steps=${*:-drain drain-rows bulk middleware burst burst-ref tail pressure}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+bin=$out/bench
+(cd "$here" && go build -o "$bin" .)
+git -C "$here" rev-parse --short HEAD > "$out/commit"
+
+run() {
+    local step=$1
+    shift
+    echo "== $step ($(date -u +%H:%M:%S)): bench $*"
+    if ! "$bin" "$@" > "$out/$step.log" 2>&1; then
+        echo "   $step FAILED, see $out/$step.log"
+    fi
+    grep -E '^\| [0-9]|^FAILED|verify' "$out/$step.log" | cut -c1-260 || true
+}
+
+for step in $steps; do
+    case $step in
+    drain) run drain -runs 5 -scenarios drain -systems pgq,river ;;
+    drain-rows) run drain-rows -runs 5 -scenarios drain -systems pgq,river -pgq-load-min 0 ;;
+    bulk) run bulk -runs 5 -scenarios bulk -systems pgq,river -quiet-cores 0.2 -quiet-max 20s ;;
+    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle -systems pgq ;;
+    burst)
+        run burst -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst \
+            -pressure-phases clean,high-load,recovery -pressure-rate 5000 -pressure-high-factor 6 \
+            -pressure-phase 60s -quiet-cores 0.3 -quiet-max 30s ;;
+    burst-ref)
+        run burst-ref -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst -pgq-load-min 0 \
+            -pressure-phases recovery -pressure-preload 850000 -pressure-rate 5000 -pressure-phase 90s \
+            -quiet-cores 0.3 -quiet-max 30s ;;
+    tail)
+        run tail -runs 1 -scenarios pressure -systems pgq,river -db bench_pgq_tail -river-db bench_river_tail \
+            -pressure-phases clean -pressure-phase 5m -pressure-rate 20000 -pressure-concurrency 1000 -quiet-cores 0 ;;
+    pressure)
+        run pressure -runs 1 -scenarios pressure -systems pgq,river -db bench_pgq_pressure \
+            -river-db bench_river_pressure -pressure-phases clean,idle-tx,readers,high-load,recovery \
+            -pressure-phase 60s -pressure-hold 10m -quiet-cores 0.3 -quiet-max 30s ;;
+    *)
+        echo "targets: unknown step $step" >&2
+        exit 2 ;;
+    esac
+done
+echo "== done ($(date -u +%H:%M:%S)); logs in $out"
