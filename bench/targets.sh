@@ -30,7 +30,7 @@ run() {
     if ! "$bin" "$@" > "$out/$step.log" 2>&1; then
         echo "   $step FAILED, see $out/$step.log"
     fi
-    grep -E '^\| [0-9]|^FAILED|verify' "$out/$step.log" | cut -c1-260 || true
+    grep -E '^\| [0-9]|^\| pgq only|^FAILED|verify' "$out/$step.log" | cut -c1-260 || true
 }
 
 for step in $steps; do
