@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,8 +14,9 @@ import (
 
 // The bounds of overlap leases (S34). A without_overlapping key's lease lasts overlapTTL
 // past its last renewal (pgq._overlap_ttl(); TestOverlapTTLMatchesSQL keeps them equal).
-// The heartbeater renews the leases of running jobs every second; a handler whose leases
-// it could not renew for overlapRenewWithin is cancelled, and one that has not returned
+// The heartbeater renews the leases of running jobs every second, trying again each
+// leaseCheck while a renewal is late; a handler whose leases it could not renew for
+// overlapRenewWithin is cancelled (looked at each leaseCheck), and one that has not returned
 // overlapGrace later makes the worker stop. Renewal, cancellation and the grace together
 // stay under the TTL, so no other worker's handler can start on the key while this one
 // may still run.
@@ -23,7 +25,7 @@ const (
 	overlapRenewWithin = 3 * time.Second
 	overlapGrace       = 5 * time.Second
 	// heartbeatTimeout bounds one heartbeat call: a call that hangs must not hold up the
-	// check of the overlap leases.
+	// check of the overlap leases for long.
 	heartbeatTimeout = 2 * time.Second
 )
 
@@ -48,33 +50,68 @@ type heartbeater struct {
 // 1.67 s after it began, and on a loaded machine the renewal came after its end. Looking
 // every quarter second keeps at least 0.4 s between a renewal and the lease's end
 // (retry_after 1) and 1.1 s at retry_after 2, with no more calls: only leases due are
-// renewed. The other checks stay once a second.
+// renewed.
 const leaseCheck = 250 * time.Millisecond
 
+// overlapRenewEvery is how long after their last renewal overlap leases are due again.
+// They are looked at every leaseCheck like the others, so a renewal that failed or came
+// late is tried again a quarter second later, not a second.
+const overlapRenewEvery = time.Second
+
+// slowBeat: a pgq.heartbeat that took longer is logged. Overlap leases go unrenewed for
+// at most overlapRenewWithin before their handlers are cancelled, so a few such calls in
+// a row are the warning that comes before it.
+const slowBeat = time.Second
+
+// run looks at the leases every leaseCheck: it cancels the handlers whose overlap
+// leases went unrenewed too long, and sends one pgq.heartbeat for the attempts due on a
+// goroutine, one at a time, so that a call that waits (for a connection, behind a lock,
+// on a loaded server) delays neither that check nor the next call. The operators'
+// cancellations are polled once a second on a goroutine of their own, for the same
+// reason.
 func (h *heartbeater) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			h.cancelRequested(ctx)
+		}
+	})
+	beating := make(chan struct{}, 1) // full while a heartbeat call is under way
 	tick := time.NewTicker(leaseCheck)
 	defer tick.Stop()
-	for n := 1; ; n++ {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		h.runOnce(ctx, n%int(time.Second/leaseCheck) == 0)
+		now := time.Now()
+		h.cancelUnrenewed(now)
+		select {
+		case beating <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-beating }()
+				h.beatDue(ctx, now)
+			})
+		default: // the last call is still under way; the next tick looks again
+		}
 	}
 }
 
-// runOnce is one beat: one pgq.heartbeat for every attempt due; each second (full) the
-// operators' cancellations and the overlap leases too.
-func (h *heartbeater) runOnce(ctx context.Context, full bool) {
-	now := time.Now()
-	if full {
-		h.cancelRequested(ctx)
-		h.cancelUnrenewed(now)
-	}
+// beatDue sends one pgq.heartbeat for every attempt due as of now, and cancels the
+// handlers whose lease it finds lost.
+func (h *heartbeater) beatDue(ctx context.Context, now time.Time) {
 	var due []*active
 	h.active.each(func(a *active) {
-		if !now.Before(a.heartbeatAt) || full && a.overlapRenewing() {
+		if !now.Before(a.heartbeatAt) || a.overlapRenewing() && now.Sub(a.overlapRenewed) >= overlapRenewEvery {
 			due = append(due, a)
 		}
 	})
@@ -82,9 +119,11 @@ func (h *heartbeater) runOnce(ctx context.Context, full bool) {
 		return
 	}
 	held, err := h.beat(ctx, due)
+	if took := time.Since(now); err == nil && took > slowBeat {
+		h.log.Warn("heartbeat slow", "took", took.Round(time.Millisecond), "jobs", len(due))
+	}
 	if err != nil {
 		h.log.Error("heartbeat failed", "err", err, "jobs", len(due))
-		h.cancelUnrenewed(time.Now())
 		return
 	}
 	h.metrics.lease("extended", len(held))

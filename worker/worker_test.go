@@ -657,6 +657,46 @@ func TestS27S34ExpiredKeysNeedNoRenewal(t *testing.T) {
 	require.NoError(t, stop())
 }
 
+// S34: the overlap leases are renewed on time while the worker's other calls are slow.
+// Here each poll of the operators' cancellations takes 1.9 s and each renewal 1.2 s (a
+// loaded server, a lock wait): a handler holding a key for 9 s runs to the end in its
+// first attempt, and the slow renewals are logged. Before, the poll and the renewal ran
+// one after the other on one goroutine, the renewals came 3.75 s apart, and the handler
+// was cancelled as if its lease could not be renewed.
+func TestS34RenewalsDoNotWaitForSlowCalls(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.Exec(t, `CREATE OR REPLACE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
+		LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+		BEGIN
+		    PERFORM pg_sleep(1.9);
+		    RETURN QUERY SELECT j.lease_token FROM pgq.jobs j
+		                 WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
+		END $$`)
+	b.db.Exec(t, `CREATE FUNCTION public.slow_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$`)
+	b.db.Exec(t, `CREATE TRIGGER slow_renewal BEFORE UPDATE ON pgq.overlap_locks FOR EACH ROW
+		WHEN (OLD.job_uuid = NEW.job_uuid) EXECUTE FUNCTION public.slow_renewal()`)
+	logs := &lockedBuffer{}
+	w := b.worker(t, worker.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	worker.Handle(w, "keyed", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(9 * time.Second):
+			return nil
+		}
+	}})
+	id, err := b.client.Dispatch(context.Background(), "keyed", order{1}, pgq.WithMiddleware(pgq.WithoutOverlapping{Key: "k"}))
+	require.NoError(t, err)
+	stop := start(t, w)
+	require.Eventually(t, func() bool { return len(b.outcomes(t, id)) == 1 }, 20*time.Second, 50*time.Millisecond)
+	require.NoError(t, stop())
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, id), logs.String())
+	require.NotContains(t, logs.String(), "not renewed in time")
+	require.Contains(t, logs.String(), "heartbeat slow", "the renewals were slow, and said so")
+}
+
 // S14, S34: a heartbeat that finds a job gone whose handler has already returned (its
 // completion committed while the heartbeat waited, as happens in a drain of jobs with
 // overlap keys, which are in every heartbeat) says nothing: there is no handler to
