@@ -72,18 +72,7 @@ const slowBeat = time.Second
 func (h *heartbeater) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			h.cancelRequested(ctx)
-		}
-	})
+	wg.Go(func() { everySecond(ctx, func() { h.cancelRequested(ctx) }) })
 	beating := make(chan struct{}, 1) // full while a heartbeat call is under way
 	tick := time.NewTicker(leaseCheck)
 	defer tick.Stop()
