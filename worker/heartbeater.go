@@ -13,7 +13,7 @@ import (
 )
 
 // The bounds of overlap leases (S34). A without_overlapping key's lease lasts overlapTTL
-// past its last renewal (pgq._overlap_ttl(); TestOverlapTTLMatchesSQL keeps them equal).
+// past its last renewal (pgq._overlap_ttl(); TestS34OverlapTTLMatchesSQL keeps them equal).
 // The heartbeater renews the leases of running jobs every second, trying again each
 // leaseCheck while a renewal is late; a handler whose leases it could not renew for
 // overlapRenewWithin is cancelled (looked at each leaseCheck), and one that has not returned
