@@ -42,6 +42,7 @@ CREATE OR REPLACE FUNCTION pgq.reserve(
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
+SET enable_nestloop = on  -- (so that the statement of the admitted can turn it off for itself only)
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -410,7 +411,14 @@ BEGIN
                         v_seen := v_seen || v_job.id;
                         v_rep := v_rep || pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
                     END LOOP;
-                    -- The admitted, reserved in one statement with their overlap keys.
+                    -- The admitted, reserved in one statement with their overlap keys. The
+                    -- rows are read by one TID scan of the batch and matched to their
+                    -- admission in a hash: a probe per admitted job (a nested loop, as
+                    -- above) cost 5 µs a job, a third of the statement. The settings hold
+                    -- for the plan this statement caches on its first run, and go back
+                    -- for the next statements (the SET clause above restores them at exit).
+                    SET LOCAL enable_nestloop = off;
+                    SET LOCAL enable_hashjoin = on;
                     RETURN QUERY
                     WITH admitted AS (
                         UPDATE pgq.jobs j
@@ -423,7 +431,7 @@ BEGIN
                             overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
                         FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after)
                         WHERE j.slot = v_slot
-                          AND j.ctid = a.tid
+                          AND j.ctid = ANY (v_mw_tids) AND j.ctid = a.tid
                           AND a.turned_by IS NULL AND a.error IS NULL
                         RETURNING a.ord,
                                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
@@ -436,6 +444,8 @@ BEGIN
                     )
                     SELECT (x.r).* FROM reported x ORDER BY x.ord;
                     GET DIAGNOSTICS v_fast = ROW_COUNT;
+                    SET LOCAL enable_nestloop = on;
+                    SET LOCAL enable_hashjoin = off;
                     v_left := v_left - (v_fast - cardinality(v_rep));
                     v_done := v_done + v_fast;
                 END IF;
