@@ -295,9 +295,13 @@ func run() error {
 		fmt.Printf("%-13s %-9s run %d/%d: %s | %s\n", scen, system, i, o.runs, out.line, status)
 	}
 
+	// Rounds, not scenarios, outermost: each round runs every scenario once, so that the
+	// ratio of two scenarios (a middleware drain against the plain one) compares runs a
+	// minute apart, not the first scenario's runs with the last one's after the machine
+	// has drifted.
 	profiled := false
-	for _, scen := range o.scenarios {
-		for i := 1; i <= o.runs; i++ {
+	for i := 1; i <= o.runs; i++ {
+		for _, scen := range o.scenarios {
 			switch scen {
 			case "drain":
 				t.define("drain", fmt.Sprintf("1. drain %d no-op jobs, jobs/s (concurrency %d)", o.jobs, o.conc), false, 0)
