@@ -431,10 +431,18 @@ func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 		db.Exec(t, `DELETE FROM pgq.jobs WHERE reserved_at IS NOT NULL`)
 		return costs
 	}
+	// Middleware jobs take the set-based path, whose statement for the admitted joins
+	// them to their admission in a hash, with nested loops off for that statement only.
+	const reserveMiddleware = `SELECT * FROM pgq.reserve('w', '{mw}', 10)`
 	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg('{}'::jsonb)) FROM generate_series(1, 200)`)
+	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg(jsonb_build_object('k', i)), queue => 'mw',
+	                                     middleware => '[{"without_overlapping": {"by": ["k"]}}]')
+	            FROM generate_series(1, 200) i`)
 	db.Exec(t, `ANALYZE pgq.jobs`)
 	for range 8 { // past plpgsql's five custom plans: the generic plans are cached now
 		run(false)
+		_, err := s.Exec(ctx, reserveMiddleware)
+		require.NoError(t, err)
 	}
 	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg('{}'::jsonb)) FROM generate_series(1, 50000)`)
 	costs := run(true)
@@ -442,6 +450,21 @@ func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 	// measured is the next one.
 	reserveTen()
 	costs["SELECT * FROM pgq.reserve"] = cost(`SELECT * FROM pgq.reserve('w', '{default}', 10)`)
+	costs["pgq.reserve of middleware jobs"] = cost(reserveMiddleware)
+	// The settings the reserve changes for that statement are the caller's again after
+	// the call, in the caller's transaction.
+	tx, err := s.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SET LOCAL enable_nestloop = off`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, reserveMiddleware)
+	require.NoError(t, err)
+	for name, want := range map[string]string{"enable_nestloop": "off", "enable_hashjoin": "on"} {
+		var v string
+		require.NoError(t, tx.QueryRow(ctx, "SHOW "+name).Scan(&v))
+		require.Equal(t, want, v, name)
+	}
+	require.NoError(t, tx.Rollback(ctx))
 	t.Logf("buffers per call on 50,000 jobs, with plans cached on 200: %v", costs)
 	pages := pgqtest.Scalar[int](t, db, `SELECT (sum(pg_relation_size(partition)) / 8192)::int FROM pgq.job_slots`)
 	for call, n := range costs {
