@@ -6,17 +6,19 @@
 #   drain-rows   the same with -pgq-load-min 0: the backlog as one row per job
 #   bulk         DispatchMany and ByCopy against InsertMany and InsertManyFast, 5 runs
 #   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, 3 runs
-#   burst        60 s clean, 60 s at 6x 5,000/s, 60 s recovery (pgq)
-#   burst-ref    the recovery's reference: 850,000 rows preloaded on a clean table
+#   burst        $BURST_PAIRS pairs (default 3), alternating: 60 s clean, 60 s at 6x 5,000/s,
+#                60 s recovery (pgq); then the recovery's reference, 850,000 rows
+#                preloaded on a clean table. Prints each pair's ratio of the two
+#                drain rates and their median (a single pair varies by about 10 %)
 #   tail         20,000 jobs/s for 5 minutes, pgq and River (p99 per 10 s window)
 #   pressure     clean, a 10-minute idle-tx hold, readers, high-load, recovery, both
-# Usage: bench/targets.sh [log directory, default /tmp/pgq-targets] [steps...]
+# Usage: [BURST_PAIRS=N] bench/targets.sh [log directory, default /tmp/pgq-targets] [steps...]
 # The bench connects to $DATABASE_URL (or postgres@127.0.0.1:5432) and makes its own
 # bench_* databases; it never touches other databases.
 set -euo pipefail
 out=${1:-/tmp/pgq-targets}
 shift || true
-steps=${*:-drain drain-rows bulk middleware burst burst-ref tail pressure}
+steps=${*:-drain drain-rows bulk middleware burst tail pressure}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 bin=$out/bench
@@ -33,6 +35,12 @@ run() {
     grep -E '^\| [0-9]|^\| pgq only|^FAILED|verify' "$out/$step.log" | cut -c1-260 || true
 }
 
+# recovery_drain LOG: the rate at which the recovery phase of a pressure log drained
+# its backlog (the figure "draining at N jobs/s" of that phase).
+recovery_drain() {
+    grep -o 'recovery: [^|]*' "$1" | grep -o 'draining at [0-9]*' | grep -o '[0-9]*$' || true
+}
+
 for step in $steps; do
     case $step in
     drain) run drain -runs 5 -scenarios drain -systems pgq,river ;;
@@ -40,13 +48,20 @@ for step in $steps; do
     bulk) run bulk -runs 5 -scenarios bulk -systems pgq,river -quiet-cores 0.2 -quiet-max 20s ;;
     middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle -systems pgq ;;
     burst)
-        run burst -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst \
-            -pressure-phases clean,high-load,recovery -pressure-rate 5000 -pressure-high-factor 6 \
-            -pressure-phase 60s -quiet-cores 0.3 -quiet-max 30s ;;
-    burst-ref)
-        run burst-ref -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst -pgq-load-min 0 \
-            -pressure-phases recovery -pressure-preload 850000 -pressure-rate 5000 -pressure-phase 90s \
-            -quiet-cores 0.3 -quiet-max 30s ;;
+        ratios=()
+        for pair in $(seq "${BURST_PAIRS:-3}"); do
+            run burst-$pair -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst \
+                -pressure-phases clean,high-load,recovery -pressure-rate 5000 -pressure-high-factor 6 \
+                -pressure-phase 60s -quiet-cores 0.3 -quiet-max 30s
+            run burst-ref-$pair -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst -pgq-load-min 0 \
+                -pressure-phases recovery -pressure-preload 850000 -pressure-rate 5000 -pressure-phase 90s \
+                -quiet-cores 0.3 -quiet-max 30s
+            after=$(recovery_drain "$out/burst-$pair.log")
+            clean=$(recovery_drain "$out/burst-ref-$pair.log")
+            ratios+=("$(awk -v a="$after" -v c="$clean" 'BEGIN { if (c > 0) printf "%.3f", a / c; else print "none" }')")
+            echo "   burst pair $pair: recovery draining at ${after:-?} jobs/s, clean backlog at ${clean:-?}: ${ratios[-1]}"
+        done
+        printf '%s\n' "${ratios[@]}" | sort -g | awk '{ r[NR] = $1 } END { printf "   burst: median of %d pairs %s\n", NR, r[int((NR + 1) / 2)] }' ;;
     tail)
         run tail -runs 1 -scenarios pressure -systems pgq,river -db bench_pgq_tail -river-db bench_river_tail \
             -pressure-phases clean -pressure-phase 5m -pressure-rate 20000 -pressure-concurrency 1000 -quiet-cores 0 ;;
