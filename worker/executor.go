@@ -45,22 +45,25 @@ type executor struct {
 	stuck    chan uuid.UUID // sent by the watchdogs; received by Run and shutdown
 }
 
-// start runs one reserved job's handler in a handler goroutine, under d's timeout. It
-// runs on the fetcher's goroutine; sent is when the reserve was sent, before the lease
-// began.
+// start runs one reserved job's handler in a handler goroutine, a Go handler under d's
+// timeout (a SQL handler's timeout runs from its own start, see runSQL). It runs on the
+// fetcher's goroutine; sent is when the reserve was sent, before the lease began.
 func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow, sent time.Time) {
 	d.refs.Add(1)
 	a := &active{row: row, token: row.LeaseToken, deadline: d, started: time.Now(),
 		lease: row.ReservedUntil.Sub(row.ReservedAt)}
 	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
-	a.ctx.at = d.at
+	sqlHandler := row.Handler != nil // its timeout runs from its start (runSQL), not from here
+	if !sqlHandler {
+		a.ctx.at = d.at
+	}
 	a.heartbeatAt = sent.Add(a.lease / 3) // the lease runs from the reserve, however long the job waited (S84)
 	a.heldUntil = sent.Add(a.lease)
 	a.overlapRenewed = sent
 	if e := row.OverlapExpireAfter; e != nil {
 		a.overlapFreeAt = a.started.Add(time.Duration(*e) * time.Second) // started is after the answer came
 	}
-	if d.timer != nil {
+	if d.timer != nil && !sqlHandler {
 		d.mu.Lock()
 		d.jobs = append(d.jobs, a)
 		d.mu.Unlock()
@@ -92,7 +95,7 @@ func (e *executor) handle(a *active) {
 
 // runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (e *executor) runJob(ctx context.Context, a *active) {
-	err := e.invoke(ctx, a.row, a.token)
+	err := e.invoke(ctx, a)
 	a.returned = time.Now()
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
@@ -113,14 +116,15 @@ func (e *executor) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {
 
 // invoke runs the job's SQL handler (in one transaction with its completion) or its
 // registered Go handler. A panic becomes the attempt's exception (S33).
-func (e *executor) invoke(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) (err error) {
+func (e *executor) invoke(ctx context.Context, a *active) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}
 		}
 	}()
+	row := a.row
 	if row.Handler != nil {
-		return e.runSQL(ctx, row, token)
+		return e.runSQL(ctx, a)
 	}
 	h, ok := e.handlers[row.Job]
 	if !ok {
@@ -155,33 +159,57 @@ func (e *interruptedError) Unwrap() error { return e.err }
 // job's timeout; anything else that ended the transaction (a lost connection, a
 // restart, a lock_timeout in pgq.complete, an overlap key still locked) comes back as
 // an *interruptedError, and the attempt is given back.
-func (e *executor) runSQL(ctx context.Context, row *dbsqlc.JobReserveRow, token uuid.UUID) error {
+//
+// The job's timeout is the handler's own (S13): it runs from when the handler has its
+// slot and its connection. The wait for them is infrastructure's (S35: a restart refuses
+// connections for seconds), bounded by the timeout as well, and ends as notStarted. The
+// server's statement_timeout ends the handler at its time; the worker's own timer,
+// sqlTimeoutSlack later, ends a transaction the server cannot answer for (a network
+// that went silent).
+func (e *executor) runSQL(ctx context.Context, a *active) error {
+	row, timeout := a.row, e.timeoutOf(a.row)
+	wait := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
+		defer cancel()
+	}
 	select {
 	case e.sqlSlots <- struct{}{}:
 		defer func() { <-e.sqlSlots }()
-	case <-ctx.Done():
-		return notStarted(ctx, context.Cause(ctx))
+	case <-wait.Done():
+		return notStarted(wait, context.Cause(wait))
 	}
-	conn, err := e.acquireForHandler(ctx)
+	conn, err := e.acquireForHandler(wait)
 	if err != nil {
-		return notStarted(ctx, err)
+		return notStarted(wait, err)
 	}
 	defer conn.Release()
+	if timeout > 0 {
+		t := time.AfterFunc(timeout+sqlTimeoutSlack, func() { e.cancel(a, errTimeout) })
+		defer t.Stop()
+	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		q := dbsqlc.New(tx)
 		err := q.SessionSetHandlerLimits(ctx, dbsqlc.SessionSetHandlerLimitsParams{
-			Milliseconds: milliseconds(e.timeoutOf(row)), IdleMilliseconds: milliseconds(idleInTransaction),
+			Milliseconds: milliseconds(timeout), IdleMilliseconds: milliseconds(idleInTransaction),
 		})
 		if err != nil {
 			return err
 		}
-		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: token})
+		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: a.token})
 	})
 	if err != nil {
 		return sqlOutcome(ctx, err)
 	}
 	return errCompletedInTx
 }
+
+// sqlTimeoutSlack is how long past a SQL handler's timeout the worker cancels its
+// transaction itself, when the server's statement_timeout has not ended it: two round
+// trips (BEGIN, the limits) come before the statement, and a cancel by the worker costs
+// the connection, which the server's own timeout keeps.
+const sqlTimeoutSlack = time.Second
 
 // notStarted ends the attempt of a SQL handler that never ran: no slot or no connection
 // could be had for it. That is infrastructure's doing, so its job is given back

@@ -51,6 +51,47 @@ func TestS37WorkerSetsItsOwnTimeouts(t *testing.T) {
 		"each SQL handler ran under the job's timeout and the idle limit")
 }
 
+// S13, S35: a SQL handler's timeout runs from its own start: the wait for its slot and
+// its connection is infrastructure's, not the handler's. With one SQL slot (a pool of 4
+// connections) and a concurrency of 2, the second of two 1.2 s handlers under a 2 s
+// timeout waits about 1.2 s for the first, then runs: both succeed. One timeout from the
+// reserve cut it off 0.8 s into its run, as a restart's refused connections did to
+// handlers at --tries 1 (the restart fault test). A third handler, of 3 s, still times
+// out: its 2 s are its own.
+func TestS13S35SQLHandlerTimeoutRunsFromItsStart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.Exec(t, `CREATE TABLE public.naps (n int, began timestamptz)`)
+	b.db.Exec(t, `CREATE FUNCTION public.nap(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.naps VALUES ((p->>'n')::int, clock_timestamp());
+		    PERFORM pg_sleep((p->>'secs')::float8);
+		END $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('nap', handler => 'public.nap', timeout => 2, tries => 1)`)
+	var ids []uuid.UUID
+	for _, payload := range []string{`{"n": 1, "secs": 1.2}`, `{"n": 2, "secs": 1.2}`, `{"n": 3, "secs": 3}`} {
+		ids = append(ids, pgqtest.Scalar[uuid.UUID](t, b.db, `SELECT pgq.dispatch('nap', $1::jsonb)`, payload))
+	}
+	cfg, err := pgxpool.ParseConfig(b.db.WorkerURL)
+	require.NoError(t, err)
+	cfg.MaxConns = 4 // one SQL slot: MaxConns - 3
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	w, err := worker.New(pool, worker.WithLogger(quiet), worker.WithStopWhenEmpty(), worker.WithConcurrency(2))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, w.Run(ctx))
+
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, ids[0]))
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, ids[1]), "the second handler waited for the slot, then had its 2 s")
+	require.Equal(t, []string{"timed_out"}, b.outcomes(t, ids[2]))
+	require.Contains(t, b.failedException(t, ids[2]), "TimeoutExceeded: nap attempt 1 ran past its timeout")
+	waited := pgqtest.Scalar[float64](t, b.db, `SELECT extract(epoch FROM max(began) - min(began))::float8 FROM public.naps`)
+	require.Greater(t, waited, 1.15, "the second handler started after the first returned: its wait and its run outlast its timeout")
+}
+
 // S36: a completion that PostgreSQL refuses for the moment (here a trigger raises a
 // serialization failure for the first three calls) is retried until it goes through:
 // every job succeeds once. A completion refused for one job's own data (a trigger
