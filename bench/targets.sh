@@ -61,7 +61,9 @@ for step in $steps; do
             ratios+=("$(awk -v a="$after" -v c="$clean" 'BEGIN { if (c > 0) printf "%.3f", a / c; else print "none" }')")
             echo "   burst pair $pair: recovery draining at ${after:-?} jobs/s, clean backlog at ${clean:-?}: ${ratios[-1]}"
         done
-        printf '%s\n' "${ratios[@]}" | sort -g | awk '{ r[NR] = $1 } END { printf "   burst: median of %d pairs %s\n", NR, r[int((NR + 1) / 2)] }' ;;
+        # A pair whose log gave no rate ("none") is left out of the median, and the count says so.
+        printf '%s\n' "${ratios[@]}" | awk '/^[0-9.]+$/' | sort -g |
+            awk -v n="${#ratios[@]}" '{ r[NR] = $1 } END { printf "   burst: median of %d of %d pairs %s\n", NR, n, (NR ? r[int((NR + 1) / 2)] : "none") }' ;;
     tail)
         run tail -runs 1 -scenarios pressure -systems pgq,river -db bench_pgq_tail -river-db bench_river_tail \
             -pressure-phases clean -pressure-phase 5m -pressure-rate 20000 -pressure-concurrency 1000 -quiet-cores 0 ;;
