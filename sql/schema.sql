@@ -1955,7 +1955,7 @@ BEGIN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
         -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 36_loads.sql).
+        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 21_storage_loads.sql).
         IF pgq._load_min() BETWEEN 1 AND cardinality(_dispatch.payloads)
            AND coalesce(_dispatch.delay, interval '0') = interval '0' AND v_job.middleware IS NULL
            AND _dispatch.p_batch_id IS NULL AND _dispatch.p_chain_id IS NULL THEN
@@ -4267,7 +4267,7 @@ DECLARE
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
     -- 47 random bits, so that the count never carries out of the last group: a chunk of
-    -- pgq.loads finds its jobs' uuids by adding to its first one's (36_loads.sql).
+    -- pgq.loads finds its jobs' uuids by adding to its first one's (21_storage_loads.sql).
     v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
@@ -5807,7 +5807,7 @@ DECLARE
     v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
     v_whole boolean;     -- every picked row is in that slot
     v_busy  boolean;     -- this pass left jobs of this queue waiting: their rate-limit window was busy (S82)
-    v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
+    v_marks jsonb;        -- this session's low-water marks for these queues (22_storage_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
     v_low   timestamptz;  -- the lease sweep starts here
@@ -5918,7 +5918,7 @@ BEGIN
         LOOP
             v_want := v_left;
             -- The queue's first chunk of jobs of a bulk dispatch that is ready now and that
-            -- no other reserve holds (S85, 36_loads.sql). Its jobs come in the queue's
+            -- no other reserve holds (S85, 21_storage_loads.sql). Its jobs come in the queue's
             -- order as rows would: this pass takes the rows before it or, if none is, the
             -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
             -- a thousand jobs. Once a look finds none, this call looks no more: a chunk

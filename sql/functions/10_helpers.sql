@@ -1,11 +1,24 @@
 -- Helpers shared by the state machine: the named constants, names and settings checks
--- (S4), keys, uuids.
+-- (S4), keys, uuids, the record of operators' actions.
 --
--- The files of sql/functions/ are applied in file-name order after the migrations, on
--- every migrate, in one transaction (pgq.Migrate). A LANGUAGE sql body is checked when
--- it is created, so what it calls must come in an earlier file or earlier in its file;
--- views come last. Every object here is CREATE OR REPLACE: a change of signature or
--- return type needs a DROP FUNCTION in a migration first.
+-- The files of sql/functions/ are numbered by layer, and a function calls only functions
+-- of its own layer or a lower one (sql/layout_test.go checks it):
+--   1x helpers     constants, checks, keys, uuids
+--   2x storage     how live jobs are kept: slots, loads, marks, lease tokens (20-29 only
+--                  know them; the rest reads pgq.live_jobs and calls their operations)
+--   3x dispatch    unique and debounce tokens, middleware declarations and keys, dispatch
+--   4x reserve and outcomes
+--                  attempt outcomes, admission, pgq.reserve, complete and fail
+--   5x workflows   chains, batches, schedules: told of a job's end by the trigger on
+--                  pgq.job_ends, never called by the layers below
+--   6x operations and admin
+--                  definitions, run now, retry, retention, cancel, pause
+--   7x views       the views for psql and the dashboard's
+-- They are applied in file-name order after the migrations, on every migrate, in one
+-- transaction (pgq.Migrate). A LANGUAGE sql body is checked when it is created, so what
+-- it calls must come in an earlier file or earlier in its file. Every object here is
+-- CREATE OR REPLACE: a change of signature or return type needs a DROP FUNCTION in a
+-- migration first.
 --
 -- A helper that a protocol function (reserve, complete, heartbeat, dispatch) calls with
 -- arguments known only when it runs is plpgsql, even when its body is one SELECT. Every
@@ -128,7 +141,7 @@ DECLARE
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
     -- 47 random bits, so that the count never carries out of the last group: a chunk of
-    -- pgq.loads finds its jobs' uuids by adding to its first one's (36_loads.sql).
+    -- pgq.loads finds its jobs' uuids by adding to its first one's (21_storage_loads.sql).
     v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
@@ -324,3 +337,16 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION pgq._handler_proc(text) IS 'Resolves a SQL handler name to its function taking one jsonb argument; NULL when there is none.';
+
+-- pgq._record_action: records an operator's action with the role that took it (the
+-- login role: a SECURITY DEFINER function's current_user would be pgq's owner).
+CREATE OR REPLACE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
+    VALUES (session_user, p_action, p_job, p_queue, p_detail);
+$$;
+
+COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';

@@ -153,7 +153,7 @@ BEGIN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
         -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 36_loads.sql).
+        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 21_storage_loads.sql).
         IF pgq._load_min() BETWEEN 1 AND cardinality(_dispatch.payloads)
            AND coalesce(_dispatch.delay, interval '0') = interval '0' AND v_job.middleware IS NULL
            AND _dispatch.p_batch_id IS NULL AND _dispatch.p_chain_id IS NULL THEN

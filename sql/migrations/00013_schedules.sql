@@ -5,7 +5,7 @@
 --   upserts it) and the state of its ticks. next_run_at is the next tick to fire, NULL
 --   while pending (a worker computes it with the cron library); version counts the
 --   changes that reset it, so a worker's computation under an older definition is
---   fenced off. The view pgq.schedules (sql/functions/87_schedules.sql) presents it.
+--   fenced off. The view pgq.schedules (sql/functions/55_schedules.sql) presents it.
 -- * pgq.actions.schedule names the schedule of an operator's action on one (run now,
 --   pause, resume), which reuse the existing action names.
 

@@ -8,7 +8,7 @@
 -- care about the horizon. So new jobs go to one slot (pgq.job_slots, state 'current');
 -- once it has grown past the worker's slot size, new jobs go to an empty slot and the
 -- old one drains; a draining slot with no job left is truncated (pgq.rotate,
--- sql/functions/57_slots.sql).
+-- sql/functions/20_storage_slots.sql).
 --
 -- * pgq.jobs: LIST-partitioned by slot, partitions pgq.jobs_0 .. pgq.jobs_3. A job keeps
 --   its slot for as long as it waits or runs; only pgq.rotate moves a waiting job to the

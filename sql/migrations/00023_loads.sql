@@ -5,7 +5,7 @@
 -- job; twice River's InsertManyFast (COPY) leaves about 7 µs a job for everything. A
 -- load writes one pgq.loads row per chunk of up to 1,000 payloads of one dispatch call:
 -- the frozen settings once, and the payloads as one jsonb[]. pgq.reserve turns a chunk's
--- next jobs into job rows that are reserved already (sql/functions/36_loads.sql): they
+-- next jobs into job rows that are reserved already (sql/functions/21_storage_loads.sql): they
 -- never enter jobs_reserve_idx, and skip the update from waiting to reserved.
 --
 -- * pgq.loads: LIST-partitioned by slot like pgq.jobs (S80): a chunk lives in the slot

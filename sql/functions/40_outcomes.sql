@@ -197,3 +197,47 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._give_back(pgq.jobs, text, timestamptz, boolean) IS 'Sends an interrupted attempt back to wait, recorded as interrupted and given back (up to pgq._max_give_backs() times when limited, S35).';
+
+-- pgq._cancel: the job ends as cancelled: it leaves pgq.jobs, its locks and tokens go,
+-- and its attempt is recorded as cancelled (started when p_started: its handler ran).
+-- Not a failure: nothing is written to pgq.failed_jobs, and nothing retries it.
+-- State change: waiting | reserved -> cancelled.
+CREATE OR REPLACE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamptz, p_started boolean) RETURNS pgq.attempts
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
+    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
+    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
+        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
+    END IF;
+    RETURN pgq._record(p_job, 'cancelled', p_now,
+                       'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job as cancelled: deleted with its locks, the attempt recorded as cancelled; not a failure.';
+
+-- pgq._release_overlap: ends the overlap leases that these jobs hold on these keys (the
+-- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
+-- theirs expired stays. No-op when p_keys is NULL.
+CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
+AS $$
+BEGIN
+    -- The keys as one index scan of each generation, and the uuids as a hashed
+    -- semi-join, not "= ANY": a completion batch of 800 jobs would test each lease found
+    -- against every uuid. (A join with unnest(p_keys) got a generic plan that did that
+    -- anyway: 79 ms for 1,000 leases, against 3 ms.)
+    DELETE FROM pgq.overlap_locks o
+    WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';

@@ -1,4 +1,4 @@
--- Reserve's low-water marks (issue 19): where a worker's session starts looking for
+-- Storage: reserve's low-water marks (S77): where a worker's session starts looking for
 -- waiting jobs, so that a reserve never walks the jobs already finished. With a held
 -- xmin (an idle transaction, a long report, a replication slot) vacuum removes no dead
 -- version, and jobs_reserve_idx keeps an entry for every job reserved since the hold

@@ -1,4 +1,4 @@
--- Loads (S85): the jobs of a bulk dispatch kept as chunks of pgq.loads until a reserve
+-- Storage: loads (S85): the jobs of a bulk dispatch kept as chunks of pgq.loads until a reserve
 -- takes them (migration 00023, docs/design/loads.md).
 --
 -- A dispatch of pgq._load_min() payloads or more, of plain jobs (no delay, unique or

@@ -1,43 +1,6 @@
--- Operating jobs and queues from outside a worker: cancelling a job, pausing a queue, and
--- the record of who did what (pgq.actions). The other operations (run now, retry, forget,
--- flush) are in 80_operations.sql and record their actions here too.
-
--- pgq._record_action: records an operator's action with the role that took it (the
--- login role: a SECURITY DEFINER function's current_user would be pgq's owner).
-CREATE OR REPLACE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL)
-RETURNS void
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
-    VALUES (session_user, p_action, p_job, p_queue, p_detail);
-$$;
-
-COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';
-
--- pgq._cancel: the job ends as cancelled: it leaves pgq.jobs, its locks and tokens go,
--- and its attempt is recorded as cancelled (started when p_started: its handler ran).
--- Not a failure: nothing is written to pgq.failed_jobs, and nothing retries it.
--- State change: waiting | reserved -> cancelled.
-CREATE OR REPLACE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamptz, p_started boolean) RETURNS pgq.attempts
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
-    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
-    PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
-    IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
-        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
-    END IF;
-    RETURN pgq._record(p_job, 'cancelled', p_now,
-                       'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job as cancelled: deleted with its locks, the attempt recorded as cancelled; not a failure.';
+-- Operating jobs and queues from outside a worker: cancelling a job, pausing a queue. Each
+-- is recorded in pgq.actions (pgq._record_action), as the other operations (run now,
+-- retry, forget, flush: 62_operations.sql) are.
 
 -- pgq.cancel: cancels a job. A waiting job ends at once: 'cancelled'. A running job is
 -- marked: its worker cancels the handler within a second (a Go handler's context, a SQL

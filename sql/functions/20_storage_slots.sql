@@ -1,4 +1,5 @@
--- The slots of pgq.jobs (S80): where new jobs go, and truncating what a held xmin keeps.
+-- Storage: the slots of pgq.jobs (S80): where new jobs go, and truncating what a held xmin
+-- keeps; the generations of pgq.overlap_locks (S81).
 --
 -- pgq.jobs is partitioned into four slots (migration 00018). New jobs go to the current
 -- slot. With a transaction, snapshot or replication slot holding the xmin horizon back,
@@ -388,3 +389,11 @@ FROM pgq.job_slots s
 ORDER BY s.slot;
 
 COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot''s part of pgq.loads (bytes), and the statistics'' live and dead row counts of pgq.jobs.';
+
+-- pgq._overlap_gen: the generation of pgq.overlap_locks new leases go to (S81).
+CREATE OR REPLACE FUNCTION pgq._overlap_gen() RETURNS smallint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+
+COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';

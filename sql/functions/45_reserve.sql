@@ -77,7 +77,7 @@ DECLARE
     v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
     v_whole boolean;     -- every picked row is in that slot
     v_busy  boolean;     -- this pass left jobs of this queue waiting: their rate-limit window was busy (S82)
-    v_marks jsonb;        -- this session's low-water marks for these queues (58_marks.sql)
+    v_marks jsonb;        -- this session's low-water marks for these queues (22_storage_marks.sql)
     v_snap  pg_snapshot;  -- the snapshot they will hold for
     v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
     v_low   timestamptz;  -- the lease sweep starts here
@@ -188,7 +188,7 @@ BEGIN
         LOOP
             v_want := v_left;
             -- The queue's first chunk of jobs of a bulk dispatch that is ready now and that
-            -- no other reserve holds (S85, 36_loads.sql). Its jobs come in the queue's
+            -- no other reserve holds (S85, 21_storage_loads.sql). Its jobs come in the queue's
             -- order as rows would: this pass takes the rows before it or, if none is, the
             -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
             -- a thousand jobs. Once a look finds none, this call looks no more: a chunk
