@@ -762,15 +762,25 @@ DECLARE
     v_count bigint;
     v_n     bigint;
 BEGIN
-    DELETE FROM pgq.job_chains c
-    WHERE c.state <> 'running' AND c.finished_at < now() - p_older_than
-      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.chain_id = c.id);
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    DELETE FROM pgq.job_batches b
-    WHERE b.finished_at < now() - p_older_than
-      AND NOT EXISTS (SELECT FROM pgq.batch_counts c WHERE c.batch_id = b.id AND c.pending > 0)
-      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id);
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    WITH gone AS (
+        DELETE FROM pgq.job_chains c
+        WHERE c.state <> 'running' AND c.finished_at < now() - p_older_than
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.chain_id = c.id)
+        RETURNING c.id
+    ), ends AS (
+        DELETE FROM pgq.job_ends e WHERE e.chain_id IN (SELECT g.id FROM gone g)
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    WITH gone AS (
+        DELETE FROM pgq.job_batches b
+        WHERE b.finished_at < now() - p_older_than
+          AND NOT EXISTS (SELECT FROM pgq.batch_counts c WHERE c.batch_id = b.id AND c.pending > 0)
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id)
+        RETURNING b.id
+    ), ends AS (
+        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g)
+    )
+    SELECT count(*) INTO v_n FROM gone;
     RETURN v_count + v_n;
 END;
 $$;
@@ -974,8 +984,8 @@ BEGIN
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
         -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
-        PERFORM pgq._jobs_ended('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                ARRAY[p_job.chain_step], p_exception);
+        PERFORM pgq._record_ends('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                 ARRAY[p_job.chain_step], p_exception);
     END IF;
     PERFORM pg_notify('pgq_events', json_build_object(
         'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
@@ -1064,8 +1074,8 @@ BEGIN
     PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
-        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
+        PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                 ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
     END IF;
     RETURN pgq._record(p_job, 'cancelled', p_now,
                        'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);
@@ -2393,6 +2403,38 @@ COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now time
 
 
 --
+-- Name: _job_ends_advance(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._job_ends_advance() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT e.outcome, e.exception, array_agg(e.job_uuid ORDER BY e.id) AS uuids, array_agg(e.batch_id ORDER BY e.id) AS batches,
+               array_agg(e.chain_id ORDER BY e.id) AS chains, array_agg(e.chain_step ORDER BY e.id) AS steps
+        FROM ended e
+        GROUP BY e.outcome, e.exception
+        ORDER BY min(e.id)
+    LOOP
+        PERFORM pgq._jobs_ended(r.outcome, r.uuids, r.batches, r.chains, r.steps, r.exception);
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _job_ends_advance(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._job_ends_advance() IS 'Trigger on pgq.job_ends: moves the chains and counts the batches of the jobs that ended (S70-S76).';
+
+
+--
 -- Name: _jobs_ended(text, uuid[], uuid[], uuid[], integer[], text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3535,6 +3577,31 @@ COMMENT ON FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, 
 
 
 --
+-- Name: _record_ends(text, uuid[], uuid[], uuid[], integer[], text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, chain_id, chain_step)
+    SELECT e.uuid, p_outcome, p_exception, e.batch, e.chain, e.step
+    FROM unnest(p_uuids, p_batches, p_chains, p_steps) WITH ORDINALITY AS e(uuid, batch, chain, step, n)
+    WHERE e.batch IS NOT NULL OR e.chain IS NOT NULL
+    ORDER BY e.n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _record_ends(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text) IS 'Records that jobs of chains or batches ended (pgq.job_ends), which moves their chains and batches in this transaction (S70-S76).';
+
+
+--
 -- Name: _reject(text, uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -4213,8 +4280,8 @@ BEGIN
         PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
         PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
         IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
-            PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                    ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
+            PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                     ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
         END IF;
         RETURN;
     END IF;
@@ -4673,7 +4740,7 @@ BEGIN
     END IF;
     IF v_grouped IS NOT NULL THEN
         -- the next step of a chain is queued, and a batch counted, by this transaction
-        PERFORM pgq._jobs_ended('succeeded', v_grouped, v_batches, v_chains, v_steps);
+        PERFORM pgq._record_ends('succeeded', v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN
@@ -6225,8 +6292,8 @@ BEGIN
                                             p_started => false);
                         DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
                         IF v_job.batch_id IS NOT NULL OR v_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
-                            PERFORM pgq._jobs_ended('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
-                                                    ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                            PERFORM pgq._record_ends('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
+                                                     ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
                         END IF;
                         -- No key in the event: keys come from payloads, and any role may LISTEN.
                         PERFORM pg_notify('pgq_events', json_build_object(
@@ -7264,6 +7331,45 @@ COMMENT ON VIEW pgq.failed_job_settings IS 'Each failed job''s frozen settings (
 
 ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME pgq.failed_jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: job_ends; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_ends (
+    id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    outcome text NOT NULL,
+    exception text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    ended_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_ends_check CHECK (((batch_id IS NOT NULL) OR (chain_id IS NOT NULL))),
+    CONSTRAINT job_ends_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+
+--
+-- Name: TABLE job_ends; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_ends IS 'The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).';
+
+
+--
+-- Name: job_ends_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.job_ends ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.job_ends_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
@@ -8591,6 +8697,14 @@ ALTER TABLE ONLY pgq.job_classes
 
 
 --
+-- Name: job_ends job_ends_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.job_ends
+    ADD CONSTRAINT job_ends_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: job_slots job_slots_partition_key; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -8760,6 +8874,27 @@ CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at
 --
 
 CREATE INDEX job_chains_batch_idx ON pgq.job_chains USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: job_ends_batch_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_ends_batch_idx ON pgq.job_ends USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: job_ends_chain_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_ends_chain_idx ON pgq.job_ends USING btree (chain_id) WHERE (chain_id IS NOT NULL);
+
+
+--
+-- Name: job_ends_job_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_ends_job_idx ON pgq.job_ends USING btree (job_uuid);
 
 
 --
@@ -9309,6 +9444,15 @@ ALTER INDEX pgq.overlap_locks_pkey ATTACH PARTITION pgq.overlap_locks_2_pkey;
 
 
 --
+-- Name: job_ends job_ends_advance; Type: TRIGGER; Schema: pgq; Owner: -
+--
+
+CREATE TRIGGER job_ends_advance AFTER INSERT ON pgq.job_ends REFERENCING NEW TABLE AS ended FOR EACH STATEMENT EXECUTE FUNCTION pgq._job_ends_advance();
+
+ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance;
+
+
+--
 -- Name: jobs jobs_stamp_txid; Type: TRIGGER; Schema: pgq; Owner: -
 --
 
@@ -9605,6 +9749,13 @@ REVOKE ALL ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now t
 
 
 --
+-- Name: FUNCTION _job_ends_advance(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._job_ends_advance() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _jobs_ended(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -9857,6 +10008,13 @@ REVOKE ALL ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timesta
 --
 
 REVOKE ALL ON FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _record_ends(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps integer[], p_exception text) FROM PUBLIC;
 
 
 --
@@ -10487,6 +10645,13 @@ GRANT SELECT ON TABLE pgq.failed TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.failed_job_settings TO pgq_reader;
+
+
+--
+-- Name: TABLE job_ends; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.job_ends TO pgq_reader;
 
 
 --

@@ -20,6 +20,29 @@ $$;
 
 COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean, boolean) IS 'Appends one attempt row for a job as it is now (S19).';
 
+-- pgq._record_ends: jobs that carry a batch or a chain ended, all the same way:
+-- 'succeeded', 'failed' (for good) or 'cancelled' (with p_exception saying why). Arrays
+-- run in parallel, one entry per job; jobs with neither are skipped. The rows written
+-- to pgq.job_ends are how the workflows learn of it (their trigger there moves chains
+-- and counts batches, S70-S76), in this transaction: the core never calls them.
+CREATE OR REPLACE FUNCTION pgq._record_ends(
+    p_outcome text, p_uuids uuid[], p_batches uuid[], p_chains uuid[], p_steps int[], p_exception text DEFAULT NULL
+) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, chain_id, chain_step)
+    SELECT e.uuid, p_outcome, p_exception, e.batch, e.chain, e.step
+    FROM unnest(p_uuids, p_batches, p_chains, p_steps) WITH ORDINALITY AS e(uuid, batch, chain, step, n)
+    WHERE e.batch IS NOT NULL OR e.chain IS NOT NULL
+    ORDER BY e.n;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._record_ends(text, uuid[], uuid[], uuid[], int[], text) IS
+    'Records that jobs of chains or batches ended (pgq.job_ends), which moves their chains and batches in this transaction (S70-S76).';
+
 -- pgq._reject: records calls made with a lease token that no longer holds its job (S15)
 -- on the attempt that token belonged to.
 CREATE OR REPLACE FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamptz) RETURNS void
@@ -120,8 +143,8 @@ BEGIN
             failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
         -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
-        PERFORM pgq._jobs_ended('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                ARRAY[p_job.chain_step], p_exception);
+        PERFORM pgq._record_ends('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                 ARRAY[p_job.chain_step], p_exception);
     END IF;
     PERFORM pg_notify('pgq_events', json_build_object(
         'event', 'job_failed', 'uuid', p_job.uuid, 'job', p_job.job, 'queue', p_job.queue)::text);
@@ -151,8 +174,8 @@ BEGIN
         PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
         PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
         IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
-            PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                    ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
+            PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                     ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
         END IF;
         RETURN;
     END IF;
@@ -212,8 +235,8 @@ BEGIN
     PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
-        PERFORM pgq._jobs_ended('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
-                                ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
+        PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
+                                 ARRAY[p_job.chain_step], 'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user));
     END IF;
     RETURN pgq._record(p_job, 'cancelled', p_now,
                        'cancelled by ' || coalesce(p_job.cancel_requested_by, session_user), p_started => p_started);

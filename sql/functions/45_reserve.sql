@@ -495,8 +495,8 @@ BEGIN
                                             p_started => false);
                         DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
                         IF v_job.batch_id IS NOT NULL OR v_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
-                            PERFORM pgq._jobs_ended('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
-                                                    ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
+                            PERFORM pgq._record_ends('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
+                                                     ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
                         END IF;
                         -- No key in the event: keys come from payloads, and any role may LISTEN.
                         PERFORM pg_notify('pgq_events', json_build_object(

@@ -107,7 +107,7 @@ BEGIN
     END IF;
     IF v_grouped IS NOT NULL THEN
         -- the next step of a chain is queued, and a batch counted, by this transaction
-        PERFORM pgq._jobs_ended('succeeded', v_grouped, v_batches, v_chains, v_steps);
+        PERFORM pgq._record_ends('succeeded', v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
     IF cardinality(v_done) < cardinality(complete.uuids) THEN

@@ -1,7 +1,8 @@
 -- Chains and batches (S70-S76): jobs that run one after another, and groups of jobs with
 -- callbacks. Both are rows written in the dispatching transaction and advanced by the
--- transaction that ends each job: pgq.complete, pgq._bury (failing for good), pgq._cancel
--- and the pickup drops call pgq._jobs_ended for jobs that carry a batch or a chain.
+-- transaction that ends each job: the core records the end of every job that carries a
+-- batch or a chain in pgq.job_ends (pgq._record_ends), and the trigger on that table
+-- (pgq._job_ends_advance) moves its chain and counts it in its batch (pgq._jobs_ended).
 --
 -- Locks, always taken in this order, so that no two of these paths wait for each other
 -- in a cycle: a job's row (the caller holds it), then a batch's pgq.batch_counts shards
@@ -681,6 +682,38 @@ $$;
 COMMENT ON FUNCTION pgq._jobs_ended(text, uuid[], uuid[], uuid[], int[], text) IS
     'Moves the chains and batches of jobs that ended (succeeded, failed for good, cancelled): next step or chain stop (S70-S72, S74), batch counts and callbacks (S73-S76).';
 
+-- pgq._job_ends_advance: the trigger by which the workflows learn that jobs ended
+-- (pgq.job_ends, written by the core in the ending transaction): their chains and
+-- batches move on, in the order the jobs were recorded.
+CREATE OR REPLACE FUNCTION pgq._job_ends_advance() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT e.outcome, e.exception, array_agg(e.job_uuid ORDER BY e.id) AS uuids, array_agg(e.batch_id ORDER BY e.id) AS batches,
+               array_agg(e.chain_id ORDER BY e.id) AS chains, array_agg(e.chain_step ORDER BY e.id) AS steps
+        FROM ended e
+        GROUP BY e.outcome, e.exception
+        ORDER BY min(e.id)
+    LOOP
+        PERFORM pgq._jobs_ended(r.outcome, r.uuids, r.batches, r.chains, r.steps, r.exception);
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._job_ends_advance() IS
+    'Trigger on pgq.job_ends: moves the chains and counts the batches of the jobs that ended (S70-S76).';
+
+-- ALWAYS: a session in replica mode (session_replication_role) ends jobs too.
+CREATE OR REPLACE TRIGGER job_ends_advance AFTER INSERT ON pgq.job_ends
+    REFERENCING NEW TABLE AS ended
+    FOR EACH STATEMENT EXECUTE FUNCTION pgq._job_ends_advance();
+ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance;
+
 -- pgq.cancel_batch: cancels a batch: its waiting jobs are cancelled now, a job reserved
 -- after this commits is cancelled at pickup, running jobs finish (S74). then_job will not
 -- run; catch_job does not run for the cancel; finally_job runs once every member has
@@ -723,7 +756,7 @@ COMMENT ON FUNCTION pgq.job_batch(uuid) IS 'The batch a live job belongs to, or 
 
 -- pgq._batches_prune: deletes batches that finished more than older_than ago with no
 -- member left to end, and chains that ended that long ago (S39, S73). Returns the rows
--- deleted (counter shards go with their batch).
+-- deleted (counter shards, and the ends of their jobs in pgq.job_ends, go with them).
 CREATE OR REPLACE FUNCTION pgq._batches_prune(p_older_than interval) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -732,15 +765,25 @@ DECLARE
     v_count bigint;
     v_n     bigint;
 BEGIN
-    DELETE FROM pgq.job_chains c
-    WHERE c.state <> 'running' AND c.finished_at < now() - p_older_than
-      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.chain_id = c.id);
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    DELETE FROM pgq.job_batches b
-    WHERE b.finished_at < now() - p_older_than
-      AND NOT EXISTS (SELECT FROM pgq.batch_counts c WHERE c.batch_id = b.id AND c.pending > 0)
-      AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id);
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    WITH gone AS (
+        DELETE FROM pgq.job_chains c
+        WHERE c.state <> 'running' AND c.finished_at < now() - p_older_than
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.chain_id = c.id)
+        RETURNING c.id
+    ), ends AS (
+        DELETE FROM pgq.job_ends e WHERE e.chain_id IN (SELECT g.id FROM gone g)
+    )
+    SELECT count(*) INTO v_count FROM gone;
+    WITH gone AS (
+        DELETE FROM pgq.job_batches b
+        WHERE b.finished_at < now() - p_older_than
+          AND NOT EXISTS (SELECT FROM pgq.batch_counts c WHERE c.batch_id = b.id AND c.pending > 0)
+          AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id)
+        RETURNING b.id
+    ), ends AS (
+        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g)
+    )
+    SELECT count(*) INTO v_n FROM gone;
     RETURN v_count + v_n;
 END;
 $$;
