@@ -19,7 +19,7 @@ const maxTimeline = 200
 
 type jobData struct {
 	UUID     uuid.UUID
-	Live     *dbsqlc.PgqJobSetting       // the settings of a live job
+	Live     *dbsqlc.DashboardJobGetRow  // the settings of a live job
 	Failed   *dbsqlc.PgqFailedJobSetting // or of a failed one; both nil when the job finished
 	Name     string                      // from the settings or the history
 	Queue    string

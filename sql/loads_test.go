@@ -303,9 +303,9 @@ func TestS80S85ChunksMoveWhenNoSlotIsEmpty(t *testing.T) {
 // pgq.ready, read in the queue's order (S30) as queue, priority DESC, available_at,
 // sort_id, id, lists the jobs of loads where a reserve takes them, and reads the
 // chunks through loads_queue_idx: a page expands only the chunks it shows, not the
-// sixty there are. A lookup by uuid with the chunk condition expands one chunk. Both
-// hold after a reserve took the front of a chunk and a job left the middle of another
-// as a row (pgq.run_now).
+// sixty there are. pgq.live_job(uuid) expands one chunk at most. Both hold after a
+// reserve took the front of a chunk and a job left the middle of another as a row
+// (pgq.run_now).
 func TestS85S30ReadyReadsLoadsInQueueOrder(t *testing.T) {
 	db := pgqtest.NewWithLoads(t, 100)
 	a := dispatch(t, db, `'a', '{"n": 0}'`)
@@ -319,7 +319,7 @@ func TestS85S30ReadyReadsLoadsInQueueOrder(t *testing.T) {
 	require.Equal(t, l2[:7], uuidsOf(reserveVia(t, conn, 7, at)))
 	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, l1[5000]))
 	require.Equal(t, "(2,0)", pgqtest.Scalar[string](t, db,
-		`SELECT (count(*), count(*) FILTER (WHERE chunk IS NOT NULL))::text FROM pgq.ready WHERE uuid IN ($1, $2)`, l1[5000], a),
+		`SELECT (count(*), count(*) FILTER (WHERE chunk IS NOT NULL))::text FROM pgq.live_jobs WHERE uuid IN ($1, $2)`, l1[5000], a),
 		"the job run_now took out of its chunk is a row")
 	want := append(append(append(append([]uuid.UUID{}, l2[7:]...), a), l1...), b)
 	require.Equal(t, want, pgqtest.Scalar[[]uuid.UUID](t, db,
@@ -334,19 +334,21 @@ func TestS85S30ReadyReadsLoadsInQueueOrder(t *testing.T) {
 	require.True(t, n >= 3 && n <= 4,
 		"l2's two chunks and l1's first, and perhaps the next one, whose first job ends the sort's last group: %d", n)
 
-	lookup := `SELECT %s FROM pgq.%s WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1))`
 	for _, j := range []struct {
 		uuid  uuid.UUID
 		n     int
 		chunk bool
 	}{{l1[30000], 30001, true}, {l1[5000], 5001, false}, {a, 0, false}, {l2[1499], 1500, true}} {
-		require.Equal(t, j.n, pgqtest.Scalar[int](t, db, fmt.Sprintf(lookup, `(payload->>'n')::int`, "ready"), j.uuid))
-		require.Equal(t, j.chunk, pgqtest.Scalar[bool](t, db, fmt.Sprintf(lookup, `chunk IS NOT NULL`, "job_settings"), j.uuid))
+		require.Equal(t, j.n, pgqtest.Scalar[int](t, db, `SELECT (payload->>'n')::int FROM pgq.live_job($1)`, j.uuid))
+		require.Equal(t, j.chunk, pgqtest.Scalar[bool](t, db, `SELECT chunk IS NOT NULL FROM pgq.live_job($1)`, j.uuid))
+		require.Equal(t, "ready", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.live_job($1)`, j.uuid))
+		calls := 0
 		if j.chunk {
-			require.Equal(t, 1, chunksExpanded(t, db, fmt.Sprintf(lookup, "*", "job_settings"), j.uuid))
+			calls = 1
 		}
+		require.Equal(t, calls, payloadCalls(t, db, `SELECT * FROM pgq.live_job($1)`, j.uuid), "chunks expanded to find %s (job %d)", j.uuid, j.n)
 	}
-	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.job_settings WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1))`, l2[3]),
+	require.Equal(t, "running", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.live_job($1)`, l2[3]),
 		"a reserved job is running, not in its chunk")
 
 	var got []uuid.UUID
@@ -354,6 +356,27 @@ func TestS85S30ReadyReadsLoadsInQueueOrder(t *testing.T) {
 		got = append(got, uuidsOf(js)...)
 	}
 	require.Equal(t, want, got, "the order the reserves take them")
+}
+
+// payloadCalls runs query and returns how many chunks of pgq.loads it expanded: the
+// calls of pgq._load_payloads (pgq.load_jobs), counted by the session's function
+// statistics, which see into the functions a query calls (the counts not yet flushed,
+// so the difference is taken in one transaction).
+func payloadCalls(t *testing.T, db *pgqtest.DB, query string, args ...any) int {
+	t.Helper()
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SET LOCAL track_functions = 'all'`)
+	require.NoError(t, err)
+	calls := func() (n int) {
+		require.NoError(t, tx.QueryRow(ctx, `SELECT coalesce(pg_stat_get_xact_function_calls('pgq._load_payloads'::regproc), 0)::int`).Scan(&n))
+		return n
+	}
+	before := calls()
+	_, err = tx.Exec(ctx, query, args...)
+	require.NoError(t, err)
+	return calls() - before
 }
 
 // chunksExpanded runs query under EXPLAIN ANALYZE and returns how many chunks of

@@ -112,8 +112,8 @@ GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
 GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
     pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles,
     pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains,
-    pgq.job_storage, pgq.job_ends TO {{ident .Reader}};
-GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads, pgq._default_retry_after, pgq._lock_space, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
+    pgq.job_storage, pgq.job_ends, pgq.live_jobs TO {{ident .Reader}};
+GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads, pgq._default_retry_after, pgq._lock_space, pgq.live_job, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
 
 GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.drop_limit, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue, pgq.cancel_batch,

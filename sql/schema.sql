@@ -72,6 +72,109 @@ CREATE TYPE pgq.check_finding AS (
 COMMENT ON TYPE pgq.check_finding IS 'A row of pgq.check: one problem (object, rule, detail, fix).';
 
 
+SET default_tablespace = '';
+
+--
+-- Name: loads; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.loads (
+    first_id bigint NOT NULL,
+    first_uuid uuid NOT NULL,
+    n integer NOT NULL,
+    next integer DEFAULT 0 NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean NOT NULL,
+    retry_until timestamp with time zone,
+    available_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    payloads jsonb[] NOT NULL,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT loads_check CHECK ((next < n)),
+    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
+    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
+)
+PARTITION BY LIST (slot);
+ALTER TABLE ONLY pgq.loads ALTER COLUMN payloads SET STORAGE EXTERNAL;
+
+
+--
+-- Name: TABLE loads; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.';
+
+
+--
+-- Name: COLUMN loads.first_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.first_id IS 'The id of the chunk''s first job; job i (1-based) has id first_id + i - 1.';
+
+
+--
+-- Name: COLUMN loads.first_uuid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.first_uuid IS 'The uuid of the chunk''s first job; job i has it with i - 1 added to its last 48 bits.';
+
+
+--
+-- Name: COLUMN loads.next; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.next IS 'How many of the chunk''s first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.';
+
+
+--
+-- Name: COLUMN loads.payloads; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.payloads IS 'Job i''s payload is payloads[i]; elements past n are no longer the chunk''s.';
+
+
+--
+-- Name: COLUMN loads.txid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).';
+
+
+--
+-- Name: COLUMN loads.slot; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
+
+
+--
+-- Name: picked; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.picked AS (
+	slot smallint,
+	tids tid[],
+	ids bigint[],
+	chunk pgq.loads,
+	last boolean
+);
+
+
+--
+-- Name: TYPE picked; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.picked IS 'What pgq._pick locked of a queue: rows of one slot (their ctids and ids, in queue order), or the chunk of a bulk dispatch whose jobs come next; last: no ready job beyond.';
+
+
 --
 -- Name: pickup; Type: TYPE; Schema: pgq; Owner: -
 --
@@ -126,6 +229,263 @@ COMMENT ON TYPE pgq.reservation IS 'A row of pgq.reserve: a job to run (pickup N
 
 
 --
+-- Name: jobs; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.jobs (
+    id bigint NOT NULL,
+    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
+    job text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    handler regprocedure,
+    tries integer,
+    backoff integer[],
+    max_exceptions integer,
+    timeout integer,
+    fail_on_timeout boolean DEFAULT false NOT NULL,
+    retry_until timestamp with time zone,
+    unique_key text,
+    unique_token uuid,
+    unique_until text,
+    debounce_key text,
+    debounce_token uuid,
+    middleware jsonb,
+    attempts integer DEFAULT 0 NOT NULL,
+    exceptions integer DEFAULT 0 NOT NULL,
+    lease_expiries integer DEFAULT 0 NOT NULL,
+    last_exception text,
+    last_exception_attempt integer,
+    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
+    reserved_at timestamp with time zone,
+    reserved_until timestamp with time zone,
+    reserved_by text,
+    lease_token uuid,
+    started_at timestamp with time zone,
+    overlap_keys text[],
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    interruptions integer DEFAULT 0 NOT NULL,
+    cancel_requested_at timestamp with time zone,
+    cancel_requested_by text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    middleware_keys jsonb,
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    slot smallint NOT NULL,
+    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
+)
+PARTITION BY LIST (slot);
+
+
+--
+-- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).';
+
+
+--
+-- Name: COLUMN jobs.id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
+
+
+--
+-- Name: COLUMN jobs.uuid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.uuid IS 'The job''s identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.';
+
+
+--
+-- Name: COLUMN jobs.unique_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
+
+
+--
+-- Name: COLUMN jobs.debounce_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
+
+
+--
+-- Name: COLUMN jobs.turn_aways; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
+
+
+--
+-- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).';
+
+
+--
+-- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation, and names the job''s slot; complete, fail, release and heartbeat must present it (S15).';
+
+
+--
+-- Name: COLUMN jobs.overlap_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
+
+
+--
+-- Name: COLUMN jobs.interruptions; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
+
+
+--
+-- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
+
+
+--
+-- Name: COLUMN jobs.batch_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispatch_batch), or NULL.';
+
+
+--
+-- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
+
+
+--
+-- Name: COLUMN jobs.middleware_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).';
+
+
+--
+-- Name: COLUMN jobs.txid; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the job waiting or set its lease: what reserve''s low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.';
+
+
+--
+-- Name: COLUMN jobs.slot; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.';
+
+
+--
+-- Name: reserve_batch; Type: TYPE; Schema: pgq; Owner: -
+--
+
+CREATE TYPE pgq.reserve_batch AS (
+	slot smallint,
+	tids tid[],
+	tokens uuid[],
+	held text[],
+	expire integer[],
+	admit pgq.jobs[],
+	admit_ords integer[],
+	reports pgq.reservation[],
+	turned bigint[],
+	busy boolean
+);
+
+
+--
+-- Name: TYPE reserve_batch; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TYPE pgq.reserve_batch IS 'Picked rows on their way through pgq.reserve''s stages: per row (in pick order) its ctid (NULL once it will not run), lease token, overlap keys and their expire_after; the jobs still to admit; the reports of jobs that will not run; the ids turned away; whether a rate-limit window was busy.';
+
+
+--
+-- Name: _admission(pgq.reserve_batch, timestamp with time zone, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamp with time zone, p_worker text) RETURNS pgq.reserve_batch
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_tids   tid[] := p_batch.tids;
+    v_held   text[] := p_batch.held;
+    v_expire int[] := p_batch.expire;
+    v_job    pgq.jobs;
+    v_place  int;
+    r        record;
+BEGIN
+    IF cardinality(p_batch.admit) = 0 THEN
+        RETURN p_batch;
+    END IF;
+    FOR r IN
+        SELECT a, j.job, j.ord
+        FROM unnest(p_batch.admit) WITH ORDINALITY j(job, ord)
+        JOIN pgq._admit(ARRAY(SELECT (x).job FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        ARRAY(SELECT (x).payload FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        ARRAY(SELECT (x).middleware FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        ARRAY(SELECT (x).middleware_keys FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        ARRAY(SELECT (x).uuid FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        ARRAY(SELECT (x).lease_token FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
+                        p_worker, p_now) a ON a.ord = j.ord
+        ORDER BY j.ord
+    LOOP
+        v_job := r.job;
+        v_place := p_batch.admit_ords[r.ord];
+        IF (r.a).busy THEN
+            p_batch.busy := true;
+        ELSIF (r.a).error IS NOT NULL THEN
+            PERFORM pgq._record(v_job, 'failed', p_now, (r.a).error, p_final => true, p_started => false);
+            PERFORM pgq._bury(v_job, (r.a).error, p_now);
+            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', (r.a).error);
+        ELSIF (r.a).turned_by IS NOT NULL THEN
+            PERFORM pgq._turn_away(v_job, (r.a).turned_by, (r.a).note, (r.a).delay, (r.a).drop, p_now);
+            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', (r.a).note, (r.a).turned_by);
+            p_batch.turned := p_batch.turned || v_job.id;
+        ELSE
+            PERFORM pgq._handing_over(v_job);
+            v_held[v_place] := CASE WHEN cardinality((r.a).held) > 0 THEN (r.a).held::text END;
+            v_expire[v_place] := (r.a).held_expire_after;
+            CONTINUE;
+        END IF;
+        v_tids[v_place] := NULL;
+    END LOOP;
+    p_batch.tids := v_tids;
+    p_batch.held := v_held;
+    p_batch.expire := v_expire;
+    p_batch.admit := '{}';
+    RETURN p_batch;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admission(p_batch pgq.reserve_batch, p_now timestamp with time zone, p_worker text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamp with time zone, p_worker text) IS 'Reserve stage 4: the batch''s jobs with middleware are admitted, turned away (S27-S29), failed, or left waiting for a busy window (S82); returns the batch.';
+
+
+--
 -- Name: _admit(text[], jsonb[], jsonb[], jsonb[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -138,37 +498,17 @@ CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb
 DECLARE
     v_n     int := coalesce(cardinality(p_jobs), 0);
     v_steps int;
-    v_pos   int;
     v_alive boolean[];                  -- per job: not turned away or failed yet
     v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
-    v_out   pgq.admission[] := '{}';    -- the jobs turned away or failed
+    v_exp   int[];                      -- per job: the largest expire_after of its leases so far, -1 once one has none
+    v_out   pgq.admission[] := '{}';    -- the jobs turned away, failed or left waiting
     v_dec   pgq.admission[];            -- decided at this position
-    -- This position's middleware of each job still in: batch position, name, settings, key.
-    v_ord   int[];
-    v_missing boolean;                  -- a key of this position was not stored at dispatch
+    v_ord   int[];                      -- this position's middleware of each job still in: place, name, settings, key
     v_name  text[];
     v_cfg   jsonb[];
     v_key   text[];
-    v_f_ord   int[];                    -- the first job at each overlap key: position, key, expire_after
-    v_f_key   text[];
-    v_f_exp   int[];
-    v_gen     smallint;                 -- the current generation of pgq.overlap_locks (S81)
-    v_t_ord   int[];                    -- the first jobs at the keys no live lease holds, whose advisory lock this call got
-    v_t_key   text[];
-    v_t_exp   int[];
-    v_live    boolean;                  -- a live lease holds one of those keys
-    v_won     boolean[];                -- per job: took its lease at this position
-    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
-    v_won_ord int[];
-    v_won_key text[];
-    v_won_exp int[];
-    v_exp     int[];                    -- per job: the largest expire_after of its leases so far, -1 once one has none
-    v_w_limit text[];                   -- the rate-limit windows of this position, in (limit, key) order,
-    v_w_key   text[];
-    v_w_id    bigint[];                 -- their advisory locks,
-    v_w_ours  boolean[];                -- and whether this transaction holds each
-    v_b_limit text[];                   -- those another transaction holds: busy
-    v_b_key   text[];
+    v_missing boolean;                  -- a key of this position was not stored at dispatch
+    v_ov    record;                     -- the leases without_overlapping won
 BEGIN
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
@@ -184,230 +524,39 @@ BEGIN
               WHERE v_alive[j.ord]
               ORDER BY j.ord) s;
         EXIT WHEN v_ord IS NULL;
+        v_dec := '{}';
         IF v_missing THEN
-            -- keys dispatch did not store (older jobs, re-queued jobs), or that cannot be computed
+            -- Keys dispatch did not store (older jobs, re-queued jobs) are computed; one
+            -- that cannot be fails its job (a key dispatch stored is never NULL).
             SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
             FROM unnest(v_key) WITH ORDINALITY s(key, n)
             JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
                                              v_name, v_cfg,
                                              ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
                  WITH ORDINALITY c(key, n) ON c.n = s.n;
-        END IF;
-        v_dec := '{}';
-
-        -- A key that cannot be computed fails the job (a key dispatch stored is never NULL).
-        IF v_missing THEN
             v_dec := ARRAY(
                 SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'), NULL, NULL)::pgq.admission
+                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'),
+                           NULL, NULL)::pgq.admission
                 FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
                 WHERE s.key IS NULL);
         END IF;
-
-        -- without_overlapping (S26, S34, S81): the first job of the batch at each key takes
-        -- the lease when no unexpired lease holds it and no other transaction holds the
-        -- key's advisory lock (a SQL handler still running, another reserve taking it).
-        -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
         IF 'without_overlapping' = ANY (v_name) THEN
-            -- In key order (the aggregates keep the subquery's: one sort instead of four),
-            -- by bytes: any fixed order does, and strcoll costs more than memcmp.
-            SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
-            INTO v_f_ord, v_f_key, v_f_exp
-            FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
-                  FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                  WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
-                  ORDER BY s.key COLLATE "C", s.ord) f;
-            -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
-            -- only a truncation waits for it) keeps the current one current until this
-            -- transaction ends.
-            IF v_gen IS NULL THEN
-                LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
-                v_gen := pgq._overlap_gen();
-            END IF;
-            -- A key is taken when a live lease holds it, in whichever generation (a lease
-            -- ends in the one it was taken in). Each other key is tried behind its
-            -- advisory lock, without waiting: a key whose lock another transaction holds
-            -- (a SQL handler still running after its lease ran out, or another reserve
-            -- taking the key right now) is taken too. So a reserve never waits for
-            -- another one over a key, and two cannot deadlock on their keys (the passes of
-            -- one pgq.reserve call take theirs in no common order: with the upsert below
-            -- locking each row it met, live or not, two reserves did deadlock).
-            -- Whether any key has a live lease is asked first, in one index scan of each
-            -- generation: most often none has, and a probe per key costs 4.5 µs of it
-            -- (three partitions), one scan for 1,000 keys 2 ms.
-            v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
-            SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
-            INTO v_t_ord, v_t_key, v_t_exp
-            FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
-            WHERE CASE WHEN v_live AND EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = f.key AND o.expires_at > p_now)
-                       THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
-            -- The keys tried go to the current generation, or take over its expired
-            -- lease: no other reserve can write them now. A lease that a late heartbeat
-            -- renewed since (pgq.heartbeat) stays its job's.
-            -- Most often the current generation has no row at any of them: then a plain
-            -- insert takes them all, at half the cost of the upsert (3 ms for 1,000 keys,
-            -- against 6). Asked after the advisory locks, in a statement of its own, so
-            -- under READ COMMITTED it sees every row committed at those keys: a row
-            -- written since could only come from a transaction holding a key's lock,
-            -- this one included (an earlier pass or position), and this one sees its own.
-            -- An older snapshot (REPEATABLE READ) takes the upsert, which knows conflicts.
-            IF v_t_key IS NOT NULL
-               AND current_setting('transaction_isolation') = 'read committed'
-               AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_gen AND o.key = ANY (v_t_key)) THEN
-                INSERT INTO pgq.overlap_locks (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
-                SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
-                       CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
-                       f.expire_after, v_gen
-                FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after);  -- in key order already
-                v_won_ord := v_t_ord;
-                v_won_key := v_t_key;
-                v_won_exp := ARRAY(SELECT coalesce(e, -1) FROM unnest(v_t_exp) WITH ORDINALITY x(e, n) ORDER BY x.n);
-            ELSE
-                WITH taken AS (
-                    INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
-                    SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
-                           CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
-                           f.expire_after, v_gen
-                    FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after)
-                    ORDER BY f.key
-                    ON CONFLICT (key, gen) DO UPDATE
-                        SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
-                            since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
-                        WHERE o.expires_at <= p_now
-                    RETURNING o.key
-                )
-                SELECT array_agg(f.ord), array_agg(f.key), array_agg(coalesce(f.expire_after, -1))
-                INTO v_won_ord, v_won_key, v_won_exp
-                FROM taken t
-                JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
-            END IF;
-            -- Element assignments: O(1) each, where a join of arrays gets a nested loop
-            -- (the planner cannot know their length).
-            v_won := array_fill(false, ARRAY[v_n]);
-            FOR i IN 1 .. coalesce(cardinality(v_won_ord), 0) LOOP
-                v_won[v_won_ord[i]] := true;
-                v_held[v_won_ord[i]] := (coalesce(v_held[v_won_ord[i]]::text[], '{}') || v_won_key[i])::text;
-                v_exp[v_won_ord[i]] := CASE WHEN v_won_exp[i] < 0 OR v_exp[v_won_ord[i]] < 0 THEN -1
-                                            ELSE greatest(v_exp[v_won_ord[i]], v_won_exp[i]) END;
+            v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            v_dec := v_dec || v_ov.turned;
+            -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
+            FOR i IN 1 .. coalesce(cardinality(v_ov.won_ord), 0) LOOP
+                v_held[v_ov.won_ord[i]] := (coalesce(v_held[v_ov.won_ord[i]]::text[], '{}') || v_ov.won_key[i])::text;
+                v_exp[v_ov.won_ord[i]] := CASE WHEN v_ov.won_exp[i] < 0 OR v_exp[v_ov.won_ord[i]] < 0 THEN -1
+                                               ELSE greatest(v_exp[v_ov.won_ord[i]], v_ov.won_exp[i]) END;
             END LOOP;
-            v_dec := v_dec || ARRAY(
-                SELECT ROW(s.ord, s.name,
-                           format('turned away by without_overlapping (key %s), %s', s.key,
-                                  CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
-                                       ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
-                           coalesce((s.cfg ->> 'release_after')::int, 0),
-                           coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);
         END IF;
-
-        -- rate_limited (S28): a fixed window per (limit, key), exact under concurrency:
-        -- each window is written only under its advisory lock (S82), created when
-        -- missing, then read, then written once with the hits of this call. The first
-        -- call of a transaction that needs windows waits for their locks, in (limit, key)
-        -- order; once it holds one, a transaction never waits for another: a window whose
-        -- lock another one holds is busy, and its jobs are left waiting for a later
-        -- reserve. Within the budget left, the jobs of a key are admitted in batch order.
-        -- A limit dropped after dispatch admits its jobs: there is no budget to keep.
         IF 'rate_limited' = ANY (v_name) THEN
-            SELECT array_agg(w.limit_name ORDER BY w.limit_name, w.key), array_agg(w.key ORDER BY w.limit_name, w.key)
-            INTO v_w_limit, v_w_key
-            FROM (SELECT DISTINCT l.name AS limit_name, s.key
-                  FROM unnest(v_name, v_cfg, v_key) s(name, cfg, key)
-                  JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                  WHERE s.name = 'rate_limited' AND s.key IS NOT NULL) w;
-            v_w_id := pgq._window_lock_ids(v_w_limit, v_w_key);
-            v_w_ours := '{}';
-            IF current_setting('pgq.windows_locked', true) IS DISTINCT FROM 'on' THEN
-                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
-                    PERFORM pg_advisory_xact_lock(v_w_id[i]);
-                    v_w_ours[i] := true;
-                END LOOP;
-                IF v_w_id IS NOT NULL THEN
-                    PERFORM set_config('pgq.windows_locked', 'on', true);
-                END IF;
-            ELSE
-                FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
-                    v_w_ours[i] := pg_try_advisory_xact_lock(v_w_id[i]);
-                END LOOP;
-            END IF;
-            INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
-            SELECT o.limit_name, o.key, p_now, 0
-            FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
-            WHERE o.ours
-            ORDER BY 1, 2
-            -- (locks an existing row without writing it, which waits for no one now: a
-            -- REPEATABLE READ caller whose snapshot misses a later count fails here)
-            ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
-            v_b_limit := NULL;
-            v_b_key := NULL;
-            IF false = ANY (v_w_ours) THEN
-                SELECT array_agg(o.limit_name), array_agg(o.key) INTO v_b_limit, v_b_key
-                FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
-                WHERE NOT o.ours;
-                v_dec := v_dec || ARRAY(
-                    SELECT ROW(s.ord, s.name,
-                               format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
-                                      b.limit_name, b.key),
-                               NULL, false, NULL, NULL, NULL, true)::pgq.admission
-                    FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                    JOIN unnest(v_b_limit, v_b_key) b(limit_name, key) ON b.limit_name = s.cfg ->> 'limit' AND b.key = s.key
-                    WHERE s.name = 'rate_limited');
-            END IF;
-            WITH hit AS (
-                SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
-                       row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-                WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
-                  AND (v_b_limit IS NULL
-                       OR NOT EXISTS (SELECT FROM unnest(v_b_limit, v_b_key) b(limit_name, key)
-                                      WHERE b.limit_name = l.name AND b.key = s.key))
-            ), budget AS (
-                -- the window as this call leaves it: reset when it has ended
-                SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
-                       w.window_start + h.per <= p_now AS reset,
-                       CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
-                       CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
-                FROM hit h
-                JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
-                GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
-            ), counted AS (
-                UPDATE pgq.rate_limit_windows w
-                SET window_start = b.window_start,
-                    hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
-                FROM budget b
-                WHERE w.limit_name = b.limit_name AND w.key = b.key
-                  AND (b.reset OR b.max > b.used)
-            )
-            SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
-                       format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
-                              h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
-                              ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
-                       ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
-                       false, NULL, NULL, NULL, NULL)::pgq.admission), '{}')
-            INTO v_dec
-            FROM hit h
-            JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
-            WHERE h.n > b.max - b.used;
+            v_dec := v_dec || pgq._admit_rate(v_ord, v_name, v_cfg, v_key, p_now);
         END IF;
-
-        -- throttles_exceptions (S29): an open circuit turns its jobs away.
         IF 'throttles_exceptions' = ANY (v_name) THEN
-            v_dec := v_dec || ARRAY(
-                SELECT ROW(s.ord, s.name,
-                           format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
-                                  c.key, c.failures, c.decay,
-                                  ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
-                           ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
-                           false, NULL, NULL, NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_key) s(ord, name, key)
-                JOIN pgq.circuits c ON c.key = s.key
-                WHERE s.name = 'throttles_exceptions'
-                  AND c.failures >= c.max_exceptions
-                  AND c.window_start + make_interval(secs => c.decay) > p_now);
+            v_dec := v_dec || pgq._admit_circuit(v_ord, v_name, v_key, p_now);
         END IF;
-
         IF cardinality(v_dec) > 0 THEN
             v_out := v_out || v_dec;
             FOR i IN 1 .. cardinality(v_dec) LOOP
@@ -424,8 +573,8 @@ BEGIN
         WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
 
-    -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] took 4 of the 5 ms
-    -- this statement spent on 1,000 jobs.
+    -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] would read the
+    -- arrays from their start for each job.
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
            CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
@@ -444,7 +593,295 @@ $$;
 COMMENT ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) IS 'Runs the middleware of a reserve batch set-based, with no subtransaction; returns per job what turned it away, or the overlap keys leased to it, or that it is left waiting (S26-S29, S34, S67, S82).';
 
 
-SET default_tablespace = '';
+--
+-- Name: _admit_circuit(integer[], text[], text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) RETURNS pgq.admission[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT ROW(s.ord, s.name,
+                   format('turned away by throttles_exceptions (circuit %s open: %s exceptions within %ss), released for %ss',
+                          c.key, c.failures, c.decay,
+                          ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack()),
+                   ceil(extract(epoch FROM c.window_start + make_interval(secs => c.decay) - p_now))::int + pgq._turn_away_slack(),
+                   false, NULL, NULL, NULL, NULL)::pgq.admission
+        FROM unnest(p_ord, p_name, p_key) s(ord, name, key)
+        JOIN pgq.circuits c ON c.key = s.key
+        WHERE s.name = 'throttles_exceptions'
+          AND c.failures >= c.max_exceptions
+          AND c.window_start + make_interval(secs => c.decay) > p_now);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) IS 'Admission: throttles_exceptions for one middleware position of a batch: the jobs whose circuit is open, turned away (S29).';
+
+
+--
+-- Name: _admit_overlap(integer[], text[], jsonb[], text[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_f_ord   int[];                    -- the first job at each overlap key: place, key, expire_after
+    v_f_key   text[];
+    v_f_exp   int[];
+    v_gen     smallint;                 -- the current generation of pgq.overlap_locks (S81)
+    v_t_ord   int[];                    -- the first jobs at the keys no live lease holds, whose advisory lock this call got
+    v_t_key   text[];
+    v_t_exp   int[];
+    v_live    boolean;                  -- a live lease holds one of those keys
+    v_won     boolean[];                -- per place: took its lease
+    v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
+BEGIN
+    -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
+    -- In key order (the aggregates keep the subquery's: one sort instead of four),
+    -- by bytes: any fixed order does, and strcoll costs more than memcmp.
+    SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
+    INTO v_f_ord, v_f_key, v_f_exp
+    FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
+          ORDER BY s.key COLLATE "C", s.ord) f;
+    -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
+    -- only a truncation waits for it) keeps the current one current until this
+    -- transaction ends.
+    LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
+    v_gen := pgq._overlap_gen();
+    -- A key is taken when a live lease holds it, in whichever generation (a lease
+    -- ends in the one it was taken in). Each other key is tried behind its
+    -- advisory lock, without waiting: a key whose lock another transaction holds
+    -- (a SQL handler still running after its lease ran out, or another reserve
+    -- taking the key right now) is taken too. So a reserve never waits for
+    -- another one over a key, and two cannot deadlock on their keys (the passes of
+    -- one pgq.reserve call take theirs in no common order: with the upsert below
+    -- locking each row it met, live or not, two reserves did deadlock).
+    -- Whether any key has a live lease is asked first, in one index scan of each
+    -- generation: most often none has, and a probe per key costs 4.5 µs of it
+    -- (three partitions), one scan for 1,000 keys 2 ms.
+    v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
+    SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
+    INTO v_t_ord, v_t_key, v_t_exp
+    FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
+    WHERE CASE WHEN v_live AND EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = f.key AND o.expires_at > p_now)
+               THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
+    -- The keys tried go to the current generation, or take over its expired
+    -- lease: no other reserve can write them now. A lease that a late heartbeat
+    -- renewed since (pgq.heartbeat) stays its job's.
+    -- Most often the current generation has no row at any of them: then a plain
+    -- insert takes them all, at half the cost of the upsert (3 ms for 1,000 keys,
+    -- against 6). Asked after the advisory locks, in a statement of its own, so
+    -- under READ COMMITTED it sees every row committed at those keys: a row
+    -- written since could only come from a transaction holding a key's lock,
+    -- this one included (an earlier pass or position), and this one sees its own.
+    -- An older snapshot (REPEATABLE READ) takes the upsert, which knows conflicts.
+    IF v_t_key IS NOT NULL
+       AND current_setting('transaction_isolation') = 'read committed'
+       AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_gen AND o.key = ANY (v_t_key)) THEN
+        INSERT INTO pgq.overlap_locks (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
+        SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
+               CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+               f.expire_after, v_gen
+        FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after);  -- in key order already
+        won_ord := v_t_ord;
+        won_key := v_t_key;
+        won_exp := ARRAY(SELECT coalesce(e, -1) FROM unnest(v_t_exp) WITH ORDINALITY x(e, n) ORDER BY x.n);
+    ELSE
+        WITH taken AS (
+            INSERT INTO pgq.overlap_locks AS o (key, job_uuid, lease_token, worker, since, expires_at, expire_after, gen)
+            SELECT f.key, p_uuids[f.ord], p_tokens[f.ord], p_worker, p_now,
+                   CASE WHEN f.expire_after IS NULL THEN v_until ELSE pgq._overlap_until(p_now, p_now, f.expire_after) END,
+                   f.expire_after, v_gen
+            FROM unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after)
+            ORDER BY f.key
+            ON CONFLICT (key, gen) DO UPDATE
+                SET job_uuid = EXCLUDED.job_uuid, lease_token = EXCLUDED.lease_token, worker = EXCLUDED.worker,
+                    since = EXCLUDED.since, expires_at = EXCLUDED.expires_at, expire_after = EXCLUDED.expire_after
+                WHERE o.expires_at <= p_now
+            RETURNING o.key
+        )
+        SELECT array_agg(f.ord), array_agg(f.key), array_agg(coalesce(f.expire_after, -1))
+        INTO won_ord, won_key, won_exp
+        FROM taken t
+        JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
+    END IF;
+    -- Element assignments: O(1) each, where a join of arrays gets a nested loop (the
+    -- planner cannot know their length).
+    v_won := array_fill(false, ARRAY[coalesce((SELECT max(o) FROM unnest(p_ord) o), 0)]);
+    FOR i IN 1 .. coalesce(cardinality(won_ord), 0) LOOP
+        v_won[won_ord[i]] := true;
+    END LOOP;
+    turned := ARRAY(
+        SELECT ROW(s.ord, s.name,
+                   format('turned away by without_overlapping (key %s), %s', s.key,
+                          CASE WHEN coalesce((s.cfg ->> 'dont_release')::boolean, false) THEN 'deleted (dont_release)'
+                               ELSE format('released for %ss', coalesce((s.cfg ->> 'release_after')::int, 0)) END),
+                   coalesce((s.cfg ->> 'release_after')::int, 0),
+                   coalesce((s.cfg ->> 'dont_release')::boolean, false), NULL, NULL, NULL, NULL)::pgq.admission
+        FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+        WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL AND NOT v_won[s.ord]);END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) IS 'Admission: without_overlapping for one middleware position of a batch: the leases won and the jobs turned away (S26, S34, S81).';
+
+
+--
+-- Name: _admit_rate(integer[], text[], jsonb[], text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone) RETURNS pgq.admission[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_dec     pgq.admission[] := '{}';
+    v_w_limit text[];                   -- the rate-limit windows of this position, in (limit, key) order,
+    v_w_key   text[];
+    v_w_id    bigint[];                 -- their advisory locks,
+    v_w_ours  boolean[];                -- and whether this transaction holds each
+    v_b_limit text[];                   -- those another transaction holds: busy
+    v_b_key   text[];
+BEGIN
+    SELECT array_agg(w.limit_name ORDER BY w.limit_name, w.key), array_agg(w.key ORDER BY w.limit_name, w.key)
+    INTO v_w_limit, v_w_key
+    FROM (SELECT DISTINCT l.name AS limit_name, s.key
+          FROM unnest(p_name, p_cfg, p_key) s(name, cfg, key)
+          JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+          WHERE s.name = 'rate_limited' AND s.key IS NOT NULL) w;
+    v_w_id := pgq._window_lock_ids(v_w_limit, v_w_key);
+    v_w_ours := '{}';
+    IF current_setting('pgq.windows_locked', true) IS DISTINCT FROM 'on' THEN
+        FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+            PERFORM pg_advisory_xact_lock(v_w_id[i]);
+            v_w_ours[i] := true;
+        END LOOP;
+        IF v_w_id IS NOT NULL THEN
+            PERFORM set_config('pgq.windows_locked', 'on', true);
+        END IF;
+    ELSE
+        FOR i IN 1 .. coalesce(cardinality(v_w_id), 0) LOOP
+            v_w_ours[i] := pg_try_advisory_xact_lock(v_w_id[i]);
+        END LOOP;
+    END IF;
+    INSERT INTO pgq.rate_limit_windows AS w (limit_name, key, window_start, hits)
+    SELECT o.limit_name, o.key, p_now, 0
+    FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+    WHERE o.ours
+    ORDER BY 1, 2
+    -- (locks an existing row without writing it, which waits for no one now: a
+    -- REPEATABLE READ caller whose snapshot misses a later count fails here)
+    ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
+    v_b_limit := NULL;
+    v_b_key := NULL;
+    IF false = ANY (v_w_ours) THEN
+        SELECT array_agg(o.limit_name), array_agg(o.key) INTO v_b_limit, v_b_key
+        FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+        WHERE NOT o.ours;
+        v_dec := ARRAY(
+            SELECT ROW(s.ord, s.name,
+                       format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
+                              b.limit_name, b.key),
+                       NULL, false, NULL, NULL, NULL, true)::pgq.admission
+            FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+            JOIN unnest(v_b_limit, v_b_key) b(limit_name, key) ON b.limit_name = s.cfg ->> 'limit' AND b.key = s.key
+            WHERE s.name = 'rate_limited');
+    END IF;
+    WITH hit AS (
+        SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
+               row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
+        FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+        JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
+        WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
+          AND (v_b_limit IS NULL
+               OR NOT EXISTS (SELECT FROM unnest(v_b_limit, v_b_key) b(limit_name, key)
+                              WHERE b.limit_name = l.name AND b.key = s.key))
+    ), budget AS (
+        -- the window as this call leaves it: reset when it has ended
+        SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,
+               w.window_start + h.per <= p_now AS reset,
+               CASE WHEN w.window_start + h.per <= p_now THEN p_now ELSE w.window_start END AS window_start,
+               CASE WHEN w.window_start + h.per <= p_now THEN 0 ELSE w.hits END AS used
+        FROM hit h
+        JOIN pgq.rate_limit_windows w ON w.limit_name = h.limit_name AND w.key = h.key
+        GROUP BY h.limit_name, h.key, h.max, h.per, w.window_start, w.hits
+    ), counted AS (
+        UPDATE pgq.rate_limit_windows w
+        SET window_start = b.window_start,
+            hits = b.used + least(b.wanted, greatest(b.max - b.used, 0))
+        FROM budget b
+        WHERE w.limit_name = b.limit_name AND w.key = b.key
+          AND (b.reset OR b.max > b.used)
+    )
+    SELECT v_dec || coalesce(array_agg(ROW(h.ord, 'rate_limited',
+               format('turned away by rate_limited (limit %s, key %s: %s per %s used), released for %ss',
+                      h.limit_name, h.key, b.used + least(b.wanted, greatest(b.max - b.used, 0)), h.per,
+                      ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack()),
+               ceil(extract(epoch FROM b.window_start + h.per - p_now))::int + pgq._turn_away_slack(),
+               false, NULL, NULL, NULL, NULL)::pgq.admission), '{}')
+    INTO v_dec
+    FROM hit h
+    JOIN budget b ON b.limit_name = h.limit_name AND b.key = h.key
+    WHERE h.n > b.max - b.used;
+    RETURN v_dec;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone) IS 'Admission: rate_limited for one middleware position of a batch: the jobs turned away, or left waiting when their window is busy (S28, S82).';
+
+
+--
+-- Name: _as_reserved(pgq.jobs, timestamp with time zone, integer, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) RETURNS pgq.jobs
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    p_job.attempts := p_job.attempts + 1;
+    p_job.reserved_at := p_now;
+    p_job.reserved_until := p_now + make_interval(secs => p_lease);
+    p_job.reserved_by := p_worker;
+    p_job.lease_token := p_token;
+    p_job.started_at := p_now;
+    RETURN p_job;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) IS 'A picked job as its reservation makes it (attempt counted, leased), for the reserve''s stages to record.';
+
 
 SET default_table_access_method = heap;
 
@@ -791,171 +1228,6 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._batches_prune(p_older_than interval) IS 'Retention: deletes batches and chains that ended more than older_than ago and have no failed job left to retry.';
-
-
---
--- Name: jobs; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.jobs (
-    id bigint NOT NULL,
-    uuid uuid DEFAULT gen_random_uuid() NOT NULL,
-    job text NOT NULL,
-    queue text NOT NULL,
-    payload jsonb NOT NULL,
-    priority integer DEFAULT 0 NOT NULL,
-    handler regprocedure,
-    tries integer,
-    backoff integer[],
-    max_exceptions integer,
-    timeout integer,
-    fail_on_timeout boolean DEFAULT false NOT NULL,
-    retry_until timestamp with time zone,
-    unique_key text,
-    unique_token uuid,
-    unique_until text,
-    debounce_key text,
-    debounce_token uuid,
-    middleware jsonb,
-    attempts integer DEFAULT 0 NOT NULL,
-    exceptions integer DEFAULT 0 NOT NULL,
-    lease_expiries integer DEFAULT 0 NOT NULL,
-    last_exception text,
-    last_exception_attempt integer,
-    turn_aways jsonb DEFAULT '{}'::jsonb NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    wait_reason text DEFAULT 'dispatched'::text NOT NULL,
-    reserved_at timestamp with time zone,
-    reserved_until timestamp with time zone,
-    reserved_by text,
-    lease_token uuid,
-    started_at timestamp with time zone,
-    overlap_keys text[],
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    interruptions integer DEFAULT 0 NOT NULL,
-    cancel_requested_at timestamp with time zone,
-    cancel_requested_by text,
-    batch_id uuid,
-    chain_id uuid,
-    chain_step integer,
-    middleware_keys jsonb,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    slot smallint NOT NULL,
-    CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
-)
-PARTITION BY LIST (slot);
-
-
---
--- Name: TABLE jobs; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.jobs IS 'Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).';
-
-
---
--- Name: COLUMN jobs.id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.id IS 'Dispatch order: the FIFO tie-break of jobs_reserve_idx. Not indexed on its own; uuid is the key.';
-
-
---
--- Name: COLUMN jobs.uuid; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.uuid IS 'The job''s identity. pgq.dispatch_many gives each job a time-ordered (version 7) uuid, so new entries land at the right edge of the indexes keyed by it.';
-
-
---
--- Name: COLUMN jobs.unique_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.unique_token IS 'Owner token of this job''s unique lock: every release deletes the lock only if it still matches (S22).';
-
-
---
--- Name: COLUMN jobs.debounce_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.debounce_token IS 'This dispatch''s debounce token: the job runs only while it is the key''s current token (S24).';
-
-
---
--- Name: COLUMN jobs.turn_aways; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.turn_aways IS 'Turn-aways so far by middleware name, e.g. {"without_overlapping": 2}; the S12 failure text reports them.';
-
-
---
--- Name: COLUMN jobs.wait_reason; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.wait_reason IS 'Why a waiting job waits: dispatched (delay), backoff (after an exception), released (manual or shutdown), turned_away (middleware), lease_expired, run_now, retried (from failed_jobs), interrupted (given back after infrastructure interrupted it).';
-
-
---
--- Name: COLUMN jobs.lease_token; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.lease_token IS 'Fresh on every reservation, and names the job''s slot; complete, fail, release and heartbeat must present it (S15).';
-
-
---
--- Name: COLUMN jobs.overlap_keys; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.overlap_keys IS 'Overlap keys whose advisory locks the reserving worker''s session holds for this attempt.';
-
-
---
--- Name: COLUMN jobs.interruptions; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.interruptions IS 'Attempts of this job that infrastructure interrupted and that were given back, not counted (S35); at most 3.';
-
-
---
--- Name: COLUMN jobs.cancel_requested_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.cancel_requested_at IS 'Set by pgq.cancel on a running job: its worker cancels the handler, or the next pickup cancels the job.';
-
-
---
--- Name: COLUMN jobs.batch_id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispatch_batch), or NULL.';
-
-
---
--- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
-
-
---
--- Name: COLUMN jobs.middleware_keys; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.middleware_keys IS 'The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).';
-
-
---
--- Name: COLUMN jobs.txid; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the job waiting or set its lease: what reserve''s low-water marks (pgq._marks_since) and the truncation of a slot (pgq._slot_written_since) look for.';
-
-
---
--- Name: COLUMN jobs.slot; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.';
 
 
 --
@@ -1940,9 +2212,11 @@ BEGIN
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
 
-    -- The frozen settings (S1), shared by every payload, and the slot they go to (S80).
-    v_job.slot := pgq._slot();
+    -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
+    v_job.batch_id := _dispatch.p_batch_id;
+    v_job.chain_id := _dispatch.p_chain_id;
+    v_job.chain_step := _dispatch.p_chain_step;
     v_job.queue := v_queue;
     v_job.priority := _dispatch.priority;
     v_job.handler := v_class.handler;
@@ -1965,23 +2239,7 @@ BEGIN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
         -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 21_storage_loads.sql).
-        IF pgq._load_min() BETWEEN 1 AND cardinality(_dispatch.payloads)
-           AND coalesce(_dispatch.delay, interval '0') = interval '0' AND v_job.middleware IS NULL
-           AND _dispatch.p_batch_id IS NULL AND _dispatch.p_chain_id IS NULL THEN
-            PERFORM pgq._load_dispatch(v_job, _dispatch.payloads, v_uuids);
-            PERFORM pgq._notify(v_queue);
-            RETURN QUERY SELECT unnest(v_uuids);
-            RETURN;
-        END IF;
-        INSERT INTO pgq.jobs
-            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
-        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
-               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot
-        FROM unnest(_dispatch.payloads, v_uuids) WITH ORDINALITY AS p(payload, uuid, n)
-        ORDER BY p.n;
+        PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
     ELSE
         v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
@@ -2023,15 +2281,7 @@ BEGIN
                 v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
                                                least(now() + v_debounce_for, v_burst + v_max_wait));
             END IF;
-            INSERT INTO pgq.jobs
-                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
-            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
-                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
-                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
-                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot);
+            PERFORM pgq._store(v_job, ARRAY[v_payload], ARRAY[v_job.uuid], ARRAY[v_keys[i]]);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;
@@ -2354,6 +2604,33 @@ COMMENT ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now timestam
 
 
 --
+-- Name: _handing_over(pgq.jobs); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._handing_over(p_job pgq.jobs) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job.unique_until = 'processing' THEN
+        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+    END IF;
+    IF p_job.debounce_key IS NOT NULL THEN
+        UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
+        WHERE d.key = p_job.debounce_key AND d.token = p_job.debounce_token;
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _handing_over(p_job pgq.jobs); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._handing_over(p_job pgq.jobs) IS 'A picked job''s handler will run: its until-processing lock is released (S23) and its debounce burst ends.';
+
+
+--
 -- Name: _handler_proc(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2432,6 +2709,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._job_ends_advance() IS 'Trigger on pgq.job_ends: moves the chains and counts the batches of the jobs that ended (S70-S76).';
+
+
+--
+-- Name: _job_for_update(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._job_for_update(p_uuid uuid) RETURNS pgq.jobs
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    PERFORM pgq._load_split(p_uuid);
+    LOOP
+        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_job;
+        END IF;
+        -- Gone while this waited for its lock: moved (a new row in another slot, found
+        -- by the next statement's snapshot) or ended.
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = p_uuid) THEN
+            RETURN NULL;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _job_for_update(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._job_for_update(p_uuid uuid) IS 'The live job with this uuid, locked for an operation on it, out of its chunk if it was in one (S80, S85); NULL when there is none.';
 
 
 --
@@ -2692,6 +3003,68 @@ COMMENT ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys j
 
 
 --
+-- Name: _lease_base(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lease_base(p_call uuid) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN left(coalesce(p_call, gen_random_uuid())::text, 24);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _lease_base(p_call uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lease_base(p_call uuid) IS 'The base of a reserve call''s lease tokens: the first twelve bytes of its call uuid, or random (S15).';
+
+
+--
+-- Name: _lease_call_range(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid) RETURNS record
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT (left(p_call::text, 24) || '000000000000')::uuid, (left(p_call::text, 24) || 'ffffffffffff')::uuid $$;
+
+
+--
+-- Name: FUNCTION _lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid) IS 'The range of the lease tokens of one reserve call (pgq.unreserve, S35).';
+
+
+--
+-- Name: _lease_tokens(text, smallint[], bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) RETURNS uuid[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    RETURN ARRAY(SELECT (p_base || u.slot || lpad(to_hex(u.id & pgq._token_id_mask()), 11, '0'))::uuid
+                 FROM unnest(p_slots, p_ids) WITH ORDINALITY u(slot, id, n)
+                 ORDER BY u.n);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) IS 'The lease tokens of jobs (slot, id) reserved by the call whose base is given, in order (S15).';
+
+
+--
 -- Name: _load_chunk(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2718,8 +3091,7 @@ CREATE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
     AS $$
     SELECT c.first_uuid
     FROM (SELECT l.first_uuid, l.n FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
-    WHERE left(c.first_uuid::text, 24) = left(p_uuid::text, 24)
-      AND ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(c.first_uuid::text, 12))::bit(48)::bigint < c.n
+    WHERE pgq._load_offset(c.first_uuid, p_uuid) < c.n
 $$;
 
 
@@ -2738,21 +3110,18 @@ CREATE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids u
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_k int := pgq._load_chunk();
-    v_n int := cardinality(p_payloads);
-    v_from int := 1;
 BEGIN
-    WHILE v_from <= v_n LOOP
-        INSERT INTO pgq.loads
-            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, payloads, slot)
-        VALUES (nextval('pgq.jobs_id_seq'), p_uuids[v_from], least(v_k, v_n - v_from + 1), p_job.job, p_job.queue,
-                p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
-                p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
-                CASE WHEN v_n <= v_k THEN p_payloads ELSE p_payloads[v_from : v_from + v_k - 1] END, p_job.slot);
-        v_from := v_from + v_k;
-    END LOOP;
+    INSERT INTO pgq.loads
+        (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+         fail_on_timeout, retry_until, available_at, payloads, slot)
+    SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
+           p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+    FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
+                 array_agg(u.payload ORDER BY u.n) AS payloads
+          FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
+          GROUP BY 1
+          ORDER BY 1) c;  -- nextval in the outer query, which keeps this order
 END;
 $$;
 
@@ -2761,60 +3130,7 @@ $$;
 -- Name: FUNCTION _load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads (S85).';
-
-
---
--- Name: _load_job_to_row(uuid); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._load_job_to_row(p_uuid uuid) RETURNS boolean
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    v_load pgq.loads;
-    v_rest pgq.loads;
-    v_i    int;  -- the job's place in its chunk, 1-based
-BEGIN
-    -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
-    -- again under the second statement's snapshot.
-    FOR t IN 1 .. 2 LOOP
-        SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = pgq._load_chunk_of(p_uuid) FOR UPDATE;
-        v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
-                - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
-        EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
-        v_load := NULL;
-    END LOOP;
-    IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
-        RETURN false;
-    END IF;
-    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot(), NULL, NULL, NULL, NULL);
-    IF v_i < v_load.n THEN  -- the jobs after it: a chunk of their own, as they were
-        v_rest := v_load;
-        v_rest.first_id := v_load.first_id + v_i;
-        v_rest.first_uuid := pgq._load_uuid(v_load.first_uuid, v_i);
-        v_rest.n := v_load.n - v_i;
-        v_rest.next := 0;
-        v_rest.payloads := v_load.payloads[v_i + 1 : v_load.n];
-        v_rest.txid := pg_current_xact_id();
-        INSERT INTO pgq.loads SELECT (v_rest).*;
-    END IF;
-    IF v_i - 1 > v_load.next THEN
-        UPDATE pgq.loads l SET n = v_i - 1 WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
-    ELSE
-        DELETE FROM pgq.loads l WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
-    END IF;
-    RETURN true;
-END;
-$$;
-
-
---
--- Name: FUNCTION _load_job_to_row(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._load_job_to_row(p_uuid uuid) IS 'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, for an operation on it; false when no chunk holds it (S85).';
+COMMENT ON FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads, in time linear in their number (S85).';
 
 
 --
@@ -2845,6 +3161,26 @@ COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch 
 
 
 --
+-- Name: _load_offset(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
+                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END
+$$;
+
+
+--
+-- Name: FUNCTION _load_offset(p_first uuid, p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) IS 'How many places after p_first the job p_uuid is in a chunk of pgq.loads, NULL when they are not of one dispatch.';
+
+
+--
 -- Name: _load_payloads(jsonb[], integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2862,101 +3198,20 @@ COMMENT ON FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_to 
 
 
 --
--- Name: loads; Type: TABLE; Schema: pgq; Owner: -
+-- Name: _load_rows(pgq.loads, integer, integer, smallint, timestamp with time zone, integer, text, uuid[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE TABLE pgq.loads (
-    first_id bigint NOT NULL,
-    first_uuid uuid NOT NULL,
-    n integer NOT NULL,
-    next integer DEFAULT 0 NOT NULL,
-    job text NOT NULL,
-    queue text NOT NULL,
-    priority integer NOT NULL,
-    handler regprocedure,
-    tries integer,
-    backoff integer[],
-    max_exceptions integer,
-    timeout integer,
-    fail_on_timeout boolean NOT NULL,
-    retry_until timestamp with time zone,
-    available_at timestamp with time zone NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    payloads jsonb[] NOT NULL,
-    txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    slot smallint NOT NULL,
-    CONSTRAINT loads_check CHECK ((next < n)),
-    CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
-    CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
-)
-PARTITION BY LIST (slot);
-ALTER TABLE ONLY pgq.loads ALTER COLUMN payloads SET STORAGE EXTERNAL;
-
-
---
--- Name: TABLE loads; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.';
-
-
---
--- Name: COLUMN loads.first_id; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.first_id IS 'The id of the chunk''s first job; job i (1-based) has id first_id + i - 1.';
-
-
---
--- Name: COLUMN loads.first_uuid; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.first_uuid IS 'The uuid of the chunk''s first job; job i has it with i - 1 added to its last 48 bits.';
-
-
---
--- Name: COLUMN loads.next; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.next IS 'How many of the chunk''s first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.';
-
-
---
--- Name: COLUMN loads.payloads; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.payloads IS 'Job i''s payload is payloads[i]; elements past n are no longer the chunk''s.';
-
-
---
--- Name: COLUMN loads.txid; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what the truncation of a slot looks for (pgq._slot_written_since).';
-
-
---
--- Name: COLUMN loads.slot; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
-
-
---
--- Name: _load_rows(pgq.loads, integer, integer, smallint, timestamp with time zone, integer, text, text); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) RETURNS SETOF pgq.reservation
+CREATE FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_tokens uuid[]) RETURNS TABLE(row_tid tid, row_id bigint, reserved pgq.reservation)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    -- pgq._load_uuid written out, its chunk's part computed once: a call per job cost
-    -- 3.7 µs (a function with a SET clause is never inlined), a fifth of a reserve's
-    -- time per job taken from a chunk.
+    -- pgq._load_uuid written out, with its chunk's part computed once: a function with
+    -- a SET clause is never inlined, and a call per job would cost more than the rest.
     v_head text := left(p_load.first_uuid::text, 24);
     v_base bigint := ('x' || right(p_load.first_uuid::text, 12))::bit(48)::bigint;
+    v_run  boolean := p_worker IS NOT NULL;
 BEGIN
     RETURN QUERY
     WITH made AS (
@@ -2967,63 +3222,112 @@ BEGIN
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
-               CASE WHEN p_worker IS NULL THEN 0 ELSE 1 END, CASE WHEN p_worker IS NOT NULL THEN p_now END,
-               CASE WHEN p_worker IS NOT NULL THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN p_worker IS NOT NULL
-                    THEN (p_token || p_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid END,
-               CASE WHEN p_worker IS NOT NULL THEN p_now END, p_slot
-        FROM (SELECT u.payload, p_from - 1 + u.o::int AS i
+               CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
+               CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+        FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
-        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
-                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
-                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
+        RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
+                  pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
+                  pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
+                  pgq.jobs.created_at
     )
-    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
-           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
-           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+    SELECT r.ctid, r.id,
+           CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+                                     r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
+                                     NULL, NULL, NULL, NULL)::pgq.reservation END
     FROM made r
-    WHERE r.reserved_at IS NOT NULL
     ORDER BY r.id;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_tokens uuid[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) IS 'Jobs of a chunk of pgq.loads as rows of pgq.jobs, as dispatched: reserved (returned in order), or waiting with no worker given (S85).';
+COMMENT ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_tokens uuid[]) IS 'Jobs of a chunk of pgq.loads as rows of pgq.jobs, as dispatched: reserved with the tokens given, or waiting; returns their ctids, ids and reservations in order (S85).';
 
 
 --
--- Name: _load_take(pgq.loads, integer, timestamp with time zone, integer, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _load_split(uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) RETURNS SETOF pgq.reservation
+CREATE FUNCTION pgq._load_split(p_uuid uuid) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_k    int := least(p_want, p_load.n - p_load.next);
-    v_late boolean := p_load.retry_until IS NOT NULL AND p_now > p_load.retry_until;
+    v_chunk uuid;
+    v_load  pgq.loads;
+    v_rest  pgq.loads;
+    v_i     int;  -- the job's place in its chunk, from 1
 BEGIN
-    IF p_load.next + v_k = p_load.n THEN
-        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
-    ELSE
-        UPDATE pgq.loads l SET next = l.next + v_k WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    LOOP
+        v_chunk := pgq._load_chunk_of(p_uuid);
+        IF v_chunk IS NULL THEN
+            RETURN false;
+        END IF;
+        SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = v_chunk FOR UPDATE;
+        IF FOUND THEN
+            v_i := pgq._load_offset(v_load.first_uuid, p_uuid) + 1;
+            IF v_i <= v_load.next THEN
+                RETURN false;  -- it is a row already
+            END IF;
+            EXIT WHEN v_i <= v_load.n;
+        END IF;
+    END LOOP;
+    PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot(), NULL, NULL, NULL, NULL);
+    IF v_i < v_load.n THEN  -- the jobs after it: a chunk of their own, as they were
+        v_rest := v_load;
+        v_rest.first_id := v_load.first_id + v_i;
+        v_rest.first_uuid := pgq._load_uuid(v_load.first_uuid, v_i);
+        v_rest.n := v_load.n - v_i;
+        v_rest.next := 0;
+        v_rest.payloads := v_load.payloads[v_i + 1 : v_load.n];
+        v_rest.txid := pg_current_xact_id();
+        INSERT INTO pgq.loads SELECT (v_rest).*;
     END IF;
-    RETURN QUERY
-    SELECT * FROM pgq._load_rows(p_load, p_load.next + 1, v_k, pgq._slot(), p_now, p_lease,
-                                 CASE WHEN NOT v_late THEN p_worker END, p_token);
+    IF v_i - 1 > v_load.next THEN
+        UPDATE pgq.loads l SET n = v_i - 1 WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    ELSE
+        DELETE FROM pgq.loads l WHERE l.slot = v_load.slot AND l.first_uuid = v_load.first_uuid;
+    END IF;
+    RETURN true;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_split(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) IS 'pgq.reserve''s pickup of a locked chunk of pgq.loads: its next jobs become reserved rows of pgq.jobs (waiting ones when their deadline passed); returns the reserved ones in order (S85).';
+COMMENT ON FUNCTION pgq._load_split(p_uuid uuid) IS 'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, however often the chunk changes meanwhile; false when no chunk holds it (S85).';
+
+
+--
+-- Name: _load_unpacked(pgq.loads, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_load.next + p_count = p_load.n THEN
+        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    ELSE
+        UPDATE pgq.loads l SET next = l.next + p_count WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _load_unpacked(p_load pgq.loads, p_count integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) IS 'A chunk of pgq.loads gives up its next jobs, which the caller makes rows (S85).';
 
 
 --
@@ -3103,124 +3407,6 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
-
-
---
--- Name: _marks_keep(jsonb, pg_snapshot); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    PERFORM set_config('pgq.reserve_marks', jsonb_build_object(
-        'since', jsonb_build_object(
-            'xmax', pg_snapshot_xmax(p_snap)::text,
-            'xip', (SELECT coalesce(jsonb_agg(x::text), '[]')
-                    FROM (SELECT pg_snapshot_xip(p_snap) AS x
-                          UNION ALL
-                          SELECT pg_current_xact_id_if_assigned()) s
-                    WHERE x IS NOT NULL)),
-        'queues', p_marks)::text, false);
-END;
-$$;
-
-
---
--- Name: FUNCTION _marks_keep(p_marks jsonb, p_snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) IS 'Reserve''s low-water marks: keeps them in the session (setting pgq.reserve_marks) with the snapshot they hold for.';
-
-
---
--- Name: _marks_lower(jsonb, text, integer, timestamp with time zone, bigint); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) RETURNS jsonb
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-BEGIN
-    RETURN CASE
-        WHEN p_marks -> p_queue -> 'p' IS NULL THEN p_marks
-        WHEN p_marks -> p_queue -> 'p' -> (p_priority::text) IS NULL
-             OR (p_at, p_id) < ((p_marks -> p_queue -> 'p' -> (p_priority::text) ->> 0)::timestamptz,
-                                (p_marks -> p_queue -> 'p' -> (p_priority::text) ->> 1)::bigint)
-        THEN jsonb_set(p_marks, ARRAY[p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id))
-        ELSE p_marks
-    END;
-END;
-$$;
-
-
---
--- Name: FUNCTION _marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) IS 'Reserve''s low-water marks: the mark of (queue, priority) lowered to (at, id).';
-
-
---
--- Name: _marks_since(text[]); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) RETURNS record
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    AS $$
-DECLARE
-    v_state jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;
-    v_xmax  xid8;
-    v_xip   xid8[];
-    r       record;
-BEGIN
-    snap := pg_current_snapshot();
-    SELECT coalesce(jsonb_object_agg(q.key, q.value), '{}') INTO marks
-    FROM jsonb_each(v_state -> 'queues') q
-    WHERE q.key = ANY (p_queues);
-    IF marks = '{}' THEN
-        RETURN;
-    END IF;
-    v_xmax := (v_state -> 'since' ->> 'xmax')::xid8;
-    v_xip := ARRAY(SELECT x::xid8 FROM jsonb_array_elements_text(v_state -> 'since' -> 'xip') x);
-    -- Materialized: both aggregates read the rows found through jobs_txid_idx, never
-    -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
-    FOR r IN
-        WITH written AS MATERIALIZED (
-            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until
-            FROM pgq.jobs j
-            WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
-              AND j.queue = ANY (p_queues)
-        )
-        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
-         FROM written w
-         WHERE w.reserved_at IS NULL
-         ORDER BY w.queue, w.priority, w.available_at, w.id)
-        UNION ALL
-        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until)
-        FROM written w
-        WHERE w.reserved_until IS NOT NULL
-        GROUP BY w.queue
-    LOOP
-        IF r.until IS NULL THEN
-            marks := pgq._marks_lower(marks, r.queue, r.priority, r.available_at, r.id);
-        ELSIF (marks -> r.queue ->> 'l')::timestamptz > r.until THEN
-            marks := jsonb_set(marks, ARRAY[r.queue, 'l'], to_jsonb(r.until));
-        END IF;
-    END LOOP;
-END;
-$$;
-
-
---
--- Name: FUNCTION _marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) IS 'Reserve''s low-water marks: this session''s marks for these queues, lowered to the rows written since its last reserve by transactions it did not see; and this call''s snapshot.';
 
 
 --
@@ -3529,6 +3715,415 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) IS 'The end of an overlap lease renewed at p_now: the TTL, capped by expire_after (S27, S34).';
+
+
+--
+-- Name: _pick(jsonb, text, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) RETURNS pgq.picked
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_marks  jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
+    v_load   pgq.loads;
+    v_tids   tid[] := '{}';
+    v_slots  smallint[] := '{}';
+    v_ids    bigint[] := '{}';
+    v_before boolean[] := '{}';  -- whether each picked row comes before the chunk
+    v_n      int;
+    v_prio   int;
+    v_at     timestamptz;
+    v_id     bigint;
+    v_out    pgq.picked;
+BEGIN
+    -- The queue's first chunk that is ready and that no other reserve holds.
+    SELECT * INTO v_load FROM pgq.loads l
+    WHERE l.queue = p_queue AND l.available_at <= p_now
+    ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED;
+
+    IF v_marks IS NULL THEN
+        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
+               coalesce(array_agg(x.before), '{}')
+        INTO v_tids, v_slots, v_ids, v_before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     v_load.first_id IS NULL OR p.priority > v_load.priority
+                     OR (p.priority = v_load.priority
+                         AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue
+                AND p.reserved_at IS NULL
+                AND p.available_at <= p_now
+                AND p.id <> ALL (p_skip)
+              ORDER BY p.priority DESC, p.available_at, p.id
+              LIMIT p_want
+              FOR UPDATE SKIP LOCKED) x;
+    ELSE
+        -- From the marks, one priority after the other: the same order.
+        FOR v_prio, v_at, v_id IN
+            SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+            FROM jsonb_each(v_marks) m
+            ORDER BY m.key::int DESC
+        LOOP
+            EXIT WHEN v_load.priority > v_prio;  -- a lower priority's rows come after the chunk
+            SELECT v_tids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
+                   v_ids || coalesce(array_agg(x.id), '{}'), v_before || coalesce(array_agg(x.before), '{}')
+            INTO v_tids, v_slots, v_ids, v_before
+            FROM (SELECT p.ctid, p.slot, p.id,
+                         v_load.first_id IS NULL OR v_prio > v_load.priority
+                         OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
+                  FROM pgq.jobs p
+                  WHERE p.queue = p_queue
+                    AND p.priority = v_prio
+                    AND p.reserved_at IS NULL
+                    AND (p.available_at, p.id) >= (v_at, v_id)
+                    AND p.available_at <= p_now
+                    AND p.id <> ALL (p_skip)
+                  ORDER BY p.available_at, p.id
+                  LIMIT p_want - cardinality(v_tids)
+                  FOR UPDATE SKIP LOCKED) x;
+            EXIT WHEN cardinality(v_tids) >= p_want;
+        END LOOP;
+    END IF;
+
+    v_out.last := v_load.first_id IS NULL AND cardinality(v_tids) < p_want;
+    IF v_load.first_id IS NOT NULL THEN
+        -- The rows after the chunk stay locked, and are picked again after it.
+        v_n := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
+        IF v_n = 0 THEN
+            IF v_load.retry_until >= p_now THEN
+                v_out.chunk := v_load;
+                RETURN v_out;
+            END IF;
+            v_n := least(p_want, v_load.n - v_load.next);
+            PERFORM pgq._load_unpacked(v_load, v_n);
+            SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id)
+            INTO v_out.tids, v_out.ids
+            FROM pgq._load_rows(v_load, v_load.next + 1, v_n, pgq._slot(), NULL, NULL, NULL, NULL) r;
+            v_out.slot := pgq._slot();
+            RETURN v_out;
+        END IF;
+        v_tids := v_tids[1 : v_n];
+        v_slots := v_slots[1 : v_n];
+        v_ids := v_ids[1 : v_n];
+    END IF;
+    -- One slot: up to the first row of another.
+    v_n := coalesce((SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slots[1]) - 1, cardinality(v_slots));
+    IF v_n < cardinality(v_slots) THEN
+        v_out.last := false;
+    END IF;
+    v_out.slot := v_slots[1];
+    v_out.tids := v_tids[1 : v_n];
+    v_out.ids := v_ids[1 : v_n];
+    RETURN v_out;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next waiting jobs of a queue in its order, locked (SKIP LOCKED): rows of one slot, or the chunk of a bulk dispatch whose jobs come next (S30, S77, S85).';
+
+
+--
+-- Name: _pick_begin(text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_begin(p_queues text[]) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    AS $$
+DECLARE
+    v_state  jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;
+    v_snap   pg_snapshot := pg_current_snapshot();
+    v_cursor jsonb;
+    v_xmax   xid8;
+    v_xip    xid8[];
+    r        record;
+BEGIN
+    v_cursor := jsonb_build_object(
+        'queues', (SELECT coalesce(jsonb_object_agg(q.key, q.value), '{}') FROM jsonb_each(v_state -> 'queues') q
+                   WHERE q.key = ANY (p_queues)),
+        'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
+                                    'xip', (SELECT coalesce(jsonb_agg(x::text), '[]') FROM pg_snapshot_xip(v_snap) x)));
+    IF v_cursor -> 'queues' = '{}' THEN
+        RETURN v_cursor;
+    END IF;
+    v_xmax := (v_state -> 'since' ->> 'xmax')::xid8;
+    v_xip := ARRAY(SELECT x::xid8 FROM jsonb_array_elements_text(v_state -> 'since' -> 'xip') x);
+    -- Materialized: both aggregates read the rows found through jobs_txid_idx, never
+    -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
+    FOR r IN
+        WITH written AS MATERIALIZED (
+            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until
+            FROM pgq.jobs j
+            WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
+              AND j.queue = ANY (p_queues)
+        )
+        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
+         FROM written w
+         WHERE w.reserved_at IS NULL
+         ORDER BY w.queue, w.priority, w.available_at, w.id)
+        UNION ALL
+        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until)
+        FROM written w
+        WHERE w.reserved_until IS NOT NULL
+        GROUP BY w.queue
+    LOOP
+        IF r.until IS NULL THEN
+            v_cursor := pgq._pick_lower(v_cursor, r.queue, r.priority, r.available_at, r.id);
+        ELSIF (v_cursor -> 'queues' -> r.queue ->> 'l')::timestamptz > r.until THEN
+            v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
+        END IF;
+    END LOOP;
+    RETURN v_cursor;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_begin(p_queues text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_begin(p_queues text[]) IS 'Reserve''s cursor: this session''s marks for these queues, lowered to the rows written since its last reserve by transactions it did not see, with this call''s snapshot (S77).';
+
+
+--
+-- Name: _pick_done(jsonb, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_qm jsonb := coalesce(p_cursor -> 'queues' -> p_queue, '{}');
+BEGIN
+    IF v_qm -> 'p' IS NULL THEN
+        v_qm := jsonb_set(v_qm, '{p}', coalesce((
+            SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
+            FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
+                  FROM pgq.jobs p
+                  WHERE p.queue = p_queue AND p.reserved_at IS NULL
+                  ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
+    ELSE
+        v_qm := jsonb_set(v_qm, '{p}', coalesce((
+            SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
+            FROM jsonb_each(v_qm -> 'p') m
+            CROSS JOIN LATERAL (
+                SELECT p.available_at, p.id
+                FROM pgq.jobs p
+                WHERE p.queue = p_queue
+                  AND p.priority = m.key::int
+                  AND p.reserved_at IS NULL
+                  AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
+                ORDER BY p.available_at, p.id
+                LIMIT 1) f), '{}'));
+    END IF;
+    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue], v_qm);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_done(p_cursor jsonb, p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) IS 'Reserve''s cursor once a queue is done: its marks move up to its first waiting job of each priority (S77).';
+
+
+--
+-- Name: _pick_end(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM set_config('pgq.reserve_marks', jsonb_set(p_cursor, '{since,xip}',
+        (p_cursor -> 'since' -> 'xip') || coalesce(to_jsonb(pg_current_xact_id_if_assigned()::text), '[]'))::text, false);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_end(p_cursor jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_end(p_cursor jsonb) IS 'Reserve''s cursor: keeps its marks in the session (setting pgq.reserve_marks) with the snapshot they hold for (S77).';
+
+
+--
+-- Name: _pick_lower(jsonb, text, integer, timestamp with time zone, bigint); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_mark jsonb := p_cursor -> 'queues' -> p_queue -> 'p' -> (p_priority::text);
+BEGIN
+    IF p_cursor -> 'queues' -> p_queue -> 'p' IS NULL THEN
+        RETURN p_cursor;
+    END IF;
+    IF v_mark IS NULL OR (p_at, p_id) < ((v_mark ->> 0)::timestamptz, (v_mark ->> 1)::bigint) THEN
+        RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id));
+    END IF;
+    RETURN p_cursor;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) IS 'Reserve''s cursor with the mark of (queue, priority) lowered to (at, id): such a job became waiting below it (S77).';
+
+
+--
+-- Name: _pick_swept(jsonb, text[], timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp with time zone, p_now timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    AS $$
+BEGIN
+    RETURN jsonb_set(p_cursor, '{queues}', coalesce((
+        SELECT jsonb_object_agg(q.name, jsonb_set(coalesce(p_cursor -> 'queues' -> q.name, '{}'), '{l}',
+                                                  to_jsonb(coalesce(l.until, p_now))))
+        FROM unnest(p_queues) q(name)
+        LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
+                   FROM pgq.jobs j
+                   WHERE j.reserved_until < p_now
+                     AND j.reserved_until >= p_low
+                     AND j.queue = ANY (p_queues)
+                   GROUP BY j.queue) l ON l.queue = q.name), '{}'));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp with time zone, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp with time zone, p_now timestamp with time zone) IS 'Reserve''s cursor after its lease sweep: the next sweep of each queue starts at the first expired lease left (S77).';
+
+
+--
+-- Name: _pickup_checks(pgq.picked, text, timestamp with time zone, integer, text, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer) RETURNS pgq.reserve_batch
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_hashjoin TO 'on'
+    AS $$
+DECLARE
+    v_n     int := cardinality(p_pick.tids);
+    v_b     pgq.reserve_batch;
+    v_tids  tid[] := p_pick.tids;
+    v_rep   pgq.reservation[] := '{}';
+    v_admit pgq.jobs[] := '{}';
+    v_ords  int[] := '{}';
+    v_job   pgq.jobs;
+    v_why   text;
+    r       record;
+BEGIN
+    v_b.slot := p_pick.slot;
+    v_b.tokens := pgq._lease_tokens(p_base, array_fill(p_pick.slot, ARRAY[v_n]), p_pick.ids);
+    FOR r IN
+        SELECT j AS job, p.ord::int AS ord
+        FROM pgq.jobs j
+        JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
+        WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids)
+          AND (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
+               OR j.unique_until = 'processing' OR j.middleware IS NOT NULL
+               OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
+               OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
+                   AND j.attempts + 1 > coalesce(j.tries, p_default_tries)))
+        ORDER BY p.ord
+    LOOP
+        v_job := pgq._as_reserved(r.job, p_now, p_lease, p_worker, v_b.tokens[r.ord]);
+        IF v_job.cancel_requested_at IS NULL AND v_job.batch_id IS NOT NULL
+           AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL) THEN
+            v_job.cancel_requested_at := p_now;
+            v_job.cancel_requested_by := format('the cancel of batch %s', v_job.batch_id);
+        END IF;
+        IF v_job.cancel_requested_at IS NOT NULL THEN
+            v_why := 'cancelled by ' || v_job.cancel_requested_by;
+            PERFORM pgq._cancel(v_job, p_now, false);
+            v_rep := v_rep || pgq._reported(v_job, 'cancelled', v_why);
+        ELSIF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
+            SELECT FROM pgq.debounce_tokens d WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token
+        ) THEN
+            v_why := 'superseded by a newer dispatch of ' || v_job.debounce_key;
+            PERFORM pgq._record(v_job, 'debounced', p_now, v_why, p_started => false);
+            DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
+            PERFORM pgq._record_ends('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
+                                     ARRAY[v_job.chain_step], v_why);  -- ended without running (S74)
+            -- No key in the event: keys come from payloads, and any role may LISTEN.
+            PERFORM pg_notify('pgq_events', json_build_object(
+                'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);
+            v_rep := v_rep || pgq._reported(v_job, 'debounced', v_why);
+        ELSIF (v_job.retry_until IS NOT NULL AND p_now > v_job.retry_until)
+              OR (v_job.retry_until IS NULL AND coalesce(v_job.tries, p_default_tries) > 0
+                  AND v_job.attempts > coalesce(v_job.tries, p_default_tries)) THEN
+            v_why := pgq._exhausted_message(v_job, p_now);
+            PERFORM pgq._record(v_job, 'exhausted', p_now, v_why, p_final => true, p_started => false);
+            PERFORM pgq._bury(v_job, v_why, p_now);
+            v_rep := v_rep || pgq._reported(v_job, 'exhausted', v_why);
+        ELSIF v_job.middleware IS NOT NULL THEN
+            v_admit := v_admit || v_job;
+            v_ords := v_ords || r.ord;
+            CONTINUE;
+        ELSE
+            PERFORM pgq._handing_over(v_job);
+            CONTINUE;
+        END IF;
+        v_tids[r.ord] := NULL;
+    END LOOP;
+    v_b.tids := v_tids;
+    v_b.held := array_fill(NULL::text, ARRAY[v_n]);
+    v_b.expire := array_fill(NULL::int, ARRAY[v_n]);
+    v_b.admit := v_admit;
+    v_b.admit_ords := v_ords;
+    v_b.reports := v_rep;
+    v_b.turned := '{}';
+    v_b.busy := false;
+    RETURN v_b;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer) IS 'Reserve stage 3: picked jobs that must not run end before their handler (cancelled S40 S74, debounced S24, exhausted S12); returns the batch for admission.';
 
 
 --
@@ -4028,7 +4623,165 @@ $$;
 -- Name: FUNCTION _stamp_txid(); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._stamp_txid() IS 'Trigger: stamps pgq.jobs.txid on an update that leaves the job waiting, for the low-water marks of pgq.reserve.';
+COMMENT ON FUNCTION pgq._stamp_txid() IS 'Trigger: stamps pgq.jobs.txid on an update that leaves the job waiting or renews its lease, for the low-water marks of pgq.reserve (S77).';
+
+
+--
+-- Name: _store(pgq.jobs, jsonb[], uuid[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    p_job.slot := pgq._slot();
+    IF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
+       AND p_job.available_at <= now() AND p_job.middleware IS NULL
+       AND p_job.unique_key IS NULL AND p_job.debounce_key IS NULL
+       AND p_job.batch_id IS NULL AND p_job.chain_id IS NULL THEN
+        PERFORM pgq._load_dispatch(p_job, p_payloads, p_uuids);
+        RETURN;
+    END IF;
+    INSERT INTO pgq.jobs
+        (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+         fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
+    SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
+           p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
+           p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
+           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot
+    FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
+    ORDER BY p.n;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) IS 'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
+
+
+--
+-- Name: _sweep_from(jsonb, text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_low timestamptz;
+BEGIN
+    SELECT CASE WHEN bool_and(p_cursor -> 'queues' -> q ->> 'l' IS NOT NULL)
+                THEN min((p_cursor -> 'queues' -> q ->> 'l')::timestamptz) END
+    INTO v_low
+    FROM unnest(p_queues) q;
+    RETURN CASE WHEN v_low IS NULL OR v_low > p_now THEN '-infinity' ELSE v_low END;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) IS 'Where a reserve''s lease sweep starts: below it, the session''s last reserve swept every expired lease of these queues (S77).';
+
+
+--
+-- Name: _sweep_leases(jsonb, text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_low timestamptz := pgq._sweep_from(p_cursor, p_queues, p_now);
+    r     record;
+BEGIN
+    -- Looked for first: setting up the sweep's statement costs more than a probe of
+    -- jobs_lease_idx, and most calls find no lease to sweep.
+    IF EXISTS (SELECT FROM pgq.jobs j
+               WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)) THEN
+        FOR r IN
+        WITH expired AS (
+            SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
+            FROM pgq.jobs j
+            WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)
+            ORDER BY j.reserved_until
+            LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+        ), back AS (
+            UPDATE pgq.jobs j
+            SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
+                started_at = NULL, overlap_keys = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired',
+                attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
+            FROM expired e
+            WHERE j.uuid = e.uuid
+              AND j.uuid = ANY (ARRAY(SELECT x.uuid FROM expired x))  -- probes, whatever the plan (S78)
+            RETURNING j.queue, j.priority, j.available_at, j.id
+        ), recorded AS (
+            INSERT INTO pgq.attempts
+                (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
+            SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
+                   e.reserved_until, 'lease_expired',
+                   format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
+                   || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
+            FROM expired e
+        )
+        SELECT DISTINCT ON (b.queue, b.priority) b.queue, b.priority, b.available_at, b.id
+        FROM back b
+        ORDER BY b.queue, b.priority, b.available_at, b.id
+        LOOP
+            p_cursor := pgq._pick_lower(p_cursor, r.queue, r.priority, r.available_at, r.id);
+        END LOOP;
+    END IF;
+    RETURN pgq._pick_swept(p_cursor, p_queues, v_low, p_now);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) IS 'Reserve stage 1: expired leases of these queues come back to waiting, recorded as lease_expired (S14; given back for SQL handlers, S35); returns the cursor.';
+
+
+--
+-- Name: _take_chunk(pgq.loads, integer, timestamp with time zone, integer, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._take_chunk(p_chunk pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_base text) RETURNS SETOF pgq.reservation
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_k    int := least(p_want, p_chunk.n - p_chunk.next);
+    v_slot smallint := pgq._slot();
+BEGIN
+    PERFORM pgq._load_unpacked(p_chunk, v_k);
+    RETURN QUERY
+    SELECT (r.reserved).*
+    FROM pgq._load_rows(p_chunk, p_chunk.next + 1, v_k, v_slot, p_now, p_lease, p_worker,
+                        pgq._lease_tokens(p_base, array_fill(v_slot, ARRAY[v_k]),
+                                          ARRAY(SELECT p_chunk.first_id + p_chunk.next + i FROM generate_series(0, v_k - 1) i))) r;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _take_chunk(p_chunk pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_base text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._take_chunk(p_chunk pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_base text) IS 'Reserve: the next jobs of a picked chunk of a bulk dispatch become reserved rows (S5, S14, S85); returns them in order.';
 
 
 --
@@ -4053,6 +4806,53 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
+
+
+--
+-- Name: _take_rows(smallint, tid[], uuid[], text[], integer[], timestamp with time zone, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) RETURNS SETOF pgq.reservation
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_hashjoin TO 'on'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    RETURN QUERY
+    WITH taken AS (
+        UPDATE pgq.jobs j
+        SET attempts = j.attempts + 1,
+            reserved_at = p_now,
+            reserved_until = p_now + make_interval(secs => p_lease),
+            reserved_by = p_worker,
+            lease_token = t.token,
+            started_at = p_now,
+            overlap_keys = t.held::text[],
+            txid = pg_current_xact_id()
+        FROM unnest(p_tids, p_tokens, p_held, p_expire) WITH ORDINALITY t(tid, token, held, expire, ord)
+        WHERE j.slot = p_slot
+          AND j.ctid = ANY (p_tids)
+          AND j.ctid = t.tid
+          AND j.reserved_at IS NULL
+        RETURNING t.ord,
+                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
+                      j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+    )
+    SELECT (x.r).* FROM taken x ORDER BY x.ord;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) IS 'Reserve: picked rows of pgq.jobs become reserved, with the lease tokens and overlap keys given (S5, S14, S77); returns them in order.';
 
 
 --
@@ -4144,20 +4944,37 @@ COMMENT ON FUNCTION pgq._timezone_problem(p_tz text) IS 'Why a schedule''s time 
 
 
 --
+-- Name: _token_id_mask(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._token_id_mask() RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 17592186044415::bigint $$;
+
+
+--
+-- Name: FUNCTION _token_id_mask(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._token_id_mask() IS 'The bits of a job''s id a lease token carries: the low 44 (S15).';
+
+
+--
 -- Name: _token_slot(uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT CASE WHEN get_byte(uuid_send(p_token), 10) >> 4 <= 3 THEN (get_byte(uuid_send(p_token), 10) >> 4)::smallint END $$;
+    AS $$ SELECT (pgq._token_slots(ARRAY[p_token]))[1] $$;
 
 
 --
 -- Name: FUNCTION _token_slot(p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lease token names (the first hex digit of its last group); NULL for a token pgq did not issue.';
+COMMENT ON FUNCTION pgq._token_slot(p_token uuid) IS 'The slot of pgq.jobs a lease token names; NULL for a token pgq did not issue.';
 
 
 --
@@ -4286,7 +5103,7 @@ BEGIN
         RETURN;
     END IF;
     UPDATE pgq.jobs j
-    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+    SET attempts = p_job.attempts, available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
         turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
         reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
     WHERE j.uuid = p_job.uuid;
@@ -4334,7 +5151,7 @@ DECLARE
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
     -- 47 random bits, so that the count never carries out of the last group: a chunk of
-    -- pgq.loads finds its jobs' uuids by adding to its first one's (21_storage_loads.sql).
+    -- a bulk dispatch finds its jobs' uuids by adding to its first one's.
     v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
@@ -4419,15 +5236,8 @@ CREATE FUNCTION pgq.cancel(uuid uuid) RETURNS text
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_job pgq.jobs;
+    v_job pgq.jobs := pgq._job_for_update(cancel.uuid);
 BEGIN
-    PERFORM pgq._load_job_to_row(cancel.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
-    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
-    -- under the second statement's snapshot (S80).
-    FOR i IN 1 .. 2 LOOP
-        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
-        EXIT WHEN v_job.id IS NOT NULL;
-    END LOOP;
     IF v_job.id IS NULL THEN
         RETURN NULL;
     END IF;
@@ -5547,6 +6357,171 @@ COMMENT ON FUNCTION pgq.job_batch(job uuid) IS 'The batch a live job belongs to,
 
 
 --
+-- Name: load_jobs; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.load_jobs AS
+ SELECT (((l.first_id + l.next) + p.o) - 1) AS id,
+    ((c.head || lpad(to_hex((((c.base + l.next) + p.o) - 1)), 12, '0'::text)))::uuid AS uuid,
+    l.job,
+    l.queue,
+    l.priority,
+    l.handler,
+    l.tries,
+    l.backoff,
+    l.max_exceptions,
+    l.timeout,
+    l.fail_on_timeout,
+    l.retry_until,
+    l.available_at,
+    l.created_at,
+    p.payload,
+    l.slot,
+    l.first_uuid AS chunk,
+    (l.first_id + l.next) AS sort_id
+   FROM ((pgq.loads l
+     CROSS JOIN LATERAL ( SELECT "left"((l.first_uuid)::text, 24) AS head,
+            ((('x'::text || "right"((l.first_uuid)::text, 12)))::bit(48))::bigint AS base) c)
+     CROSS JOIN LATERAL pgq._load_payloads(l.payloads, (l.next + 1), l.n) p(payload, o));
+
+
+--
+-- Name: VIEW load_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
+
+
+--
+-- Name: live_jobs; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.live_jobs AS
+ SELECT j.uuid,
+    j.id,
+    j.job,
+    j.queue,
+    j.priority,
+        CASE
+            WHEN (j.reserved_at IS NOT NULL) THEN 'running'::text
+            WHEN (j.available_at <= now()) THEN 'ready'::text
+            WHEN (j.attempts = 0) THEN 'scheduled'::text
+            ELSE 'retrying'::text
+        END AS state,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
+            ELSE NULL::jsonb
+        END AS payload,
+    j.handler,
+    j.tries,
+    j.backoff,
+    j.max_exceptions,
+    j.timeout,
+    j.fail_on_timeout,
+    j.retry_until,
+    j.unique_key,
+    j.unique_until,
+    j.debounce_key,
+    j.middleware,
+    j.attempts,
+    j.exceptions,
+    j.lease_expiries,
+    j.interruptions,
+    j.turn_aways,
+    j.last_exception_attempt,
+    j.last_exception,
+    j.wait_reason,
+    j.available_at,
+    j.created_at,
+    j.reserved_by,
+    j.reserved_at,
+    j.started_at,
+    j.reserved_until,
+    j.cancel_requested_at,
+    j.cancel_requested_by,
+    j.batch_id,
+    j.chain_id,
+    j.chain_step,
+    j.id AS sort_id,
+    NULL::uuid AS chunk
+   FROM pgq.jobs j
+UNION ALL
+ SELECT l.uuid,
+    l.id,
+    l.job,
+    l.queue,
+    l.priority,
+        CASE
+            WHEN (l.available_at <= now()) THEN 'ready'::text
+            ELSE 'scheduled'::text
+        END AS state,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN l.payload
+            ELSE NULL::jsonb
+        END AS payload,
+    l.handler,
+    l.tries,
+    l.backoff,
+    l.max_exceptions,
+    l.timeout,
+    l.fail_on_timeout,
+    l.retry_until,
+    NULL::text AS unique_key,
+    NULL::text AS unique_until,
+    NULL::text AS debounce_key,
+    NULL::jsonb AS middleware,
+    0 AS attempts,
+    0 AS exceptions,
+    0 AS lease_expiries,
+    0 AS interruptions,
+    '{}'::jsonb AS turn_aways,
+    NULL::integer AS last_exception_attempt,
+    NULL::text AS last_exception,
+    'dispatched'::text AS wait_reason,
+    l.available_at,
+    l.created_at,
+    NULL::text AS reserved_by,
+    NULL::timestamp with time zone AS reserved_at,
+    NULL::timestamp with time zone AS started_at,
+    NULL::timestamp with time zone AS reserved_until,
+    NULL::timestamp with time zone AS cancel_requested_at,
+    NULL::text AS cancel_requested_by,
+    NULL::uuid AS batch_id,
+    NULL::uuid AS chain_id,
+    NULL::integer AS chain_step,
+    l.sort_id,
+    l.chunk
+   FROM pgq.load_jobs l;
+
+
+--
+-- Name: VIEW live_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.live_jobs IS 'Every live job (waiting or running) with its frozen settings, counters and state, however it is kept; payload for payload readers only. One job: pgq.live_job(uuid).';
+
+
+--
+-- Name: live_job(uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.live_job(uuid uuid) RETURNS SETOF pgq.live_jobs
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT * FROM pgq.live_jobs l
+    WHERE l.uuid = live_job.uuid AND l.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(live_job.uuid));
+$$;
+
+
+--
+-- Name: FUNCTION live_job(uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.live_job(uuid uuid) IS 'The live job with this uuid as pgq.live_jobs shows it (no row when there is none), reading one chunk at most.';
+
+
+--
 -- Name: nap(text[], interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5836,61 +6811,19 @@ COMMENT ON FUNCTION pgq.release(uuid uuid, token uuid, delay integer, refund boo
 CREATE FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer DEFAULT 1, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, call uuid DEFAULT NULL::uuid) RETURNS SETOF pgq.reservation
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET enable_nestloop TO 'on'
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $_$
+    AS $$
 DECLARE
-    v_now   timestamptz := coalesce(reserve.as_of, now());
-    v_admit pgq.admission;
-    v_mw    jsonb[];      -- the picked jobs for the set-based middleware path, in pick order: middleware,
-    v_mw_tids tid[];      -- row, name, payload, uuid and lease token
-    v_mw_jobs text[];
-    v_mw_payloads jsonb[];
-    v_mw_keys jsonb[];
-    v_mw_uuids uuid[];
-    v_mw_tokens uuid[];
-    v_adm   pgq.admission[];
-    v_rec   record;
-    v_rep   pgq.reservation[];  -- the middleware path's jobs turned away or failed, and their positions
-    v_rep_ord int[];
-    v_done  int;
-    v_seen  bigint[] := '{}';  -- turned away in this call: due again at once with release_after 0
-    v_left  int := reserve.max;
-    v_queue text;
-    v_lease int;
+    v_now    timestamptz := coalesce(reserve.as_of, now());
+    v_base   text := pgq._lease_base(reserve.call);  -- of this call's lease tokens
+    v_cursor jsonb;                                  -- where the walk of each queue starts (S77)
+    v_left   int := reserve.max;
+    v_queue  text;
+    v_lease  int;
     v_paused boolean;
-    v_job   pgq.jobs;
-    v_run   pgq.reservation;  -- a job of the one-by-one path, to run
-    v_tries int;
-    v_want  int;
-    v_picked int;
-    v_fast  int;
-    v_ids   tid[];  -- the picked rows, locked by this transaction: their ctid cannot change
-    v_slots smallint[];  -- the slot of each (S80): a ctid names a row within its slot only
-    v_mws   boolean[];   -- whether each has middleware: the fast path and the middleware path run only for their jobs
-    v_slot  smallint;    -- the slot of the rows this pass takes: the first picked, and those after it in the same slot
-    v_whole boolean;     -- every picked row is in that slot
-    v_busy  boolean;     -- this pass left jobs of this queue waiting: their rate-limit window was busy (S82)
-    v_marks jsonb;        -- this session's low-water marks for these queues (22_storage_marks.sql)
-    v_snap  pg_snapshot;  -- the snapshot they will hold for
-    v_qm    jsonb;        -- the marks of v_queue: {"l": sweep mark, "p": {priority: [available_at, id]}}
-    v_low   timestamptz;  -- the lease sweep starts here
-    v_prio  int;
-    v_at    timestamptz;
-    v_id    bigint;
-    v_load  pgq.loads;   -- the queue's first chunk of load jobs, locked (S85)
-    v_before boolean[];  -- whether each picked row comes before it in the queue's order
-    v_loads boolean;     -- whether to look for a chunk in this pass: the last look found one
-    -- Lease tokens: one base per call, then the job's slot (one hex digit, S80: see
-    -- pgq._token_slot) and the low 44 bits of its id (eleven hex digits). Unique per
-    -- reservation without a gen_random_uuid() (and its getpid() system call) per job;
-    -- built as text, which costs less than five bytea calls. The base is the first
-    -- twelve bytes of call when the worker gives one (random), so that pgq.unreserve
-    -- can find the jobs of a call whose answer was lost.
-    v_token text := left(coalesce(reserve.call, gen_random_uuid())::text, 24);
+    v_skip   bigint[];
+    v_pick   pgq.picked;
+    v_batch  pgq.reserve_batch;
+    v_taken  int;
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -5898,513 +6831,45 @@ BEGIN
     IF reserve.default_tries IS NULL OR reserve.default_tries < 0 THEN
         RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
     END IF;
-
-    -- Where this session's last reserve left these queues, lowered to what was written
-    -- since (S77). The sweep below starts at the lowest of their sweep marks.
-    SELECT m.marks, m.snap INTO v_marks, v_snap FROM pgq._marks_since(reserve.queues) m;
-    SELECT CASE WHEN bool_and(v_marks -> q ->> 'l' IS NOT NULL) THEN min((v_marks -> q ->> 'l')::timestamptz) END
-    INTO v_low
-    FROM unnest(reserve.queues) q;
-    IF v_low IS NULL OR v_low > v_now THEN
-        v_low := '-infinity';
-    END IF;
-
-    -- Expired leases come back to waiting (S14). SKIP LOCKED: two workers never sweep
-    -- the same row, and a job being completed right now is left alone. A job with a SQL
-    -- handler still here did not commit (its completion is in the handler's transaction),
-    -- so its attempt is given back, up to pgq._max_give_backs() times (S35); a Go
-    -- handler's outcome is unknown, and its attempt counts. Overlap leases are left to
-    -- run out (S34): a cut-off worker cancels its handler only when it cannot renew them.
-    -- The jobs come back below the marks: they are lowered to them. Looked for first:
-    -- setting up the sweep's statement costs more than a probe of jobs_lease_idx, and
-    -- most calls find no lease to sweep.
-    IF EXISTS (SELECT FROM pgq.jobs j
-               WHERE j.reserved_until < v_now
-                 AND j.reserved_until >= v_low
-                 AND j.queue = ANY (reserve.queues)) THEN
-        FOR v_rec IN
-        WITH expired AS (
-            SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
-            FROM pgq.jobs j
-            WHERE j.reserved_until < v_now
-              AND j.reserved_until >= v_low
-              AND j.queue = ANY (reserve.queues)
-            ORDER BY j.reserved_until
-            LIMIT 1000
-            FOR UPDATE SKIP LOCKED
-        ), back AS (
-            UPDATE pgq.jobs j
-            SET reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL,
-                started_at = NULL, overlap_keys = NULL, lease_expiries = j.lease_expiries + 1, wait_reason = 'lease_expired',
-                attempts = j.attempts - e.refund::int, interruptions = j.interruptions + e.refund::int
-            FROM expired e
-            WHERE j.uuid = e.uuid
-              AND j.uuid = ANY (ARRAY(SELECT x.uuid FROM expired x))  -- probes, whatever the plan (S78)
-            RETURNING j.queue, j.priority, j.available_at, j.id
-        ), recorded AS (
-        INSERT INTO pgq.attempts
-            (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, exception)
-        SELECT e.uuid, e.job, e.queue, e.attempts, e.reserved_by, e.lease_token, e.reserved_at, e.started_at,
-               e.reserved_until, 'lease_expired',
-               format('lease ended at %s without a heartbeat from worker %s', e.reserved_until, e.reserved_by)
-               || CASE WHEN e.refund THEN '; its SQL handler''s transaction did not commit: attempt given back' ELSE '' END
-        FROM expired e
-        )
-        SELECT DISTINCT ON (b.queue, b.priority) b.queue, b.priority, b.available_at, b.id
-        FROM back b
-        ORDER BY b.queue, b.priority, b.available_at, b.id
-        LOOP
-            v_marks := pgq._marks_lower(v_marks, v_rec.queue, v_rec.priority, v_rec.available_at, v_rec.id);
-        END LOOP;
-    END IF;
-    -- Every lease of these queues that ended before now, and was not left locked by
-    -- another transaction (or beyond the 1000), has been swept: the next sweep starts at
-    -- the first one left.
-    SELECT coalesce(jsonb_object_agg(q.name, jsonb_set(coalesce(v_marks -> q.name, '{}'), '{l}', to_jsonb(coalesce(l.until, v_now)))), '{}')
-    INTO v_marks
-    FROM unnest(reserve.queues) q(name)
-    LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
-               FROM pgq.jobs j
-               WHERE j.reserved_until < v_now
-                 AND j.reserved_until >= v_low
-                 AND j.queue = ANY (reserve.queues)
-               GROUP BY j.queue) l ON l.queue = q.name;
-
+    v_cursor := pgq._sweep_leases(pgq._pick_begin(reserve.queues), reserve.queues, v_now);
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
         SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
         CONTINUE WHEN v_paused;
         v_lease := coalesce(v_lease, pgq._default_retry_after());
-
-        v_qm := v_marks -> v_queue;
-        v_busy := false;
-        v_loads := true;
-
-        -- Exhausted jobs do not fill the batch: pick again until it is full or the
-        -- queue has no more ready jobs.
+        v_skip := '{}';
         LOOP
-            v_want := v_left;
-            -- The queue's first chunk of jobs of a bulk dispatch that is ready now and that
-            -- no other reserve holds (S85, 21_storage_loads.sql). Its jobs come in the queue's
-            -- order as rows would: this pass takes the rows before it or, if none is, the
-            -- chunk. There is no mark to start from: a dead version of pgq.loads stands for
-            -- a thousand jobs. Once a look finds none, this call looks no more: a chunk
-            -- committed meanwhile waits for the next call, as a row may.
-            v_load := NULL;
-            IF v_loads THEN
-                SELECT * INTO v_load FROM pgq.loads l
-                WHERE l.queue = v_queue AND l.available_at <= v_now
-                ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
-                LIMIT 1
-                FOR UPDATE SKIP LOCKED;
-                v_loads := v_load.first_id IS NOT NULL;
+            v_pick := pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip);
+            IF v_pick.chunk IS NOT NULL THEN
+                RETURN QUERY SELECT * FROM pgq._take_chunk(v_pick.chunk, v_left, v_now, v_lease, reserve.worker, v_base);
+                GET DIAGNOSTICS v_taken = ROW_COUNT;
+                v_left := v_left - v_taken;
+                EXIT WHEN v_left <= 0;
+                CONTINUE;
             END IF;
-            -- Lock the next waiting jobs in order (SKIP LOCKED). The lock holds them for
-            -- this transaction whatever happens below.
-            IF v_qm -> 'p' IS NULL THEN
-                -- The session's first pickup on this queue: from its front.
-                SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.mw), '{}'),
-                       coalesce(array_agg(x.before), '{}')
-                INTO v_ids, v_slots, v_mws, v_before
-                FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
-                             v_load.first_id IS NULL OR p.priority > v_load.priority
-                             OR (p.priority = v_load.priority
-                                 AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
-                      FROM pgq.jobs p
-                      WHERE p.queue = v_queue
-                        AND p.reserved_at IS NULL
-                        AND p.available_at <= v_now
-                        AND p.id <> ALL (v_seen)
-                      ORDER BY p.priority DESC, p.available_at, p.id
-                      LIMIT v_want
-                      FOR UPDATE SKIP LOCKED) x;
-            ELSE
-                -- From the marks, one priority after the other (S77): the same order.
-                v_ids := '{}';
-                v_slots := '{}';
-                v_mws := '{}';
-                v_before := '{}';
-                FOR v_prio, v_at, v_id IN
-                    SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
-                    FROM jsonb_each(v_qm -> 'p') m
-                    ORDER BY m.key::int DESC
-                LOOP
-                    EXIT WHEN v_load.priority > v_prio;  -- a lower priority's jobs come after the chunk
-                    SELECT v_ids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
-                           v_mws || coalesce(array_agg(x.mw), '{}'), v_before || coalesce(array_agg(x.before), '{}')
-                    INTO v_ids, v_slots, v_mws, v_before
-                    FROM (SELECT p.ctid, p.slot, p.middleware IS NOT NULL AS mw,
-                                 v_load.first_id IS NULL OR v_prio > v_load.priority
-                                 OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
-                          FROM pgq.jobs p
-                          WHERE p.queue = v_queue
-                            AND p.priority = v_prio
-                            AND p.reserved_at IS NULL
-                            AND (p.available_at, p.id) >= (v_at, v_id)
-                            AND p.available_at <= v_now
-                            AND p.id <> ALL (v_seen)
-                          ORDER BY p.available_at, p.id
-                          LIMIT v_want - cardinality(v_ids)
-                          FOR UPDATE SKIP LOCKED) x;
-                    EXIT WHEN cardinality(v_ids) >= v_want;
-                END LOOP;
-            END IF;
-            IF v_load.first_id IS NOT NULL THEN
-                -- The picked rows after the chunk stay locked by this transaction, and the
-                -- pass after the chunk's picks them again.
-                v_picked := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
-                IF v_picked = 0 THEN
-                    IF v_load.retry_until < v_now AND v_qm -> 'p' IS NOT NULL THEN
-                        -- Its jobs become waiting rows, for the next pass to fail (S12):
-                        -- the marks go down to them.
-                        v_marks := pgq._marks_lower(jsonb_set(v_marks, ARRAY[v_queue], v_qm), v_queue,
-                                                    v_load.priority, v_load.available_at, v_load.first_id + v_load.next);
-                        v_qm := v_marks -> v_queue;
-                    END IF;
-                    RETURN QUERY SELECT * FROM pgq._load_take(v_load, v_want, v_now, v_lease, reserve.worker, v_token);
-                    GET DIAGNOSTICS v_done = ROW_COUNT;
-                    v_left := v_left - v_done;
-                    EXIT WHEN v_left <= 0;
-                    CONTINUE;
-                END IF;
-                v_ids := v_ids[1 : v_picked];
-                v_slots := v_slots[1 : v_picked];
-                v_mws := v_mws[1 : v_picked];
-            END IF;
-            EXIT WHEN cardinality(v_ids) = 0;
-            -- This pass takes the picked rows up to the first one in another slot (S80),
-            -- so that each statement below names rows of one slot, by ctid, and reads
-            -- that slot only. The rest stay locked by this transaction, and the next
-            -- pass picks them again, first: the batch keeps the pick order.
-            v_slot := v_slots[1];
-            v_whole := v_slot = ALL (v_slots);
-            IF NOT v_whole THEN
-                v_picked := (SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slot) - 1;
-                v_ids := v_ids[1 : v_picked];
-                v_mws := v_mws[1 : v_picked];
-            END IF;
-            v_picked := cardinality(v_ids);
-
-            -- Fast path, set-based: jobs no pickup check applies to (no cancel request,
-            -- no debounce, no middleware, no until-processing lock, not exhausted) are
-            -- reserved and go out in one statement. ctid = ANY ($1) is a TID scan: no
-            -- index lookup, and the cached generic plan stays good (force_generic_plan
-            -- above). The test is written out here, not called: a function per row
-            -- would cost more than the rest of the statement. Not run for a batch whose
-            -- jobs all have middleware: it would read each of them for nothing.
-            v_fast := 0;
-            IF false = ANY (v_mws) THEN
-                -- Returned in pick order, not in the order the TID scan met the rows: the
-                -- worker starts the jobs it reserved ahead in the order it got them (S84),
-                -- and a row moved by an update would otherwise start after later jobs.
-                RETURN QUERY
-                WITH reserved AS (
-                    UPDATE pgq.jobs j
-                    SET attempts = j.attempts + 1,
-                        reserved_at = v_now,
-                        reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                        reserved_by = reserve.worker,
-                        lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
-                        started_at = v_now
-                    WHERE j.slot = v_slot
-                      AND j.ctid = ANY (v_ids)
-                      AND j.cancel_requested_at IS NULL
-                      AND j.debounce_key IS NULL
-                      AND j.middleware IS NULL
-                      AND j.unique_until IS DISTINCT FROM 'processing'
-                      AND (j.batch_id IS NULL
-                           OR NOT EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = j.batch_id AND b.cancelled_at IS NOT NULL))
-                      AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                               ELSE coalesce(j.tries, reserve.default_tries) = 0
-                                    OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-                    RETURNING j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text AS handler,
-                              j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                              j.available_at, j.id
-                )
-                SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
-                       r.lease_token, r.reserved_at, r.reserved_until, r.overlap_keys, r.created_at,
-                       NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
-                FROM reserved r
-                ORDER BY r.priority DESC, r.available_at, r.id;
-                GET DIAGNOSTICS v_fast = ROW_COUNT;
-            END IF;
-            v_left := v_left - v_fast;
-            v_done := v_fast;
-
-            -- Middleware path, set-based (S26-S29, S67): jobs whose only pickup check is
-            -- their middleware are admitted by one pgq._admit call for the whole batch,
-            -- then reserved: those admitted in one statement, with their overlap keys;
-            -- those turned away or failed one by one below, as before.
-            IF v_done < v_picked AND true = ANY (v_mws) THEN
-                -- (aggregates over a sorted subquery keep its order: one sort, not six)
-                SELECT array_agg(j.ctid), array_agg(j.job), array_agg(j.payload), array_agg(j.middleware),
-                       array_agg(j.middleware_keys), array_agg(j.uuid),
-                       array_agg((v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid)
-                INTO v_mw_tids, v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens
-                FROM (SELECT j.ctid, j.job, j.payload, j.middleware, j.middleware_keys, j.uuid, j.id, j.slot
-                      FROM pgq.jobs j
-                      WHERE j.slot = v_slot
-                        AND j.ctid = ANY (v_ids)
-                        AND j.reserved_at IS NULL
-                        AND j.middleware IS NOT NULL
-                        AND j.cancel_requested_at IS NULL
-                        AND j.debounce_key IS NULL
-                        AND j.unique_until IS DISTINCT FROM 'processing'
-                        AND CASE WHEN j.retry_until IS NOT NULL THEN v_now <= j.retry_until
-                                 ELSE coalesce(j.tries, reserve.default_tries) = 0
-                                      OR j.attempts + 1 <= coalesce(j.tries, reserve.default_tries) END
-                      ORDER BY j.priority DESC, j.available_at, j.id) j;
-                IF v_mw IS NOT NULL THEN
-                    v_adm := ARRAY(SELECT a FROM pgq._admit(v_mw_jobs, v_mw_payloads, v_mw, v_mw_keys, v_mw_uuids, v_mw_tokens,
-                                                            reserve.worker, v_now) a);
-                    -- Left waiting, untouched (S82): their rate-limit window is busy. Not
-                    -- for the one-by-one path either.
-                    IF true = ANY (SELECT a.busy FROM unnest(v_adm) a) THEN
-                        v_busy := true;
-                        v_ids := ARRAY(
-                            SELECT u.tid FROM unnest(v_ids) WITH ORDINALITY u(tid, n)
-                            WHERE u.tid <> ALL (ARRAY(
-                                SELECT a.tid
-                                FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
-                                WHERE a.busy))
-                            ORDER BY u.n);
-                        v_picked := cardinality(v_ids);
-                    END IF;
-                    -- Turned away (S27-S29: the attempt is used, recorded, and an
-                    -- until-processing lock kept, S23) or failed by its middleware: one
-                    -- by one, kept aside so that the call returns the batch in pick order.
-                    v_rep := '{}';
-                    v_rep_ord := '{}';
-                    FOR v_rec IN
-                        UPDATE pgq.jobs j
-                        SET attempts = j.attempts + 1,
-                            reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                            reserved_by = reserve.worker,
-                            lease_token = v_mw_tokens[a.ord],
-                            started_at = v_now
-                        -- unnest expands the admission. The join goes from it to each job by TID:
-                        -- with sequential scans, hash and merge joins off (S78) the only other way
-                        -- into pgq.jobs is a whole index scan, which no statistics price below a
-                        -- probe per admitted job. (A filter ctid = ANY (v_mw_tids) besides cost a
-                        -- scan of the array per row: a quarter of the statement.)
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after, busy)
-                        WHERE j.slot = v_slot
-                          AND j.ctid = a.tid
-                          AND (a.turned_by IS NOT NULL OR a.error IS NOT NULL)
-                          AND NOT a.busy
-                        RETURNING j AS job, ROW(a.ord, a.turned_by, a.note, a.delay, a.drop, a.held, a.error, NULL, NULL)::pgq.admission AS adm
-                    LOOP
-                        v_job := v_rec.job;
-                        v_admit := v_rec.adm;
-                        v_rep_ord := v_rep_ord || v_admit.ord;
-                        IF v_admit.error IS NOT NULL THEN
-                            PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
-                            PERFORM pgq._bury(v_job, v_admit.error, v_now);
-                            v_rep := v_rep || pgq._reported(v_job, 'failed', v_admit.error);
-                            CONTINUE;
-                        END IF;
-                        PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
-                        v_seen := v_seen || v_job.id;
-                        v_rep := v_rep || pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
-                    END LOOP;
-                    -- The admitted, reserved in one statement with their overlap keys. The
-                    -- rows are read by one TID scan of the batch and matched to their
-                    -- admission in a hash: a probe per admitted job (a nested loop, as
-                    -- above) cost 5 µs a job, a third of the statement. The settings hold
-                    -- for the plan this statement caches on its first run, and go back
-                    -- for the next statements (the SET clause above restores them at exit).
-                    SET LOCAL enable_nestloop = off;
-                    SET LOCAL enable_hashjoin = on;
-                    RETURN QUERY
-                    WITH admitted AS (
-                        UPDATE pgq.jobs j
-                        SET attempts = j.attempts + 1,
-                            reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                            reserved_by = reserve.worker,
-                            lease_token = v_mw_tokens[a.ord],
-                            started_at = v_now,
-                            overlap_keys = CASE WHEN cardinality(a.held) > 0 THEN a.held END
-                        FROM unnest(v_mw_tids, v_adm) a(tid, ord, turned_by, note, delay, drop, held, error, held_expire_after)
-                        WHERE j.slot = v_slot
-                          AND j.ctid = ANY (v_mw_tids) AND j.ctid = a.tid
-                          AND a.turned_by IS NULL AND a.error IS NULL
-                        RETURNING a.ord,
-                                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text,
-                                      j.timeout, j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys,
-                                      j.created_at, NULL, NULL, NULL, a.held_expire_after)::pgq.reservation AS r
-                    ), reported AS (
-                        SELECT x.ord, x.r FROM admitted x
-                        UNION ALL
-                        SELECT v_rep_ord[i], v_rep[i] FROM generate_subscripts(v_rep, 1) i
-                    )
-                    SELECT (x.r).* FROM reported x ORDER BY x.ord;
-                    GET DIAGNOSTICS v_fast = ROW_COUNT;
-                    SET LOCAL enable_nestloop = on;
-                    SET LOCAL enable_hashjoin = off;
-                    v_left := v_left - (v_fast - cardinality(v_rep));
-                    v_done := v_done + v_fast;
-                END IF;
-            END IF;
-
-            -- The others, one by one: reserved here, then checked. Not when the set-based
-            -- paths took them all: setting the statement up costs 40 µs for no row.
-            IF v_done < v_picked THEN
-                FOR v_job IN
-                    WITH reserved AS (
-                        UPDATE pgq.jobs j
-                        SET attempts = j.attempts + 1,
-                            reserved_at = v_now,
-                            reserved_until = v_now + make_interval(secs => v_lease), txid = pg_current_xact_id(),
-                            reserved_by = reserve.worker,
-                            lease_token = (v_token || j.slot || lpad(to_hex(j.id & 17592186044415), 11, '0'))::uuid,
-                            started_at = v_now
-                        WHERE j.slot = v_slot
-                          AND j.ctid = ANY (v_ids)
-                          AND j.reserved_at IS NULL
-                        RETURNING j.*
-                    )
-                    SELECT * FROM reserved r ORDER BY r.priority DESC, r.available_at, r.id  -- in pick order, as above
-                LOOP
-                    -- An operator cancelled the job while its worker was gone (pgq.cancel).
-                    IF v_job.cancel_requested_at IS NOT NULL THEN
-                        PERFORM pgq._cancel(v_job, v_now, false);
-                        RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
-                        CONTINUE;
-                    END IF;
-                    -- Its batch was cancelled (pgq.cancel_batch, or a failure without
-                    -- allow_failures) after the job was left waiting: it ends before it runs (S74).
-                    IF v_job.batch_id IS NOT NULL AND EXISTS (
-                        SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL
-                    ) THEN
-                        v_job.cancel_requested_by := format('the cancel of batch %s', v_job.batch_id);
-                        PERFORM pgq._cancel(v_job, v_now, false);
-                        RETURN NEXT pgq._reported(v_job, 'cancelled', 'cancelled by ' || v_job.cancel_requested_by);
-                        CONTINUE;
-                    END IF;
-                    -- Pickup check S24: a debounced job whose token is no longer its key's
-                    -- current one is deleted without running (first attempt and retries).
-                    IF v_job.debounce_key IS NOT NULL AND NOT EXISTS (
-                        SELECT FROM pgq.debounce_tokens d WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token
-                    ) THEN
-                        PERFORM pgq._record(v_job, 'debounced', v_now, 'superseded by a newer dispatch of ' || v_job.debounce_key,
-                                            p_started => false);
-                        DELETE FROM pgq.jobs j WHERE j.uuid = v_job.uuid;
-                        IF v_job.batch_id IS NOT NULL OR v_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
-                            PERFORM pgq._record_ends('cancelled', ARRAY[v_job.uuid], ARRAY[v_job.batch_id], ARRAY[v_job.chain_id],
-                                                     ARRAY[v_job.chain_step], 'superseded by a newer dispatch of ' || v_job.debounce_key);
-                        END IF;
-                        -- No key in the event: keys come from payloads, and any role may LISTEN.
-                        PERFORM pg_notify('pgq_events', json_build_object(
-                            'event', 'job_debounced', 'uuid', v_job.uuid, 'job', v_job.job, 'queue', v_job.queue)::text);
-                        RETURN NEXT pgq._reported(v_job, 'debounced', 'superseded by a newer dispatch of ' || v_job.debounce_key);
-                        CONTINUE;
-                    END IF;
-                    -- Pickup check S12: already exhausted, fail before the handler runs (this
-                    -- also releases an until-processing lock: S23, beyond Laravel).
-                    v_tries := coalesce(v_job.tries, reserve.default_tries);
-                    IF (v_job.retry_until IS NOT NULL AND v_now > v_job.retry_until)
-                       OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts > v_tries) THEN
-                        PERFORM pgq._record(v_job, 'exhausted', v_now, pgq._exhausted_message(v_job, v_now),
-                                            p_final => true, p_started => false);
-                        PERFORM pgq._bury(v_job, pgq._exhausted_message(v_job, v_now), v_now);
-                        RETURN NEXT pgq._reported(v_job, 'exhausted', pgq._exhausted_message(v_job, v_now));
-                        CONTINUE;
-                    END IF;
-                    -- Middleware, in order (S26-S29). A turn-away uses the attempt (S5), is
-                    -- recorded (S19) and keeps an until-processing lock (S23).
-                    IF v_job.middleware IS NOT NULL THEN
-                        SELECT * INTO v_admit
-                        FROM pgq._admit(ARRAY[v_job.job], ARRAY[v_job.payload], ARRAY[v_job.middleware], ARRAY[v_job.middleware_keys],
-                                        ARRAY[v_job.uuid], ARRAY[v_job.lease_token], v_job.reserved_by, v_now);
-                        IF v_admit.error IS NOT NULL THEN
-                            PERFORM pgq._record(v_job, 'failed', v_now, v_admit.error, p_final => true, p_started => false);
-                            PERFORM pgq._bury(v_job, v_admit.error, v_now);
-                            RETURN NEXT pgq._reported(v_job, 'failed', v_admit.error);
-                            CONTINUE;
-                        END IF;
-                        -- Its rate-limit window is busy (S82): waiting again, as it was.
-                        IF v_admit.busy THEN
-                            UPDATE pgq.jobs j
-                            SET attempts = j.attempts - 1, reserved_at = NULL, reserved_until = NULL, reserved_by = NULL,
-                                lease_token = NULL, started_at = NULL
-                            WHERE j.uuid = v_job.uuid;
-                            v_busy := true;
-                            CONTINUE;
-                        END IF;
-                        IF v_admit.turned_by IS NOT NULL THEN
-                            PERFORM pgq._turn_away(v_job, v_admit.turned_by, v_admit.note, v_admit.delay, v_admit.drop, v_now);
-                            v_seen := v_seen || v_job.id;
-                            RETURN NEXT pgq._reported(v_job, 'turned_away', v_admit.note, v_admit.turned_by);
-                            CONTINUE;
-                        END IF;
-                        IF cardinality(v_admit.held) > 0 THEN
-                            v_job.overlap_keys := v_admit.held;
-                            UPDATE pgq.jobs j SET overlap_keys = v_admit.held WHERE j.uuid = v_job.uuid;
-                        END IF;
-                    END IF;
-                    -- The handler will run: an until-processing lock goes now (S23,
-                    -- owner-checked, so a retry's release leaves a newer copy's lock alone),
-                    -- and the debounce burst is over.
-                    IF v_job.unique_until = 'processing' THEN
-                        PERFORM pgq._release_unique(v_job.unique_key, v_job.unique_token);
-                    END IF;
-                    IF v_job.debounce_key IS NOT NULL THEN
-                        UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
-                        WHERE d.key = v_job.debounce_key AND d.token = v_job.debounce_token;
-                    END IF;
-                    v_left := v_left - 1;
-                    v_run := pgq._reported(v_job, NULL, NULL);
-                    IF v_job.middleware IS NOT NULL THEN
-                        v_run.overlap_expire_after := v_admit.held_expire_after;  -- this job's admission, above
-                    END IF;
-                    RETURN NEXT v_run;
-                END LOOP;
-            END IF;
-            -- A pass that left jobs waiting for a busy window ends this queue's turn: the
-            -- next pass would walk past the same key's jobs again.
-            EXIT WHEN v_busy OR (v_whole AND v_picked < v_want AND v_load.first_id IS NULL) OR v_left <= 0;
+            EXIT WHEN coalesce(cardinality(v_pick.tids), 0) = 0;
+            v_batch := pgq._admission(pgq._pickup_checks(v_pick, v_base, v_now, v_lease, reserve.worker, reserve.default_tries),
+                                      v_now, reserve.worker);
+            RETURN QUERY SELECT * FROM pgq._take_rows(v_batch.slot, v_batch.tids, v_batch.tokens, v_batch.held,
+                                                      v_batch.expire, v_now, v_lease, reserve.worker);
+            GET DIAGNOSTICS v_taken = ROW_COUNT;
+            v_left := v_left - v_taken;
+            RETURN QUERY SELECT * FROM unnest(v_batch.reports);
+            v_skip := v_skip || v_batch.turned;
+            EXIT WHEN v_batch.busy OR v_pick.last OR v_left <= 0;
         END LOOP;
-
-        -- The marks of this queue move up to its first waiting job of each priority,
-        -- locked by another reserve or not: that reserve may roll back.
-        IF v_qm -> 'p' IS NULL THEN
-            -- The first time, by walking the queue.
-            v_qm := jsonb_set(coalesce(v_qm, '{}'), '{p}', coalesce((
-                SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
-                FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
-                      FROM pgq.jobs p
-                      WHERE p.queue = v_queue AND p.reserved_at IS NULL
-                      ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
-        ELSE
-            -- A priority with no waiting job left is dropped: a new one comes back
-            -- through pgq._marks_since.
-            v_qm := jsonb_set(v_qm, '{p}', coalesce((
-                SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
-                FROM jsonb_each(v_qm -> 'p') m
-                CROSS JOIN LATERAL (
-                    SELECT p.available_at, p.id
-                    FROM pgq.jobs p
-                    WHERE p.queue = v_queue
-                      AND p.priority = m.key::int
-                      AND p.reserved_at IS NULL
-                      AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
-                    ORDER BY p.available_at, p.id
-                    LIMIT 1) f), '{}'));
-        END IF;
-        v_marks := jsonb_set(v_marks, ARRAY[v_queue], v_qm);
+        v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
-    PERFORM pgq._marks_keep(v_marks, v_snap);
+    PERFORM pgq._pick_end(v_cursor);
 END;
-$_$;
+$$;
 
 
 --
 -- Name: FUNCTION reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid) IS 'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
+COMMENT ON FUNCTION pgq.reserve(worker text, queues text[], max integer, default_tries integer, as_of timestamp with time zone, call uuid) IS 'Worker protocol: sweeps expired leases, reserves up to max jobs from the queues in order (SKIP LOCKED), applies the pickup checks (cancel, debounce, S12, middleware); returns runnable jobs with fresh lease tokens, and the others with pickup set.';
 
 
 --
@@ -6649,24 +7114,17 @@ CREATE FUNCTION pgq.run_now(uuid uuid) RETURNS boolean
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_queue text;
+    v_job pgq.jobs := pgq._job_for_update(run_now.uuid);
 BEGIN
-    PERFORM pgq._load_job_to_row(run_now.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
-    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
-    -- under the second statement's snapshot (S80).
-    FOR i IN 1 .. 2 LOOP
-        UPDATE pgq.jobs j
-        SET available_at = least(j.available_at, now()),
-            wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
-        WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
-        RETURNING j.queue INTO v_queue;
-        EXIT WHEN v_queue IS NOT NULL;
-    END LOOP;
-    IF v_queue IS NULL THEN
+    IF v_job.id IS NULL OR v_job.reserved_at IS NOT NULL THEN
         RETURN false;
     END IF;
-    PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
-    PERFORM pg_notify('pgq_jobs', v_queue);
+    UPDATE pgq.jobs j
+    SET available_at = least(j.available_at, now()),
+        wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
+    WHERE j.uuid = v_job.uuid;
+    PERFORM pgq._record_action('run_now', v_job.uuid, v_job.queue);
+    PERFORM pg_notify('pgq_jobs', v_job.queue);
     RETURN true;
 END;
 $$;
@@ -6918,7 +7376,7 @@ CREATE FUNCTION pgq.unreserve(call uuid, as_of timestamp with time zone DEFAULT 
     AS $$
 DECLARE
     v_now   timestamptz := coalesce(unreserve.as_of, now());
-    v_base  text := left(unreserve.call::text, 24);
+    v_range record := pgq._lease_call_range(unreserve.call);
     v_job   pgq.jobs;
     v_count int := 0;
 BEGIN
@@ -6928,7 +7386,7 @@ BEGIN
     FOR v_job IN
         SELECT * FROM pgq.jobs j
         WHERE j.reserved_until IS NOT NULL
-          AND j.lease_token BETWEEN (v_base || '000000000000')::uuid AND (v_base || 'ffffffffffff')::uuid
+          AND j.lease_token BETWEEN v_range.lo AND v_range.hi
         FOR UPDATE SKIP LOCKED
     LOOP
         PERFORM pgq._give_back(v_job, 'the answer of its reserve call was lost: the worker never ran it', v_now, false);
@@ -7016,7 +7474,7 @@ UNION ALL
 -- Name: VIEW _live_counted; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';
+COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting per queue: a row per row of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';
 
 
 --
@@ -7379,91 +7837,12 @@ ALTER TABLE pgq.job_ends ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
--- Name: load_jobs; Type: VIEW; Schema: pgq; Owner: -
---
-
-CREATE VIEW pgq.load_jobs AS
- SELECT (((l.first_id + l.next) + p.o) - 1) AS id,
-    ((c.head || lpad(to_hex((((c.base + l.next) + p.o) - 1)), 12, '0'::text)))::uuid AS uuid,
-    l.job,
-    l.queue,
-    l.priority,
-    l.handler,
-    l.tries,
-    l.backoff,
-    l.max_exceptions,
-    l.timeout,
-    l.fail_on_timeout,
-    l.retry_until,
-    l.available_at,
-    l.created_at,
-    p.payload,
-    l.slot,
-    l.first_uuid AS chunk,
-    (l.first_id + l.next) AS sort_id
-   FROM ((pgq.loads l
-     CROSS JOIN LATERAL ( SELECT "left"((l.first_uuid)::text, 24) AS head,
-            ((('x'::text || "right"((l.first_uuid)::text, 12)))::bit(48))::bigint AS base) c)
-     CROSS JOIN LATERAL pgq._load_payloads(l.payloads, (l.next + 1), l.n) p(payload, o));
-
-
---
--- Name: VIEW load_jobs; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
-
-
---
 -- Name: job_settings; Type: VIEW; Schema: pgq; Owner: -
 --
 
 CREATE VIEW pgq.job_settings AS
- SELECT j.uuid,
-        CASE
-            WHEN (j.reserved_at IS NOT NULL) THEN 'running'::text
-            WHEN (j.available_at <= now()) THEN 'ready'::text
-            WHEN (j.attempts = 0) THEN 'scheduled'::text
-            ELSE 'retrying'::text
-        END AS state,
-    j.job,
-    j.queue,
-    j.priority,
-    j.handler,
-    j.tries,
-    j.backoff,
-    j.max_exceptions,
-    j.timeout,
-    j.fail_on_timeout,
-    j.retry_until,
-    j.unique_key,
-    j.unique_until,
-    j.debounce_key,
-    j.middleware,
-    j.attempts,
-    j.exceptions,
-    j.lease_expiries,
-    j.interruptions,
-    j.turn_aways,
-    j.last_exception_attempt,
-    j.last_exception,
-    j.wait_reason,
-    j.available_at,
-    j.reserved_by AS worker,
-    j.reserved_at,
-    j.started_at,
-    j.reserved_until AS lease_until,
-    j.cancel_requested_at,
-    j.cancel_requested_by,
-    j.created_at AS dispatched_at,
-    NULL::uuid AS chunk
-   FROM pgq.jobs j
-UNION ALL
  SELECT l.uuid,
-        CASE
-            WHEN (l.available_at <= now()) THEN 'ready'::text
-            ELSE 'scheduled'::text
-        END AS state,
+    l.state,
     l.job,
     l.queue,
     l.priority,
@@ -7474,28 +7853,27 @@ UNION ALL
     l.timeout,
     l.fail_on_timeout,
     l.retry_until,
-    NULL::text AS unique_key,
-    NULL::text AS unique_until,
-    NULL::text AS debounce_key,
-    NULL::jsonb AS middleware,
-    0 AS attempts,
-    0 AS exceptions,
-    0 AS lease_expiries,
-    0 AS interruptions,
-    '{}'::jsonb AS turn_aways,
-    NULL::integer AS last_exception_attempt,
-    NULL::text AS last_exception,
-    'dispatched'::text AS wait_reason,
+    l.unique_key,
+    l.unique_until,
+    l.debounce_key,
+    l.middleware,
+    l.attempts,
+    l.exceptions,
+    l.lease_expiries,
+    l.interruptions,
+    l.turn_aways,
+    l.last_exception_attempt,
+    l.last_exception,
+    l.wait_reason,
     l.available_at,
-    NULL::text AS worker,
-    NULL::timestamp with time zone AS reserved_at,
-    NULL::timestamp with time zone AS started_at,
-    NULL::timestamp with time zone AS lease_until,
-    NULL::timestamp with time zone AS cancel_requested_at,
-    NULL::text AS cancel_requested_by,
-    l.created_at AS dispatched_at,
-    l.chunk
-   FROM pgq.load_jobs l;
+    l.reserved_by AS worker,
+    l.reserved_at,
+    l.started_at,
+    l.reserved_until AS lease_until,
+    l.cancel_requested_at,
+    l.cancel_requested_by,
+    l.created_at AS dispatched_at
+   FROM pgq.live_jobs l;
 
 
 --
@@ -8356,11 +8734,8 @@ CREATE VIEW pgq.queue_stats AS
    FROM (( SELECT queues.name AS queue
            FROM pgq.queues
         UNION
-         SELECT DISTINCT jobs.queue
-           FROM pgq.jobs
-        UNION
-         SELECT DISTINCT loads.queue
-           FROM pgq.loads
+         SELECT DISTINCT _live_counted.queue
+           FROM pgq._live_counted
         UNION
          SELECT DISTINCT failed_jobs.queue
            FROM pgq.failed_jobs) q
@@ -8380,50 +8755,26 @@ COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now
 --
 
 CREATE VIEW pgq.ready AS
-( SELECT j.queue,
-    j.priority,
-    j.id,
-    j.uuid,
-    j.job,
-    j.attempts,
-    j.available_at,
-    (now() - j.available_at) AS waiting_for,
-    j.wait_reason,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
-            ELSE NULL::jsonb
-        END AS payload,
-    NULL::uuid AS chunk,
-    j.id AS sort_id
-   FROM pgq.jobs j
-  WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))
-  ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
-UNION ALL
-( SELECT l.queue,
+ SELECT l.queue,
     l.priority,
     l.id,
     l.uuid,
     l.job,
-    0 AS attempts,
+    l.attempts,
     l.available_at,
     (now() - l.available_at) AS waiting_for,
-    'dispatched'::text AS wait_reason,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN l.payload
-            ELSE NULL::jsonb
-        END AS payload,
-    l.chunk,
+    l.wait_reason,
+    l.payload,
     l.sort_id
-   FROM pgq.load_jobs l
-  WHERE (l.available_at <= now())
-  ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
+   FROM pgq.live_jobs l
+  WHERE ((l.reserved_at IS NULL) AND (l.available_at <= now()));
 
 
 --
 -- Name: VIEW ready; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue''s order by queue, priority DESC, available_at, sort_id, id.';
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now; ORDER BY queue, priority DESC, available_at, sort_id, id is the order the reserves take them in (S30).';
 
 
 --
@@ -8431,23 +8782,20 @@ COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk 
 --
 
 CREATE VIEW pgq.retrying AS
- SELECT j.queue,
-    j.id,
-    j.uuid,
-    j.job,
-    j.attempts,
-    j.tries,
-    j.wait_reason,
-    j.available_at,
-    (j.available_at - now()) AS due_in,
-    j.last_exception_attempt,
-    j.last_exception,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
-            ELSE NULL::jsonb
-        END AS payload
-   FROM pgq.jobs j
-  WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0));
+ SELECT l.queue,
+    l.id,
+    l.uuid,
+    l.job,
+    l.attempts,
+    l.tries,
+    l.wait_reason,
+    l.available_at,
+    (l.available_at - now()) AS due_in,
+    l.last_exception_attempt,
+    l.last_exception,
+    l.payload
+   FROM pgq.live_jobs l
+  WHERE ((l.reserved_at IS NULL) AND (l.available_at > now()) AND (l.attempts > 0));
 
 
 --
@@ -8480,22 +8828,19 @@ COMMENT ON TABLE pgq.roles IS 'The roles pgq grants to, by kind (pgq.Migrate wri
 --
 
 CREATE VIEW pgq.running AS
- SELECT j.queue,
-    j.id,
-    j.uuid,
-    j.job,
-    j.attempts,
-    j.reserved_by AS worker,
-    j.reserved_at,
-    j.started_at,
-    j.reserved_until AS lease_until,
-    (j.reserved_until < now()) AS lease_expired,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
-            ELSE NULL::jsonb
-        END AS payload
-   FROM pgq.jobs j
-  WHERE (j.reserved_at IS NOT NULL);
+ SELECT l.queue,
+    l.id,
+    l.uuid,
+    l.job,
+    l.attempts,
+    l.reserved_by AS worker,
+    l.reserved_at,
+    l.started_at,
+    l.reserved_until AS lease_until,
+    (l.reserved_until < now()) AS lease_expired,
+    l.payload
+   FROM pgq.live_jobs l
+  WHERE (l.reserved_at IS NOT NULL);
 
 
 --
@@ -8510,19 +8855,16 @@ COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until 
 --
 
 CREATE VIEW pgq.scheduled AS
- SELECT j.queue,
-    j.id,
-    j.uuid,
-    j.job,
-    j.available_at,
-    (j.available_at - now()) AS due_in,
-    j.created_at,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN j.payload
-            ELSE NULL::jsonb
-        END AS payload
-   FROM pgq.jobs j
-  WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0));
+ SELECT l.queue,
+    l.id,
+    l.uuid,
+    l.job,
+    l.available_at,
+    (l.available_at - now()) AS due_in,
+    l.created_at,
+    l.payload
+   FROM pgq.live_jobs l
+  WHERE ((l.reserved_at IS NULL) AND (l.available_at > now()) AND (l.attempts = 0));
 
 
 --
@@ -9456,7 +9798,7 @@ ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance;
 -- Name: jobs jobs_stamp_txid; Type: TRIGGER; Schema: pgq; Owner: -
 --
 
-CREATE TRIGGER jobs_stamp_txid BEFORE UPDATE ON pgq.jobs FOR EACH ROW WHEN ((new.reserved_at IS NULL)) EXECUTE FUNCTION pgq._stamp_txid();
+CREATE TRIGGER jobs_stamp_txid BEFORE UPDATE ON pgq.jobs FOR EACH ROW WHEN (((new.reserved_at IS NULL) OR ((old.reserved_at IS NOT NULL) AND (new.reserved_until IS DISTINCT FROM old.reserved_until)))) EXECUTE FUNCTION pgq._stamp_txid();
 
 
 --
@@ -9486,10 +9828,45 @@ GRANT USAGE ON SCHEMA pgq TO pgq_admin;
 
 
 --
+-- Name: FUNCTION _admission(p_batch pgq.reserve_batch, p_now timestamp with time zone, p_worker text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamp with time zone, p_worker text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) FROM PUBLIC;
 
 
 --
@@ -9734,6 +10111,13 @@ REVOKE ALL ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now times
 
 
 --
+-- Name: FUNCTION _handing_over(p_job pgq.jobs); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._handing_over(p_job pgq.jobs) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _handler_proc(p_handler text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -9753,6 +10137,13 @@ REVOKE ALL ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now t
 --
 
 REVOKE ALL ON FUNCTION pgq._job_ends_advance() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _job_for_update(p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._job_for_update(p_uuid uuid) FROM PUBLIC;
 
 
 --
@@ -9798,6 +10189,27 @@ REVOKE ALL ON FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_by
 
 
 --
+-- Name: FUNCTION _lease_base(p_call uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lease_base(p_call uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _load_chunk(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -9820,17 +10232,17 @@ REVOKE ALL ON FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_
 
 
 --
--- Name: FUNCTION _load_job_to_row(p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._load_job_to_row(p_uuid uuid) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _load_min(); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._load_min() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_offset(p_first uuid, p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) FROM PUBLIC;
 
 
 --
@@ -9842,17 +10254,24 @@ GRANT ALL ON FUNCTION pgq._load_payloads(p_payloads jsonb[], p_from integer, p_t
 
 
 --
--- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_tokens uuid[]); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._load_rows(p_load pgq.loads, p_from integer, p_count integer, p_slot smallint, p_now timestamp with time zone, p_lease integer, p_worker text, p_tokens uuid[]) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _load_split(p_uuid uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._load_take(p_load pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_token text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._load_split(p_uuid uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _load_unpacked(p_load pgq.loads, p_count integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) FROM PUBLIC;
 
 
 --
@@ -9882,27 +10301,6 @@ REVOKE ALL ON FUNCTION pgq._lock_ids(p_names text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgq._lock_space(p_space text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq._lock_space(p_space text) TO pgq_reader;
-
-
---
--- Name: FUNCTION _marks_keep(p_marks jsonb, p_snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._marks_keep(p_marks jsonb, p_snap pg_snapshot) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._marks_lower(p_marks jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._marks_since(p_queues text[], OUT marks jsonb, OUT snap pg_snapshot) FROM PUBLIC;
 
 
 --
@@ -9994,6 +10392,55 @@ REVOKE ALL ON FUNCTION pgq._overlap_ttl() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._overlap_until(p_since timestamp with time zone, p_now timestamp with time zone, p_expire_after integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_begin(p_queues text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_begin(p_queues text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_done(p_cursor jsonb, p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_end(p_cursor jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_end(p_cursor jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp with time zone, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp with time zone, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer) FROM PUBLIC;
 
 
 --
@@ -10146,10 +10593,45 @@ REVOKE ALL ON FUNCTION pgq._stamp_txid() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _take_chunk(p_chunk pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_base text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._take_chunk(p_chunk pgq.loads, p_want integer, p_now timestamp with time zone, p_lease integer, p_worker text, p_base text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _take_debounce(p_key text, p_token uuid, p_job uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) FROM PUBLIC;
 
 
 --
@@ -10171,6 +10653,13 @@ REVOKE ALL ON FUNCTION pgq._texts(p jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._timezone_problem(p_tz text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _token_id_mask(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._token_id_mask() FROM PUBLIC;
 
 
 --
@@ -10443,6 +10932,13 @@ GRANT ALL ON FUNCTION pgq.heartbeat(uuids uuid[], tokens uuid[], as_of timestamp
 
 REVOKE ALL ON FUNCTION pgq.job_batch(job uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.job_batch(job uuid) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION live_job(uuid uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.live_job(uuid uuid) FROM PUBLIC;
 
 
 --

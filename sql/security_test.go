@@ -14,8 +14,10 @@ import (
 
 // invokers are the public functions that run with their caller's privileges on purpose:
 // run_sql_job runs a handler as the worker's login (S44), define_job resolves a handler
-// with the admin's privileges (S44). Everything else a role may call is SECURITY DEFINER.
-var invokers = map[string]bool{"run_sql_job": true, "define_job": true}
+// with the admin's privileges (S44), live_job reads pgq.live_jobs as its caller, so that
+// a payload shows only to a payload reader (S45). Everything else a role may call is
+// SECURITY DEFINER.
+var invokers = map[string]bool{"run_sql_job": true, "define_job": true, "live_job": true}
 
 // S46: every function in schema pgq pins its search_path, every public one is SECURITY
 // DEFINER, and PUBLIC has nothing on the schema, its tables or its functions.

@@ -292,15 +292,54 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 }
 
 const dashboardJobGet = `-- name: DashboardJobGet :one
-SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at, chunk FROM pgq.job_settings s
-WHERE s.uuid = $1::uuid AND s.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1::uuid))
+SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
+       l.fail_on_timeout, l.retry_until, l.unique_key, l.unique_until, l.debounce_key, l.middleware,
+       l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
+       l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
+       l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+FROM pgq.live_job($1::uuid) l
 `
 
-// One live job's settings and state (no payload); the chunk condition reads the one
-// chunk of pgq.loads that may hold it (S85).
-func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJobSetting, error) {
+type DashboardJobGetRow struct {
+	Uuid                 uuid.UUID
+	State                string
+	Job                  string
+	Queue                string
+	Priority             int32
+	Handler              interface{}
+	Tries                *int32
+	Backoff              []int32
+	MaxExceptions        *int32
+	Timeout              *int32
+	FailOnTimeout        bool
+	RetryUntil           *time.Time
+	UniqueKey            *string
+	UniqueUntil          *string
+	DebounceKey          *string
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	Interruptions        int32
+	TurnAways            json.RawMessage
+	LastExceptionAttempt *int32
+	LastException        *string
+	WaitReason           string
+	AvailableAt          time.Time
+	Worker               *string
+	ReservedAt           *time.Time
+	StartedAt            *time.Time
+	LeaseUntil           *time.Time
+	CancelRequestedAt    *time.Time
+	CancelRequestedBy    *string
+	DispatchedAt         time.Time
+}
+
+// One live job's settings and state (no payload): pgq.job_settings's columns, for one job.
+func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*DashboardJobGetRow, error) {
 	row := q.db.QueryRow(ctx, dashboardJobGet, argUuid)
-	var i PgqJobSetting
+	var i DashboardJobGetRow
 	err := row.Scan(
 		&i.Uuid,
 		&i.State,
@@ -334,7 +373,6 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJ
 		&i.CancelRequestedAt,
 		&i.CancelRequestedBy,
 		&i.DispatchedAt,
-		&i.Chunk,
 	)
 	return &i, err
 }
@@ -366,18 +404,14 @@ func (q *Queries) DashboardJobNames(ctx context.Context) ([]string, error) {
 
 const dashboardJobPayload = `-- name: DashboardJobPayload :many
 SELECT p.payload::jsonb AS payload FROM (
-    SELECT r.payload FROM pgq.ready r
-    WHERE r.uuid = $1::uuid AND r.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1::uuid))
-    UNION ALL SELECT s.payload FROM pgq.scheduled s WHERE s.uuid = $1::uuid
-    UNION ALL SELECT t.payload FROM pgq.retrying t WHERE t.uuid = $1::uuid
-    UNION ALL SELECT n.payload FROM pgq.running n WHERE n.uuid = $1::uuid
+    SELECT l.payload FROM pgq.live_job($1::uuid) l
     UNION ALL SELECT f.payload FROM pgq.failed f WHERE f.uuid = $1::uuid
 ) p
 LIMIT 1
 `
 
-// One job's payload, through the views for psql (so it is hidden wherever they hide it):
-// no row when the job is neither live nor failed.
+// One job's payload, as pgq.live_jobs and pgq.failed show it (hidden wherever they hide
+// it): no row when the job is neither live nor failed.
 func (q *Queries) DashboardJobPayload(ctx context.Context, argUuid uuid.UUID) ([]json.RawMessage, error) {
 	rows, err := q.db.Query(ctx, dashboardJobPayload, argUuid)
 	if err != nil {
@@ -440,7 +474,7 @@ const dashboardLockList = `-- name: DashboardLockList :many
 SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.worker,
        coalesce(s.job, f.job, '')::text AS job, (s.uuid IS NOT NULL)::boolean AS live, (f.uuid IS NOT NULL)::boolean AS failed
 FROM pgq.locks l
-LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid AND s.chunk IS NULL  -- a locked job is never in a chunk (S85)
+LEFT JOIN LATERAL pgq.live_job(l.job_uuid) s ON true
 LEFT JOIN pgq.failed_job_settings f ON f.uuid = l.job_uuid
 WHERE l.kind = $1::text
   AND ($2::text IS NULL OR l.key > $2::text)
@@ -694,12 +728,10 @@ type DashboardReadyListRow struct {
 
 // Ready jobs in the order workers take them: queue, priority (high first), available_at,
 // id; after the row (after_queue, after_priority, after_at, after_id). Sorted with
-// sort_id before id, the same order, which pgq.ready gives from jobs_reserve_idx and
-// loads_queue_idx: a page expands the chunks of pgq.loads it shows, not all (S85).
-// after_sort is the sort_id of the row: no job after it has a smaller one in its
-// queue, priority and available_at (a chunk's sort_id only grows, and a chunk before
-// it holds only smaller ids), so that condition skips the chunks before the page
-// without expanding them.
+// sort_id before id, the same order, which pgq.ready reads through the queue's indexes
+// (pgq.live_jobs). after_sort is the sort_id of the row: no job after it has a smaller
+// one in its queue, priority and available_at, so that condition skips what comes
+// before the page without reading it.
 func (q *Queries) DashboardReadyList(ctx context.Context, arg DashboardReadyListParams) ([]*DashboardReadyListRow, error) {
 	rows, err := q.db.Query(ctx, dashboardReadyList,
 		arg.Queue,

@@ -402,7 +402,6 @@ type PgqJobSetting struct {
 	CancelRequestedAt    *time.Time
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
-	Chunk                *uuid.UUID
 }
 
 // The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.
@@ -693,13 +692,56 @@ type PgqLimit struct {
 	LastException *string
 }
 
-// Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).
+// Live jobs for counting per queue: a row per row of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).
 type PgqLiveCounted struct {
 	Queue       string
 	ReservedAt  *time.Time
 	AvailableAt time.Time
 	Attempts    int32
 	N           int64
+}
+
+// Every live job (waiting or running) with its frozen settings, counters and state, however it is kept; payload for payload readers only. One job: pgq.live_job(uuid).
+type PgqLiveJob struct {
+	Uuid                 uuid.UUID
+	ID                   int64
+	Job                  string
+	Queue                string
+	Priority             int32
+	State                string
+	Payload              json.RawMessage
+	Handler              interface{}
+	Tries                *int32
+	Backoff              []int32
+	MaxExceptions        *int32
+	Timeout              *int32
+	FailOnTimeout        bool
+	RetryUntil           *time.Time
+	UniqueKey            *string
+	UniqueUntil          *string
+	DebounceKey          *string
+	Middleware           json.RawMessage
+	Attempts             int32
+	Exceptions           int32
+	LeaseExpiries        int32
+	Interruptions        int32
+	TurnAways            json.RawMessage
+	LastExceptionAttempt *int32
+	LastException        *string
+	WaitReason           string
+	AvailableAt          time.Time
+	CreatedAt            time.Time
+	ReservedBy           *string
+	ReservedAt           *time.Time
+	StartedAt            *time.Time
+	ReservedUntil        *time.Time
+	CancelRequestedAt    *time.Time
+	CancelRequestedBy    *string
+	BatchID              *uuid.UUID
+	ChainID              *uuid.UUID
+	ChainStep            *int32
+	SortID               int64
+	Chunk                *uuid.UUID
 }
 
 // Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.
@@ -1001,7 +1043,7 @@ type PgqRateLimitWindow struct {
 	Hits        int32
 }
 
-// Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue's order by queue, priority DESC, available_at, sort_id, id.
+// Jobs a worker may reserve now; ORDER BY queue, priority DESC, available_at, sort_id, id is the order the reserves take them in (S30).
 type PgqReady struct {
 	Queue       string
 	Priority    int32
@@ -1013,7 +1055,6 @@ type PgqReady struct {
 	WaitingFor  int32
 	WaitReason  string
 	Payload     interface{}
-	Chunk       *uuid.UUID
 	SortID      int64
 }
 

@@ -141,7 +141,7 @@ DECLARE
     v_head  text := substr(v_ms, 1, 8) || '-' || substr(v_ms, 9, 4) || '-7' || substr(v_rand, 1, 3)
                     || '-8' || substr(v_rand, 4, 3) || '-';
     -- 47 random bits, so that the count never carries out of the last group: a chunk of
-    -- pgq.loads finds its jobs' uuids by adding to its first one's (21_storage_loads.sql).
+    -- a bulk dispatch finds its jobs' uuids by adding to its first one's.
     v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid

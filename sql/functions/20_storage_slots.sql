@@ -15,43 +15,6 @@
 -- older one loses is the rows of jobs that have ended since it was taken (a REPEATABLE
 -- READ report counting jobs, say), never a job that is still waiting or running.
 
--- pgq._slot: the slot new jobs go to.
-CREATE OR REPLACE FUNCTION pgq._slot() RETURNS smallint
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
-
-COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
-
--- pgq._token_slot: the slot a lease token names: pgq.reserve writes the job's slot as
--- the first hex digit of the token's last group (the high half of its byte 10), and a
--- reserved job never changes slot. NULL for a token pgq did not issue. IMMUTABLE, so
--- that a statement planned for its token reads, and locks, that one slot.
-CREATE OR REPLACE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT CASE WHEN get_byte(uuid_send(p_token), 10) >> 4 <= 3 THEN (get_byte(uuid_send(p_token), 10) >> 4)::smallint END $$;
-
-COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names (the first hex digit of its last group); NULL for a token pgq did not issue.';
-
--- pgq._token_slots: the slots these lease tokens name, each once, in order, as four
--- elements (NULL past the last). A statement that compares slot with the four prunes
--- the other partitions when it runs, under a generic plan too: slot = ANY (array) does
--- not. The test of pgq._token_slot is written out: a call per token costs ten times
--- the rest.
-CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
-                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
-           || '{NULL,NULL,NULL,NULL}'::smallint[];
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._token_slots(uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
-
 -- pgq._slot_written_since: whether a row of slot p_slot was written by a transaction
 -- that p_snap did not see. Every row of pgq.jobs carries the transaction that inserted
 -- it, or that last made it waiting or reserved it (txid: column default, trigger,
@@ -390,10 +353,3 @@ ORDER BY s.slot;
 
 COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot''s part of pgq.loads (bytes), and the statistics'' live and dead row counts of pgq.jobs.';
 
--- pgq._overlap_gen: the generation of pgq.overlap_locks new leases go to (S81).
-CREATE OR REPLACE FUNCTION pgq._overlap_gen() RETURNS smallint
-LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
-
-COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';

@@ -1,20 +1,24 @@
--- Storage: loads (S85): the jobs of a bulk dispatch kept as chunks of pgq.loads until a reserve
--- takes them (migration 00023, docs/design/loads.md).
+-- Storage, internal: loads (S85), the jobs of a bulk dispatch kept as chunks of
+-- pgq.loads until a reserve takes them. Only the files 20-29 know them: the rest of pgq
+-- sees a chunk's jobs as live jobs like any other (29_storage.sql).
 --
 -- A dispatch of pgq._load_min() payloads or more, of plain jobs (no delay, unique or
 -- debounce settings, middleware, batch or chain), writes one pgq.loads row per 1,024
 -- jobs instead of a pgq.jobs row per job. Every job keeps what a row would give it: its
 -- uuid (returned by the dispatch), its id and its place in the queue's order, its
--- frozen settings. The jobs of a chunk are waiting jobs like any other: the views list
--- and count them, pgq.cancel and pgq.run_now act on them. A job leaves its chunk once,
--- as a row of pgq.jobs: reserved by pgq.reserve (pgq._load_take), or waiting
--- (pgq._load_job_to_row) for an operation on that one job. It never goes back.
+-- frozen settings. A job leaves its chunk once, as a row of pgq.jobs: reserved by a
+-- reserve (pgq._take_chunk), waiting for an operation on that one job
+-- (pgq._load_split), or waiting for the pickup checks to fail it when its deadline
+-- passed before a reserve came to it (pgq._pick). It never goes back.
+--
+-- A chunk's jobs have consecutive ids (pgq.jobs_id_seq steps by 1,024: one number per
+-- chunk) and consecutive uuids (pgq._uuid7s counts up in their last 48 bits). Jobs
+-- first_id .. first_id + next - 1 have left the chunk; next .. n - 1 are still in it.
 
 -- pgq._load_min: the fewest payloads of a dispatch that make a load: the setting
 -- pgq.load_min (ALTER DATABASE … SET pgq.load_min = 500, say; 0: never), 1,000 when it
--- is not set. A chunk pays for itself at about a reserve's size: each pass of a reserve
--- takes one chunk, and with a producer at 20,000 jobs/s in calls of 100 the worker fell
--- behind on chunks of 100 where it kept up on rows (bench/RESULTS.md, issue 19). Raises
+-- is not set. A chunk pays for itself at about a reserve's size: a pass of a reserve
+-- takes from one chunk, so chunks much smaller than a reserve cost it passes. Raises
 -- 22023 for a setting that is not a whole number.
 CREATE OR REPLACE FUNCTION pgq._load_min() RETURNS int
 LANGUAGE plpgsql STABLE
@@ -53,84 +57,65 @@ $$;
 
 COMMENT ON FUNCTION pgq._load_uuid(uuid, int) IS 'The uuid of the job p_offset places after the one whose uuid is p_first, in a chunk of pgq.loads.';
 
+-- pgq._load_offset: how many places after p_first the job p_uuid is, if both are of one
+-- dispatch (the same first twelve bytes); NULL otherwise.
+CREATE OR REPLACE FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
+                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END
+$$;
+
+COMMENT ON FUNCTION pgq._load_offset(uuid, uuid) IS 'How many places after p_first the job p_uuid is in a chunk of pgq.loads, NULL when they are not of one dispatch.';
+
 -- pgq._load_dispatch: writes the jobs of one dispatch as chunks of pgq.loads: p_job
--- holds their frozen settings and slot (pgq._dispatch), p_uuids the uuid of each
--- payload, from one pgq._uuid7s call (so a chunk's uuids count up from its first).
+-- holds their frozen settings and slot, p_uuids the uuid of each payload, from one
+-- pgq._uuid7s call (so a chunk's uuids count up from its first). One pass over the
+-- payloads, each to the chunk of its position: the time is linear in their number (a
+-- slice of the array per chunk would walk it from its start each time). The chunks
+-- get their ids in payload order.
 CREATE OR REPLACE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_k int := pgq._load_chunk();
-    v_n int := cardinality(p_payloads);
-    v_from int := 1;
 BEGIN
-    WHILE v_from <= v_n LOOP
-        INSERT INTO pgq.loads
-            (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, payloads, slot)
-        VALUES (nextval('pgq.jobs_id_seq'), p_uuids[v_from], least(v_k, v_n - v_from + 1), p_job.job, p_job.queue,
-                p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
-                p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
-                CASE WHEN v_n <= v_k THEN p_payloads ELSE p_payloads[v_from : v_from + v_k - 1] END, p_job.slot);
-        v_from := v_from + v_k;
-    END LOOP;
+    INSERT INTO pgq.loads
+        (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
+         fail_on_timeout, retry_until, available_at, payloads, slot)
+    SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
+           p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+    FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
+                 array_agg(u.payload ORDER BY u.n) AS payloads
+          FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
+          GROUP BY 1
+          ORDER BY 1) c;  -- nextval in the outer query, which keeps this order
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._load_dispatch(pgq.jobs, jsonb[], uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads (S85).';
+COMMENT ON FUNCTION pgq._load_dispatch(pgq.jobs, jsonb[], uuid[]) IS 'Writes the jobs of one plain dispatch as chunks of pgq.loads, in time linear in their number (S85).';
 
--- pgq._load_take: pgq.reserve's pickup of a chunk that it holds locked (FOR UPDATE):
--- its next p_want jobs become rows of pgq.jobs in the current slot, reserved for
--- p_worker with their attempt counted and lease tokens built as pgq.reserve builds them
--- (S5, S14), and the chunk gives them up (deleted once it has none left). No pickup
--- check applies to them (no cancel request, debounce, middleware, until-processing lock
--- or batch; a first attempt), except a deadline (S12): jobs whose retry_until has
--- passed become waiting rows instead, for the reserve's one-by-one path to fail. Returns
--- the reserved jobs in order.
-CREATE OR REPLACE FUNCTION pgq._load_take(
-    p_load pgq.loads, p_want int, p_now timestamptz, p_lease int, p_worker text, p_token text
-) RETURNS SETOF pgq.reservation
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_k    int := least(p_want, p_load.n - p_load.next);
-    v_late boolean := p_load.retry_until IS NOT NULL AND p_now > p_load.retry_until;
-BEGIN
-    IF p_load.next + v_k = p_load.n THEN
-        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
-    ELSE
-        UPDATE pgq.loads l SET next = l.next + v_k WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
-    END IF;
-    RETURN QUERY
-    SELECT * FROM pgq._load_rows(p_load, p_load.next + 1, v_k, pgq._slot(), p_now, p_lease,
-                                 CASE WHEN NOT v_late THEN p_worker END, p_token);
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._load_take(pgq.loads, int, timestamptz, int, text, text) IS
-    'pgq.reserve''s pickup of a locked chunk of pgq.loads: its next jobs become reserved rows of pgq.jobs (waiting ones when their deadline passed); returns the reserved ones in order (S85).';
-
--- pgq._load_rows: jobs p_from .. p_from + p_count - 1 of a chunk as rows of pgq.jobs in
--- slot p_slot, as they were dispatched: reserved for p_worker at p_now, their attempt
--- counted and lease tokens built as pgq.reserve builds them, and returned in order; or,
--- with p_worker NULL, waiting, and none returned. The caller has taken them out of the
--- chunk.
+-- pgq._load_rows: jobs p_from .. p_from + p_count - 1 of a chunk (counted from 1) as
+-- rows of pgq.jobs in slot p_slot, as they were dispatched: reserved for p_worker at
+-- p_now for p_lease seconds with their attempt counted and the lease tokens given (one
+-- per job, in order); or, with p_worker NULL, waiting. Returns each row's ctid and id,
+-- and the reservation of a reserved one, in order. The caller has taken them out of
+-- the chunk.
 CREATE OR REPLACE FUNCTION pgq._load_rows(
     p_load pgq.loads, p_from int, p_count int, p_slot smallint,
-    p_now timestamptz, p_lease int, p_worker text, p_token text
-) RETURNS SETOF pgq.reservation
+    p_now timestamptz, p_lease int, p_worker text, p_tokens uuid[]
+) RETURNS TABLE (row_tid tid, row_id bigint, reserved pgq.reservation)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    -- pgq._load_uuid written out, its chunk's part computed once: a call per job cost
-    -- 3.7 µs (a function with a SET clause is never inlined), a fifth of a reserve's
-    -- time per job taken from a chunk.
+    -- pgq._load_uuid written out, with its chunk's part computed once: a function with
+    -- a SET clause is never inlined, and a call per job would cost more than the rest.
     v_head text := left(p_load.first_uuid::text, 24);
     v_base bigint := ('x' || right(p_load.first_uuid::text, 12))::bit(48)::bigint;
+    v_run  boolean := p_worker IS NOT NULL;
 BEGIN
     RETURN QUERY
     WITH made AS (
@@ -141,76 +126,73 @@ BEGIN
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
-               CASE WHEN p_worker IS NULL THEN 0 ELSE 1 END, CASE WHEN p_worker IS NOT NULL THEN p_now END,
-               CASE WHEN p_worker IS NOT NULL THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN p_worker IS NOT NULL
-                    THEN (p_token || p_slot || lpad(to_hex((p_load.first_id + p.i - 1) & 17592186044415), 11, '0'))::uuid END,
-               CASE WHEN p_worker IS NOT NULL THEN p_now END, p_slot
-        FROM (SELECT u.payload, p_from - 1 + u.o::int AS i
+               CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
+               CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+        FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
-        RETURNING pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload, pgq.jobs.priority, pgq.jobs.attempts,
-                  pgq.jobs.tries, pgq.jobs.handler::text AS handler, pgq.jobs.timeout, pgq.jobs.lease_token,
-                  pgq.jobs.reserved_at, pgq.jobs.reserved_until, pgq.jobs.created_at, pgq.jobs.id
+        RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
+                  pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
+                  pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
+                  pgq.jobs.created_at
     )
-    SELECT r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
-           r.lease_token, r.reserved_at, r.reserved_until, NULL::text[], r.created_at,
-           NULL::pgq.pickup, NULL::text, NULL::text, NULL::int
+    SELECT r.ctid, r.id,
+           CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
+                                     r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
+                                     NULL, NULL, NULL, NULL)::pgq.reservation END
     FROM made r
-    WHERE r.reserved_at IS NOT NULL
     ORDER BY r.id;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, int, text, text) IS
-    'Jobs of a chunk of pgq.loads as rows of pgq.jobs, as dispatched: reserved (returned in order), or waiting with no worker given (S85).';
+COMMENT ON FUNCTION pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, int, text, uuid[]) IS
+    'Jobs of a chunk of pgq.loads as rows of pgq.jobs, as dispatched: reserved with the tokens given, or waiting; returns their ctids, ids and reservations in order (S85).';
 
--- pgq._load_chunk_of: the first_uuid of the chunk of pgq.loads whose jobs' uuids
--- include p_uuid (through loads_uuid_idx: the chunk with the greatest first_uuid up to
--- it, if p_uuid is one of its n), NULL when none does. The job may have become a row
--- already (its place is next or before). What a lookup of one job in a view that lists
--- chunk jobs filters on: WHERE uuid = $1 AND chunk IS NOT DISTINCT FROM
--- (SELECT pgq._load_chunk_of($1)) reads the chunks' rows and expands only that chunk
--- (NULL, for a row, expands none). SECURITY DEFINER: the reader role reads jobs through views, and
--- this tells it no more than they do.
+-- pgq._load_chunk_of: the first_uuid of the chunk of pgq.loads that holds the job with
+-- uuid p_uuid, through loads_uuid_idx (the chunk with the greatest first_uuid up to it,
+-- if p_uuid is one of its jobs still in it); NULL when no chunk holds it (a row, or no
+-- live job). SECURITY DEFINER: pgq.live_job calls it as the reader, and it tells no
+-- more than pgq.live_jobs does.
 CREATE OR REPLACE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
 LANGUAGE sql STABLE STRICT SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT c.first_uuid
-    FROM (SELECT l.first_uuid, l.n FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
-    WHERE left(c.first_uuid::text, 24) = left(p_uuid::text, 24)
-      AND ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(c.first_uuid::text, 12))::bit(48)::bigint < c.n
+    FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
+    WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1
 $$;
 
-COMMENT ON FUNCTION pgq._load_chunk_of(uuid) IS 'The first_uuid of the chunk of pgq.loads that holds (or held) the job with this uuid, NULL when none does (S85).';
+COMMENT ON FUNCTION pgq._load_chunk_of(uuid) IS 'The first_uuid of the chunk of pgq.loads that holds the job with this uuid, NULL when none does (S85).';
 
--- pgq._load_job_to_row: the job with this uuid leaves its chunk of pgq.loads, if it is
--- in one, as a waiting row of pgq.jobs in the current slot, for an operation on that
--- one job (pgq.cancel, pgq.run_now). The chunk keeps the jobs before it, and those
--- after it become a chunk of their own, in the same place in the queue. Waits for the
--- chunk's lock: a reserve taking the chunk now has the job once it commits. Returns
--- whether the job was in a chunk.
-CREATE OR REPLACE FUNCTION pgq._load_job_to_row(p_uuid uuid) RETURNS boolean
+-- pgq._load_split: the job with this uuid leaves its chunk of pgq.loads, if it is in
+-- one, as a waiting row of pgq.jobs in the current slot, for an operation on that one
+-- job. The chunk keeps the jobs before it, and those after it become a chunk of their
+-- own, in the same place in the queue. Waits for the chunk's lock: a reserve taking the
+-- chunk now has the job as a row once it commits. While this waits, other splits, a
+-- take or a move of the chunk may change it, any number of times: it looks again,
+-- under a new snapshot, until the chunk it holds holds the job or no chunk does.
+-- Returns whether the job was in a chunk.
+CREATE OR REPLACE FUNCTION pgq._load_split(p_uuid uuid) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_load pgq.loads;
-    v_rest pgq.loads;
-    v_i    int;  -- the job's place in its chunk, 1-based
+    v_chunk uuid;
+    v_load  pgq.loads;
+    v_rest  pgq.loads;
+    v_i     int;  -- the job's place in its chunk, from 1
 BEGIN
-    -- Twice: a chunk taken, split or moved while this waited for its lock is looked for
-    -- again under the second statement's snapshot.
-    FOR t IN 1 .. 2 LOOP
-        SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = pgq._load_chunk_of(p_uuid) FOR UPDATE;
-        v_i := (('x' || right(p_uuid::text, 12))::bit(48)::bigint
-                - ('x' || right(v_load.first_uuid::text, 12))::bit(48)::bigint)::int + 1;
-        EXIT WHEN v_i <= v_load.n;  -- in the chunk, or a row already (v_i <= next)
-        v_load := NULL;
+    LOOP
+        v_chunk := pgq._load_chunk_of(p_uuid);
+        IF v_chunk IS NULL THEN
+            RETURN false;
+        END IF;
+        SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = v_chunk FOR UPDATE;
+        IF FOUND THEN
+            v_i := pgq._load_offset(v_load.first_uuid, p_uuid) + 1;
+            EXIT WHEN v_i BETWEEN v_load.next + 1 AND v_load.n;
+        END IF;
     END LOOP;
-    IF v_load.first_uuid IS NULL OR v_i <= v_load.next THEN
-        RETURN false;
-    END IF;
     PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot(), NULL, NULL, NULL, NULL);
     IF v_i < v_load.n THEN  -- the jobs after it: a chunk of their own, as they were
         v_rest := v_load;
@@ -231,8 +213,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._load_job_to_row(uuid) IS
-    'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, for an operation on it; false when no chunk holds it (S85).';
+COMMENT ON FUNCTION pgq._load_split(uuid) IS
+    'Takes one job out of its chunk of pgq.loads as a waiting row of pgq.jobs, however often the chunk changes meanwhile; false when no chunk holds it (S85).';
 
 -- pgq._load_payloads: payloads p_from .. p_to of a chunk, each with its place from 1
 -- (o). unnest with what the planner needs: ROWS, as it takes an unnest of a column for
@@ -247,20 +229,18 @@ AS $$ SELECT * FROM unnest(p_payloads[p_from : p_to]) WITH ORDINALITY $$;
 COMMENT ON FUNCTION pgq._load_payloads(jsonb[], int, int) IS 'Payloads p_from .. p_to of a chunk of pgq.loads with their places from 1, for pgq.load_jobs (S85).';
 
 -- pgq.load_jobs: the jobs still in chunks of pgq.loads, one row each, as pgq.jobs
--- would hold them: waiting, never attempted. The views that list or count waiting jobs
--- read it beside pgq.jobs. Two columns serve those views' indexes, as no index serves a
--- condition on a computed uuid or id:
+-- would hold them: waiting, never attempted. pgq.live_jobs reads it beside pgq.jobs.
+-- Two columns serve its readers' indexes, as no index serves a condition on a computed
+-- uuid or id:
 -- * chunk, the chunk's first_uuid: a lookup by uuid that also asks for
---   chunk = pgq._load_chunk_of(uuid) expands one chunk through loads_uuid_idx (without
---   it, every chunk job: 0.4–0.8 s for a million jobs in chunks here);
+--   chunk = pgq._load_chunk_of(uuid) expands one chunk through loads_uuid_idx;
 -- * sort_id, the id of the chunk's first waiting job: between it and the chunk's last
 --   job no other job waits, so the queue's order is (queue, priority DESC,
 --   available_at, sort_id, id), with sort_id = id for a row, and loads_queue_idx gives
---   chunks in it (pgq.ready).
--- The uuid is pgq._load_uuid written out, with the chunk's part computed once: a call
--- per job made a lookup 3.4 s. The payloads are unnested (pgq._load_payloads), not
--- subscripted: each subscript of the stored array reads it whole (a payload filter
--- over a million chunk jobs took 3.3 s that way, 0.3 s this way).
+--   chunks in it.
+-- The uuid is pgq._load_uuid written out, with the chunk's part computed once. The
+-- payloads are unnested (pgq._load_payloads), not subscripted: each subscript of the
+-- stored array would read it whole.
 CREATE OR REPLACE VIEW pgq.load_jobs AS
 SELECT l.first_id + l.next + p.o - 1 AS id, (c.head || lpad(to_hex(c.base + l.next + p.o - 1), 12, '0'))::uuid AS uuid,
        l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout, l.fail_on_timeout,
@@ -273,14 +253,19 @@ CROSS JOIN LATERAL pgq._load_payloads(l.payloads, l.next + 1, l.n) p(payload, o)
 
 COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.';
 
--- pgq._live_counted: what the views that count live jobs per queue read: a row per job
--- of pgq.jobs and one per chunk of pgq.loads, n the jobs it stands for, with no
--- payload read.
-CREATE OR REPLACE VIEW pgq._live_counted AS
-SELECT j.queue, j.reserved_at, j.available_at, j.attempts, 1::bigint AS n
-FROM pgq.jobs j
-UNION ALL
-SELECT l.queue, NULL::timestamptz, l.available_at, 0, (l.n - l.next)::bigint
-FROM pgq.loads l;
+-- pgq._load_unpacked: the chunk, held locked by this transaction, gives up its next
+-- p_count jobs (deleted once it has none left); the caller makes them rows.
+CREATE OR REPLACE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count int) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_load.next + p_count = p_load.n THEN
+        DELETE FROM pgq.loads l WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    ELSE
+        UPDATE pgq.loads l SET next = l.next + p_count WHERE l.slot = p_load.slot AND l.first_uuid = p_load.first_uuid;
+    END IF;
+END;
+$$;
 
-COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting: a row per job of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';
+COMMENT ON FUNCTION pgq._load_unpacked(pgq.loads, int) IS 'A chunk of pgq.loads gives up its next jobs, which the caller makes rows (S85).';

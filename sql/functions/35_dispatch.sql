@@ -128,9 +128,11 @@ BEGIN
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
 
-    -- The frozen settings (S1), shared by every payload, and the slot they go to (S80).
-    v_job.slot := pgq._slot();
+    -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
+    v_job.batch_id := _dispatch.p_batch_id;
+    v_job.chain_id := _dispatch.p_chain_id;
+    v_job.chain_step := _dispatch.p_chain_step;
     v_job.queue := v_queue;
     v_job.priority := _dispatch.priority;
     v_job.handler := v_class.handler;
@@ -153,23 +155,7 @@ BEGIN
         -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
         -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        -- Many plain jobs are written as a load: a row per 1,024 of them (S85, 21_storage_loads.sql).
-        IF pgq._load_min() BETWEEN 1 AND cardinality(_dispatch.payloads)
-           AND coalesce(_dispatch.delay, interval '0') = interval '0' AND v_job.middleware IS NULL
-           AND _dispatch.p_batch_id IS NULL AND _dispatch.p_chain_id IS NULL THEN
-            PERFORM pgq._load_dispatch(v_job, _dispatch.payloads, v_uuids);
-            PERFORM pgq._notify(v_queue);
-            RETURN QUERY SELECT unnest(v_uuids);
-            RETURN;
-        END IF;
-        INSERT INTO pgq.jobs
-            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, available_at, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
-        SELECT p.uuid, v_job.job, v_job.queue, p.payload, v_job.priority, v_job.handler, v_job.tries, v_job.backoff,
-               v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until, v_job.available_at,
-               v_job.middleware, v_keys[p.n], _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot
-        FROM unnest(_dispatch.payloads, v_uuids) WITH ORDINALITY AS p(payload, uuid, n)
-        ORDER BY p.n;
+        PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
     ELSE
         v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
@@ -211,15 +197,7 @@ BEGIN
                 v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
                                                least(now() + v_debounce_for, v_burst + v_max_wait));
             END IF;
-            INSERT INTO pgq.jobs
-                (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-                 fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-                 debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
-            VALUES (v_job.uuid, v_job.job, v_job.queue, v_job.payload, v_job.priority, v_job.handler, v_job.tries,
-                    v_job.backoff, v_job.max_exceptions, v_job.timeout, v_job.fail_on_timeout, v_job.retry_until,
-                    v_job.available_at, v_job.unique_key, v_job.unique_token, v_job.unique_until,
-                    v_job.debounce_key, v_job.debounce_token, v_job.middleware, v_keys[i],
-                    _dispatch.p_batch_id, _dispatch.p_chain_id, _dispatch.p_chain_step, v_job.slot);
+            PERFORM pgq._store(v_job, ARRAY[v_payload], ARRAY[v_job.uuid], ARRAY[v_keys[i]]);
             RETURN NEXT v_job.uuid;
         END LOOP;
     END IF;

@@ -1,5 +1,27 @@
 -- Writing an attempt's outcome: history rows (S19), fencing (S15), failing for good (S17), turn-aways.
 
+-- pgq._as_reserved: the job as its pickup makes it: its attempt counted (S5), leased to
+-- p_worker from p_now for p_lease seconds with p_token (S14, S15), started. A reserve's
+-- stages record and end a picked job in this form before (or instead of) reserving its
+-- row, so its history says which attempt and lease it was.
+CREATE OR REPLACE FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamptz, p_lease int, p_worker text, p_token uuid)
+RETURNS pgq.jobs
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    p_job.attempts := p_job.attempts + 1;
+    p_job.reserved_at := p_now;
+    p_job.reserved_until := p_now + make_interval(secs => p_lease);
+    p_job.reserved_by := p_worker;
+    p_job.lease_token := p_token;
+    p_job.started_at := p_now;
+    RETURN p_job;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._as_reserved(pgq.jobs, timestamptz, int, text, uuid) IS 'A picked job as its reservation makes it (attempt counted, leased), for the reserve''s stages to record.';
+
 -- pgq._record: appends one attempt row for a job as it is now (S19).
 CREATE OR REPLACE FUNCTION pgq._record(
     p_job pgq.jobs, p_outcome text, p_now timestamptz,
@@ -154,8 +176,9 @@ $$;
 COMMENT ON FUNCTION pgq._bury(pgq.jobs, text, timestamptz) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
 
 -- pgq._turn_away: a middleware sent the job back before its handler ran: the attempt is
--- recorded as turned_away with the middleware's name, and the job waits delay seconds
--- (no exception, no backoff), or with dont_release is deleted without a failure (S27).
+-- recorded as turned_away with the middleware's name and counted (S5: p_job is the job
+-- as its pickup made it), and the job waits delay seconds (no exception, no backoff),
+-- or with dont_release is deleted without a failure (S27).
 CREATE OR REPLACE FUNCTION pgq._turn_away(
     p_job pgq.jobs, p_middleware text, p_note text, p_delay int, p_drop boolean, p_now timestamptz
 ) RETURNS void
@@ -180,7 +203,7 @@ BEGIN
         RETURN;
     END IF;
     UPDATE pgq.jobs j
-    SET available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+    SET attempts = p_job.attempts, available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
         turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
         reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
     WHERE j.uuid = p_job.uuid;

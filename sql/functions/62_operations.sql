@@ -9,24 +9,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_queue text;
+    v_job pgq.jobs := pgq._job_for_update(run_now.uuid);
 BEGIN
-    PERFORM pgq._load_job_to_row(run_now.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
-    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
-    -- under the second statement's snapshot (S80).
-    FOR i IN 1 .. 2 LOOP
-        UPDATE pgq.jobs j
-        SET available_at = least(j.available_at, now()),
-            wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
-        WHERE j.uuid = run_now.uuid AND j.reserved_at IS NULL
-        RETURNING j.queue INTO v_queue;
-        EXIT WHEN v_queue IS NOT NULL;
-    END LOOP;
-    IF v_queue IS NULL THEN
+    IF v_job.id IS NULL OR v_job.reserved_at IS NOT NULL THEN
         RETURN false;
     END IF;
-    PERFORM pgq._record_action('run_now', run_now.uuid, v_queue);
-    PERFORM pg_notify('pgq_jobs', v_queue);
+    UPDATE pgq.jobs j
+    SET available_at = least(j.available_at, now()),
+        wait_reason = CASE WHEN j.available_at > now() THEN 'run_now' ELSE j.wait_reason END
+    WHERE j.uuid = v_job.uuid;
+    PERFORM pgq._record_action('run_now', v_job.uuid, v_job.queue);
+    PERFORM pg_notify('pgq_jobs', v_job.queue);
     RETURN true;
 END;
 $$;

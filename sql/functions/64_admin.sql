@@ -13,15 +13,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_job pgq.jobs;
+    v_job pgq.jobs := pgq._job_for_update(cancel.uuid);
 BEGIN
-    PERFORM pgq._load_job_to_row(cancel.uuid);  -- a job of a bulk dispatch not reserved yet becomes a row (S85)
-    -- Twice: a job pgq.rotate moved to another slot while this waited for it is found
-    -- under the second statement's snapshot (S80).
-    FOR i IN 1 .. 2 LOOP
-        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = cancel.uuid FOR UPDATE;
-        EXIT WHEN v_job.id IS NOT NULL;
-    END LOOP;
     IF v_job.id IS NULL THEN
         RETURN NULL;
     END IF;

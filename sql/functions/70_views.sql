@@ -3,51 +3,39 @@
 -- members of every role, and migrate makes the owner one, for its SECURITY DEFINER
 -- functions): pgq_reader alone sees NULL (S45).
 
--- Each branch is in the queue's order (S30), so that a query that asks for it (ORDER BY
--- queue, priority DESC, available_at, sort_id, id) merges them through their indexes
--- and, of the jobs of bulk dispatches still in chunks (S85), expands only the chunks it
--- reads; sort_id (see pgq.load_jobs) is the job's id for a row. chunk is the job's chunk
--- of pgq.loads, NULL for a row: a lookup by uuid that adds
--- chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(uuid)) reads one chunk.
-CREATE OR REPLACE VIEW pgq.ready AS
-(SELECT j.queue, j.priority, j.id, j.uuid, j.job, j.attempts, j.available_at,
-        now() - j.available_at AS waiting_for, j.wait_reason,
-        CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload, NULL::uuid AS chunk, j.id AS sort_id
- FROM pgq.jobs j
- WHERE j.reserved_at IS NULL AND j.available_at <= now()
- ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
-UNION ALL
-(SELECT l.queue, l.priority, l.id, l.uuid, l.job, 0, l.available_at, now() - l.available_at, 'dispatched',
-        CASE WHEN (SELECT pgq._sees_payloads()) THEN l.payload END, l.chunk, l.sort_id
- FROM pgq.load_jobs l
- WHERE l.available_at <= now()
- ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
+-- The live jobs are read through pgq.live_jobs, which lists every waiting or running job
+-- however it is kept (29_storage.sql); payload there shows only to payload readers.
 
-COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now (with those of bulk dispatches still in pgq.loads, S85), in the queue''s order by queue, priority DESC, available_at, sort_id, id.';
+-- pgq.ready: ORDER BY queue, priority DESC, available_at, sort_id, id lists the jobs in
+-- the order the reserves take them (S30), and reads them through the queue's indexes.
+CREATE OR REPLACE VIEW pgq.ready AS
+SELECT l.queue, l.priority, l.id, l.uuid, l.job, l.attempts, l.available_at,
+       now() - l.available_at AS waiting_for, l.wait_reason, l.payload, l.sort_id
+FROM pgq.live_jobs l
+WHERE l.reserved_at IS NULL AND l.available_at <= now();
+
+COMMENT ON VIEW pgq.ready IS 'Jobs a worker may reserve now; ORDER BY queue, priority DESC, available_at, sort_id, id is the order the reserves take them in (S30).';
 
 CREATE OR REPLACE VIEW pgq.scheduled AS
-SELECT j.queue, j.id, j.uuid, j.job, j.available_at, j.available_at - now() AS due_in, j.created_at, 
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
-FROM pgq.jobs j
-WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts = 0;
+SELECT l.queue, l.id, l.uuid, l.job, l.available_at, l.available_at - now() AS due_in, l.created_at, l.payload
+FROM pgq.live_jobs l
+WHERE l.reserved_at IS NULL AND l.available_at > now() AND l.attempts = 0;
 
 COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attempted yet).';
 
 CREATE OR REPLACE VIEW pgq.retrying AS
-SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.tries, j.wait_reason, j.available_at,
-       j.available_at - now() AS due_in, j.last_exception_attempt, j.last_exception, 
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
-FROM pgq.jobs j
-WHERE j.reserved_at IS NULL AND j.available_at > now() AND j.attempts > 0;
+SELECT l.queue, l.id, l.uuid, l.job, l.attempts, l.tries, l.wait_reason, l.available_at,
+       l.available_at - now() AS due_in, l.last_exception_attempt, l.last_exception, l.payload
+FROM pgq.live_jobs l
+WHERE l.reserved_at IS NULL AND l.available_at > now() AND l.attempts > 0;
 
 COMMENT ON VIEW pgq.retrying IS 'Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).';
 
 CREATE OR REPLACE VIEW pgq.running AS
-SELECT j.queue, j.id, j.uuid, j.job, j.attempts, j.reserved_by AS worker, j.reserved_at, j.started_at,
-       j.reserved_until AS lease_until, j.reserved_until < now() AS lease_expired, 
-       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload
-FROM pgq.jobs j
-WHERE j.reserved_at IS NOT NULL;
+SELECT l.queue, l.id, l.uuid, l.job, l.attempts, l.reserved_by AS worker, l.reserved_at, l.started_at,
+       l.reserved_until AS lease_until, l.reserved_until < now() AS lease_expired, l.payload
+FROM pgq.live_jobs l
+WHERE l.reserved_at IS NOT NULL;
 
 COMMENT ON VIEW pgq.running IS 'Reserved jobs: which worker runs them and until when their lease lasts.';
 
@@ -108,8 +96,7 @@ SELECT q.queue,
        coalesce(now() - min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()),
                 interval '0')::interval AS oldest_wait
 FROM (SELECT name AS queue FROM pgq.queues
-      UNION SELECT DISTINCT queue FROM pgq.jobs
-      UNION SELECT DISTINCT queue FROM pgq.loads
+      UNION SELECT DISTINCT queue FROM pgq._live_counted
       UNION SELECT DISTINCT queue FROM pgq.failed_jobs) q
 LEFT JOIN pgq._live_counted j ON j.queue = q.queue
 GROUP BY q.queue;

@@ -4,31 +4,16 @@
 
 -- pgq.job_settings: each live job's frozen settings (S1), counters and where it stands,
 -- without its payload: the job page's header. state is ready, scheduled, retrying or
--- running, by the conditions of the views of those names. chunk is the job's chunk of
--- pgq.loads (S85), NULL for a row. Read it by uuid (jobs_pkey), with
--- chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(uuid)) to read one chunk.
+-- running, by the conditions of the views of those names. Read one job with
+-- pgq.live_job(uuid), which has these columns and more.
 CREATE OR REPLACE VIEW pgq.job_settings AS
-SELECT j.uuid,
-       CASE WHEN j.reserved_at IS NOT NULL THEN 'running'
-            WHEN j.available_at <= now() THEN 'ready'
-            WHEN j.attempts = 0 THEN 'scheduled'
-            ELSE 'retrying' END AS state,
-       j.job, j.queue, j.priority, j.handler, j.tries, j.backoff, j.max_exceptions, j.timeout,
-       j.fail_on_timeout, j.retry_until, j.unique_key, j.unique_until, j.debounce_key, j.middleware,
-       j.attempts, j.exceptions, j.lease_expiries, j.interruptions, j.turn_aways,
-       j.last_exception_attempt, j.last_exception, j.wait_reason, j.available_at,
-       j.reserved_by AS worker, j.reserved_at, j.started_at, j.reserved_until AS lease_until,
-       j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at, NULL::uuid AS chunk
-FROM pgq.jobs j
-UNION ALL
-SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' END,
-       l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
-       l.fail_on_timeout, l.retry_until, NULL, NULL, NULL, NULL,
-       0, 0, 0, 0, '{}',
-       NULL, NULL, 'dispatched', l.available_at,
-       NULL, NULL, NULL, NULL,
-       NULL, NULL, l.created_at, l.chunk
-FROM pgq.load_jobs l;
+SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
+       l.fail_on_timeout, l.retry_until, l.unique_key, l.unique_until, l.debounce_key, l.middleware,
+       l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
+       l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
+       l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+FROM pgq.live_jobs l;
 
 COMMENT ON VIEW pgq.job_settings IS
     'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';

@@ -30,12 +30,10 @@ LIMIT @max::int;
 -- name: DashboardReadyList :many
 -- Ready jobs in the order workers take them: queue, priority (high first), available_at,
 -- id; after the row (after_queue, after_priority, after_at, after_id). Sorted with
--- sort_id before id, the same order, which pgq.ready gives from jobs_reserve_idx and
--- loads_queue_idx: a page expands the chunks of pgq.loads it shows, not all (S85).
--- after_sort is the sort_id of the row: no job after it has a smaller one in its
--- queue, priority and available_at (a chunk's sort_id only grows, and a chunk before
--- it holds only smaller ids), so that condition skips the chunks before the page
--- without expanding them.
+-- sort_id before id, the same order, which pgq.ready reads through the queue's indexes
+-- (pgq.live_jobs). after_sort is the sort_id of the row: no job after it has a smaller
+-- one in its queue, priority and available_at, so that condition skips what comes
+-- before the page without reading it.
 SELECT r.queue, r.priority, r.id, r.uuid, r.job, r.attempts, r.available_at, r.wait_reason, r.sort_id
 FROM pgq.ready r
 WHERE (sqlc.narg('queue')::text IS NULL OR r.queue = sqlc.narg('queue')::text)
@@ -116,24 +114,24 @@ WHERE (sqlc.narg('queue')::text IS NULL OR f.queue = sqlc.narg('queue')::text)
   AND (sqlc.narg('older_than')::interval IS NULL OR f.failed_at < now() - sqlc.narg('older_than')::interval);
 
 -- name: DashboardJobGet :one
--- One live job's settings and state (no payload); the chunk condition reads the one
--- chunk of pgq.loads that may hold it (S85).
-SELECT * FROM pgq.job_settings s
-WHERE s.uuid = @uuid::uuid AND s.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(@uuid::uuid));
+-- One live job's settings and state (no payload): pgq.job_settings's columns, for one job.
+SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
+       l.fail_on_timeout, l.retry_until, l.unique_key, l.unique_until, l.debounce_key, l.middleware,
+       l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
+       l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
+       l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+FROM pgq.live_job(@uuid::uuid) l;
 
 -- name: DashboardFailedJobGet :one
 -- One failed job's settings and failure (no payload).
 SELECT * FROM pgq.failed_job_settings f WHERE f.uuid = @uuid::uuid;
 
 -- name: DashboardJobPayload :many
--- One job's payload, through the views for psql (so it is hidden wherever they hide it):
--- no row when the job is neither live nor failed.
+-- One job's payload, as pgq.live_jobs and pgq.failed show it (hidden wherever they hide
+-- it): no row when the job is neither live nor failed.
 SELECT p.payload::jsonb AS payload FROM (
-    SELECT r.payload FROM pgq.ready r
-    WHERE r.uuid = @uuid::uuid AND r.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(@uuid::uuid))
-    UNION ALL SELECT s.payload FROM pgq.scheduled s WHERE s.uuid = @uuid::uuid
-    UNION ALL SELECT t.payload FROM pgq.retrying t WHERE t.uuid = @uuid::uuid
-    UNION ALL SELECT n.payload FROM pgq.running n WHERE n.uuid = @uuid::uuid
+    SELECT l.payload FROM pgq.live_job(@uuid::uuid) l
     UNION ALL SELECT f.payload FROM pgq.failed f WHERE f.uuid = @uuid::uuid
 ) p
 LIMIT 1;
@@ -158,7 +156,7 @@ SELECT a.* FROM pgq.actions a WHERE a.job_uuid = @job_uuid::uuid ORDER BY a.id;
 SELECT l.kind, l.key, l.job_uuid, l.since, l.expires_at, l.worker,
        coalesce(s.job, f.job, '')::text AS job, (s.uuid IS NOT NULL)::boolean AS live, (f.uuid IS NOT NULL)::boolean AS failed
 FROM pgq.locks l
-LEFT JOIN pgq.job_settings s ON s.uuid = l.job_uuid AND s.chunk IS NULL  -- a locked job is never in a chunk (S85)
+LEFT JOIN LATERAL pgq.live_job(l.job_uuid) s ON true
 LEFT JOIN pgq.failed_job_settings f ON f.uuid = l.job_uuid
 WHERE l.kind = @kind::text
   AND (sqlc.narg('after')::text IS NULL OR l.key > sqlc.narg('after')::text)

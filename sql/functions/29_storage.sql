@@ -1,0 +1,445 @@
+-- Storage: the boundary. How live jobs are kept is the business of the files 20-29
+-- alone: pgq.jobs is cut into slots that are truncated once drained (S80,
+-- 20_storage_slots.sql), a bulk dispatch is kept as chunks of pgq.loads (S85,
+-- 21_storage_loads.sql), a reserve starts from its session's low-water marks (S77,
+-- 22_storage_marks.sql), and a lease token names its job's slot (below). The rest of
+-- pgq reads live jobs through pgq.live_jobs (pgq.live_job(uuid) for one, pgq._live_counted
+-- to count them), writes rows of pgq.jobs itself, and calls only what this file defines:
+--
+--   pgq._store            new waiting jobs of a dispatch (rows, or a load)
+--   pgq._slot             the slot a new row of pgq.jobs goes to
+--   pgq._pick_begin, pgq._pick, pgq._pick_done, pgq._pick_end, and around a lease sweep
+--   pgq._sweep_from, pgq._pick_lower, pgq._pick_swept
+--                         a reserve's walk of its queues, in their order (S30, S77)
+--   pgq._take_rows, pgq._take_chunk
+--                         reserve what was picked (S5, S14)
+--   pgq._lease_base, pgq._lease_tokens, pgq._lease_call_range, pgq._token_slots,
+--   pgq._token_slot       the lease token's layout
+--   pgq._job_for_update   one job by uuid, locked, wherever it is kept
+--   pgq._overlap_gen      the generation of pgq.overlap_locks new leases go to (S81)
+--
+-- sql/layers_test.go fails when a function outside 20-29 names anything else of them,
+-- or reads pgq.loads, a slot's partition or the marks.
+
+-- pgq._slot: the slot of pgq.jobs a new row goes to (pgq.job_slots, state current).
+CREATE OR REPLACE FUNCTION pgq._slot() RETURNS smallint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
+
+COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
+
+-- Lease tokens (S15). A token names one reservation of one job, as a uuid whose text is
+--   bbbbbbbb-bbbb-bbbb-bbbb-sddddddddddd
+-- b: the first twelve bytes of the reserve call's base (random, or the call uuid the
+--    worker chose, so that pgq.unreserve can find the call's jobs: pgq._lease_call_range);
+-- s: the job's slot, one hex digit, so that complete, heartbeat and the other calls read
+--    that slot only (a reserved job never changes slot);
+-- d: the low 44 bits of the job's id (pgq._token_id_mask), unique within a call.
+-- Built as text, which costs less than five bytea calls, and without a
+-- gen_random_uuid() (and its getpid() system call) per job.
+
+-- pgq._token_id_mask: the bits of a job's id a lease token carries: 2^44 - 1.
+CREATE OR REPLACE FUNCTION pgq._token_id_mask() RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 17592186044415::bigint $$;
+
+COMMENT ON FUNCTION pgq._token_id_mask() IS 'The bits of a job''s id a lease token carries: the low 44 (S15).';
+
+-- pgq._lease_base: the base of a reserve call's lease tokens: the first twelve bytes of
+-- p_call, or of a random uuid when the worker gives none.
+CREATE OR REPLACE FUNCTION pgq._lease_base(p_call uuid) RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN left(coalesce(p_call, gen_random_uuid())::text, 24);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._lease_base(uuid) IS 'The base of a reserve call''s lease tokens: the first twelve bytes of its call uuid, or random (S15).';
+
+-- pgq._lease_tokens: the lease tokens of jobs (p_slots[i], p_ids[i]) reserved by the
+-- call whose base is p_base, in order. One call per batch: a function per job costs
+-- more than the rest of a reserve.
+CREATE OR REPLACE FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) RETURNS uuid[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN ARRAY(SELECT (p_base || u.slot || lpad(to_hex(u.id & pgq._token_id_mask()), 11, '0'))::uuid
+                 FROM unnest(p_slots, p_ids) WITH ORDINALITY u(slot, id, n)
+                 ORDER BY u.n);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._lease_tokens(text, smallint[], bigint[]) IS 'The lease tokens of jobs (slot, id) reserved by the call whose base is given, in order (S15).';
+
+-- pgq._lease_call_range: the lease tokens of the reserve call p_call lie between lo and
+-- hi (they share its base).
+CREATE OR REPLACE FUNCTION pgq._lease_call_range(p_call uuid, OUT lo uuid, OUT hi uuid)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (left(p_call::text, 24) || '000000000000')::uuid, (left(p_call::text, 24) || 'ffffffffffff')::uuid $$;
+
+COMMENT ON FUNCTION pgq._lease_call_range(uuid) IS 'The range of the lease tokens of one reserve call (pgq.unreserve, S35).';
+
+-- pgq._token_slots: the slots these lease tokens name, each once, in order, as four
+-- elements (NULL past the last; no slot for a token pgq did not issue). A statement
+-- that compares slot with the four prunes the other partitions when it runs, under a
+-- generic plan too: slot = ANY (array) does not.
+CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
+                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
+           || '{NULL,NULL,NULL,NULL}'::smallint[];
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._token_slots(uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+-- pgq._token_slot: the slot one lease token names, NULL for a token pgq did not issue.
+-- IMMUTABLE, so that a statement planned for its token reads, and locks, that one slot.
+CREATE OR REPLACE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (pgq._token_slots(ARRAY[p_token]))[1] $$;
+
+COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names; NULL for a token pgq did not issue.';
+
+-- pgq._overlap_gen: the generation of pgq.overlap_locks new leases go to (S81).
+CREATE OR REPLACE FUNCTION pgq._overlap_gen() RETURNS smallint
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+
+COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';
+
+-- pgq._store: new waiting jobs, one per payload, with the uuids given, the middleware
+-- keys of each (p_keys, NULL for none) and the rest of p_job's fields as their frozen
+-- settings (S1). Many plain jobs (pgq._load_min() payloads or more; available now; no
+-- unique, debounce or middleware setting; no batch or chain) are kept as a load (S85),
+-- the others as rows of pgq.jobs in the current slot. id, slot and txid are the
+-- storage's; the counters start at zero.
+CREATE OR REPLACE FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    p_job.slot := pgq._slot();
+    IF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
+       AND p_job.available_at <= now() AND p_job.middleware IS NULL
+       AND p_job.unique_key IS NULL AND p_job.debounce_key IS NULL
+       AND p_job.batch_id IS NULL AND p_job.chain_id IS NULL THEN
+        PERFORM pgq._load_dispatch(p_job, p_payloads, p_uuids);
+        RETURN;
+    END IF;
+    INSERT INTO pgq.jobs
+        (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+         fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
+    SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
+           p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
+           p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
+           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot
+    FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
+    ORDER BY p.n;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
+    'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
+
+-- pgq.live_jobs: every live job, waiting or running, one row each, however it is kept:
+-- a row of pgq.jobs or a job of a bulk dispatch still in its chunk (S85). state is
+-- ready, scheduled (waiting a dispatch delay), retrying (waiting after an attempt) or
+-- running. payload shows only to a payload reader (S45). Rows of one queue list in its
+-- order with ORDER BY queue, priority DESC, available_at, sort_id, id: sort_id is a
+-- row's id, and for a job still in a chunk the id of the chunk's first waiting job.
+-- Each branch is in that order, so that a query asking for it merges them through the
+-- queue's indexes and, of the jobs still in chunks, expands only the chunks it reads. Look one job up with pgq.live_job(uuid), which reads only the chunk that may
+-- hold it; a filter on uuid here expands every chunk.
+CREATE OR REPLACE VIEW pgq.live_jobs AS
+(SELECT j.uuid, j.id, j.job, j.queue, j.priority,
+       CASE WHEN j.reserved_at IS NOT NULL THEN 'running'
+            WHEN j.available_at <= now() THEN 'ready'
+            WHEN j.attempts = 0 THEN 'scheduled'
+            ELSE 'retrying' END AS state,
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN j.payload END AS payload,
+       j.handler, j.tries, j.backoff, j.max_exceptions, j.timeout, j.fail_on_timeout, j.retry_until,
+       j.unique_key, j.unique_until, j.debounce_key, j.middleware,
+       j.attempts, j.exceptions, j.lease_expiries, j.interruptions, j.turn_aways,
+       j.last_exception_attempt, j.last_exception, j.wait_reason, j.available_at, j.created_at,
+       j.reserved_by, j.reserved_at, j.started_at, j.reserved_until,
+       j.cancel_requested_at, j.cancel_requested_by, j.batch_id, j.chain_id, j.chain_step,
+       j.id AS sort_id, NULL::uuid AS chunk
+ FROM pgq.jobs j
+ ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
+UNION ALL
+(SELECT l.uuid, l.id, l.job, l.queue, l.priority,
+       CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' END,
+       CASE WHEN (SELECT pgq._sees_payloads()) THEN l.payload END,
+       l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout, l.fail_on_timeout, l.retry_until,
+       NULL, NULL, NULL, NULL,
+       0, 0, 0, 0, '{}',
+       NULL, NULL, 'dispatched', l.available_at, l.created_at,
+       NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL,
+       l.sort_id, l.chunk
+ FROM pgq.load_jobs l
+ ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
+
+COMMENT ON VIEW pgq.live_jobs IS
+    'Every live job (waiting or running) with its frozen settings, counters and state, however it is kept; payload for payload readers only. One job: pgq.live_job(uuid).';
+
+-- pgq.live_job: the live job with this uuid, as pgq.live_jobs shows it; no row when there
+-- is none. Reads one chunk at most.
+CREATE OR REPLACE FUNCTION pgq.live_job(uuid uuid) RETURNS SETOF pgq.live_jobs
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT * FROM pgq.live_jobs l
+    WHERE l.uuid = live_job.uuid AND l.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(live_job.uuid));
+$$;
+
+COMMENT ON FUNCTION pgq.live_job(uuid) IS 'The live job with this uuid as pgq.live_jobs shows it (no row when there is none), reading one chunk at most.';
+
+-- pgq._live_counted: what the views that count live jobs per queue read: a row per row
+-- of pgq.jobs and one per chunk of pgq.loads, n the jobs it stands for, with no payload
+-- read.
+CREATE OR REPLACE VIEW pgq._live_counted AS
+SELECT j.queue, j.reserved_at, j.available_at, j.attempts, 1::bigint AS n
+FROM pgq.jobs j
+UNION ALL
+SELECT l.queue, NULL::timestamptz, l.available_at, 0, (l.n - l.next)::bigint
+FROM pgq.loads l;
+
+COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting per queue: a row per row of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';
+
+-- pgq._job_for_update: the live job with this uuid, locked (FOR UPDATE) for an operation
+-- on that one job (pgq.cancel, pgq.run_now), or NULL when no live job has it. A job of
+-- a bulk dispatch still in its chunk comes out of it first, as a waiting row
+-- (pgq._load_split). A row that pgq.rotate moved to another slot while this waited for
+-- it is looked for again where it went (S80).
+CREATE OR REPLACE FUNCTION pgq._job_for_update(p_uuid uuid) RETURNS pgq.jobs
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_job pgq.jobs;
+BEGIN
+    PERFORM pgq._load_split(p_uuid);
+    LOOP
+        SELECT * INTO v_job FROM pgq.jobs j WHERE j.uuid = p_uuid FOR UPDATE;
+        IF FOUND THEN
+            RETURN v_job;
+        END IF;
+        -- Gone while this waited for its lock: moved (a new row in another slot, found
+        -- by the next statement's snapshot) or ended.
+        IF NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = p_uuid) THEN
+            RETURN NULL;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._job_for_update(uuid) IS 'The live job with this uuid, locked for an operation on it, out of its chunk if it was in one (S80, S85); NULL when there is none.';
+
+-- pgq._pick: the next waiting jobs of p_queue, available at p_now, in the queue's order
+-- (S30: priority, then available_at, then id; rows and chunks merged), locked for this
+-- transaction with SKIP LOCKED (a job another reserve holds is passed over), at most
+-- p_want, none of the ids in p_skip. Either
+-- * rows: in one slot (slot, tids, ids; a ctid names a row within its slot), up to the
+--   first picked row of another slot, which stays locked and comes first in the next
+--   pick; or
+-- * chunk: the queue's next jobs are the next jobs of this chunk of a bulk dispatch
+--   (rows empty), for pgq._take_chunk. A chunk whose deadline (retry_until) has passed
+--   comes back instead as its next jobs made waiting rows, for the pickup checks to
+--   fail (S12).
+-- last: the queue has no ready job beyond these. Rows are looked for from the cursor's
+-- marks (S77), or from the queue's front the first time.
+CREATE OR REPLACE FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want int, p_now timestamptz, p_skip bigint[])
+RETURNS pgq.picked
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
+AS $$
+DECLARE
+    v_marks  jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
+    v_load   pgq.loads;
+    v_tids   tid[] := '{}';
+    v_slots  smallint[] := '{}';
+    v_ids    bigint[] := '{}';
+    v_before boolean[] := '{}';  -- whether each picked row comes before the chunk
+    v_n      int;
+    v_prio   int;
+    v_at     timestamptz;
+    v_id     bigint;
+    v_out    pgq.picked;
+BEGIN
+    -- The queue's first chunk that is ready and that no other reserve holds.
+    SELECT * INTO v_load FROM pgq.loads l
+    WHERE l.queue = p_queue AND l.available_at <= p_now
+    ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED;
+
+    IF v_marks IS NULL THEN
+        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
+               coalesce(array_agg(x.before), '{}')
+        INTO v_tids, v_slots, v_ids, v_before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     v_load.first_id IS NULL OR p.priority > v_load.priority
+                     OR (p.priority = v_load.priority
+                         AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue
+                AND p.reserved_at IS NULL
+                AND p.available_at <= p_now
+                AND p.id <> ALL (p_skip)
+              ORDER BY p.priority DESC, p.available_at, p.id
+              LIMIT p_want
+              FOR UPDATE SKIP LOCKED) x;
+    ELSE
+        -- From the marks, one priority after the other: the same order.
+        FOR v_prio, v_at, v_id IN
+            SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+            FROM jsonb_each(v_marks) m
+            ORDER BY m.key::int DESC
+        LOOP
+            EXIT WHEN v_load.priority > v_prio;  -- a lower priority's rows come after the chunk
+            SELECT v_tids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
+                   v_ids || coalesce(array_agg(x.id), '{}'), v_before || coalesce(array_agg(x.before), '{}')
+            INTO v_tids, v_slots, v_ids, v_before
+            FROM (SELECT p.ctid, p.slot, p.id,
+                         v_load.first_id IS NULL OR v_prio > v_load.priority
+                         OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
+                  FROM pgq.jobs p
+                  WHERE p.queue = p_queue
+                    AND p.priority = v_prio
+                    AND p.reserved_at IS NULL
+                    AND (p.available_at, p.id) >= (v_at, v_id)
+                    AND p.available_at <= p_now
+                    AND p.id <> ALL (p_skip)
+                  ORDER BY p.available_at, p.id
+                  LIMIT p_want - cardinality(v_tids)
+                  FOR UPDATE SKIP LOCKED) x;
+            EXIT WHEN cardinality(v_tids) >= p_want;
+        END LOOP;
+    END IF;
+
+    v_out.last := v_load.first_id IS NULL AND cardinality(v_tids) < p_want;
+    IF v_load.first_id IS NOT NULL THEN
+        -- The rows after the chunk stay locked, and are picked again after it.
+        v_n := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
+        IF v_n = 0 THEN
+            IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
+                v_out.chunk := v_load;
+                RETURN v_out;
+            END IF;
+            v_n := least(p_want, v_load.n - v_load.next);
+            PERFORM pgq._load_unpacked(v_load, v_n);
+            SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id)
+            INTO v_out.tids, v_out.ids
+            FROM pgq._load_rows(v_load, v_load.next + 1, v_n, pgq._slot(), NULL, NULL, NULL, NULL) r;
+            v_out.slot := pgq._slot();
+            RETURN v_out;
+        END IF;
+        v_tids := v_tids[1 : v_n];
+        v_slots := v_slots[1 : v_n];
+        v_ids := v_ids[1 : v_n];
+    END IF;
+    -- One slot: up to the first row of another.
+    v_n := coalesce((SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slots[1]) - 1, cardinality(v_slots));
+    IF v_n < cardinality(v_slots) THEN
+        v_out.last := false;
+    END IF;
+    v_out.slot := v_slots[1];
+    v_out.tids := v_tids[1 : v_n];
+    v_out.ids := v_ids[1 : v_n];
+    RETURN v_out;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._pick(jsonb, text, int, timestamptz, bigint[]) IS
+    'Reserve: the next waiting jobs of a queue in its order, locked (SKIP LOCKED): rows of one slot, or the chunk of a bulk dispatch whose jobs come next (S30, S77, S85).';
+
+-- pgq._take_chunk: reserves the next p_want jobs (or as many as are left) of a chunk
+-- that pgq._pick returned, for p_worker at p_now, for p_lease seconds: they become rows
+-- of pgq.jobs in the current slot, their attempt counted (S5) and lease tokens built on
+-- p_base (S14, S15). No pickup check applies to them: a chunk holds plain jobs on their
+-- first attempt, and pgq._pick gave a late chunk's jobs back as rows. Returns them in
+-- order.
+CREATE OR REPLACE FUNCTION pgq._take_chunk(p_chunk pgq.loads, p_want int, p_now timestamptz, p_lease int,
+                                           p_worker text, p_base text)
+RETURNS SETOF pgq.reservation
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_k    int := least(p_want, p_chunk.n - p_chunk.next);
+    v_slot smallint := pgq._slot();
+BEGIN
+    PERFORM pgq._load_unpacked(p_chunk, v_k);
+    RETURN QUERY
+    SELECT (r.reserved).*
+    FROM pgq._load_rows(p_chunk, p_chunk.next + 1, v_k, v_slot, p_now, p_lease, p_worker,
+                        pgq._lease_tokens(p_base, array_fill(v_slot, ARRAY[v_k]),
+                                          ARRAY(SELECT p_chunk.first_id + p_chunk.next + i FROM generate_series(0, v_k - 1) i))) r;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._take_chunk(pgq.loads, int, timestamptz, int, text, text) IS
+    'Reserve: the next jobs of a picked chunk of a bulk dispatch become reserved rows (S5, S14, S85); returns them in order.';
+
+-- pgq._take_rows: reserves rows that pgq._pick returned (NULL tids: left out), for
+-- p_worker at p_now, for p_lease seconds: the attempt counted (S5), the lease token and
+-- the overlap keys given for each (p_held: a text[] as text, or NULL), txid stamped
+-- (S77). Returns each with its place in p_tids and the largest expire_after of its
+-- overlap leases (p_expire, S34), in order.
+CREATE OR REPLACE FUNCTION pgq._take_rows(
+    p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire int[],
+    p_now timestamptz, p_lease int, p_worker text
+) RETURNS TABLE (place int, reserved pgq.reservation)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_mergejoin = off  -- by TID only (S78)
+-- The rows are read by one TID scan and matched to their tokens in a hash: a probe per
+-- row (a nested loop) costs more than the rest of the statement.
+SET enable_nestloop = off SET enable_hashjoin = on
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH taken AS (
+        UPDATE pgq.jobs j
+        SET attempts = j.attempts + 1,
+            reserved_at = p_now,
+            reserved_until = p_now + make_interval(secs => p_lease),
+            reserved_by = p_worker,
+            lease_token = t.token,
+            started_at = p_now,
+            overlap_keys = t.held::text[],
+            txid = pg_current_xact_id()
+        FROM unnest(p_tids, p_tokens, p_held, p_expire) WITH ORDINALITY t(tid, token, held, expire, ord)
+        WHERE j.slot = p_slot
+          AND j.ctid = ANY (p_tids)
+          AND j.ctid = t.tid
+          AND j.reserved_at IS NULL
+        RETURNING t.ord::int AS ord,
+                  ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
+                      j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
+                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+    )
+    SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._take_rows(smallint, tid[], uuid[], text[], int[], timestamptz, int, text) IS
+    'Reserve: picked rows of pgq.jobs become reserved, with the lease tokens and overlap keys given (S5, S14, S77); returns them with their places, in order.';

@@ -1,0 +1,45 @@
+-- The storage boundary (sql/functions/29_storage.sql) and the reserve as a pipeline of
+-- stages (45_reserve.sql): the types its stages hand on, and the functions it replaced.
+--
+-- * pgq.picked: what pgq._pick locked of a queue: rows of one slot, or a chunk of a bulk
+--   dispatch whose jobs come next.
+-- * pgq.reserve_batch: the picked rows on their way through the pickup checks and the
+--   admission to the take.
+
+-- +goose Up
+CREATE TYPE pgq.picked AS (
+    slot  smallint,
+    tids  tid[],
+    ids   bigint[],
+    chunk pgq.loads,
+    last  boolean
+);
+COMMENT ON TYPE pgq.picked IS
+    'What pgq._pick locked of a queue: rows of one slot (their ctids and ids, in queue order), or the chunk of a bulk dispatch whose jobs come next; last: no ready job beyond.';
+
+CREATE TYPE pgq.reserve_batch AS (
+    slot       smallint,
+    tids       tid[],
+    tokens     uuid[],
+    held       text[],
+    expire     int[],
+    admit      pgq.jobs[],
+    admit_ords int[],
+    reports    pgq.reservation[],
+    report_places int[],
+    turned     bigint[],
+    busy       boolean
+);
+COMMENT ON TYPE pgq.reserve_batch IS
+    'Picked rows on their way through pgq.reserve''s stages: per row (in pick order) its ctid (NULL once it will not run), lease token, overlap keys and their expire_after; the jobs still to admit; the reports of jobs that will not run, with their places in the pick; the ids turned away; whether a rate-limit window was busy.';
+
+DROP FUNCTION IF EXISTS pgq._load_take(pgq.loads, int, timestamptz, int, text, text);
+DROP FUNCTION IF EXISTS pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, int, text, text);
+DROP FUNCTION IF EXISTS pgq._load_job_to_row(uuid);
+DROP FUNCTION IF EXISTS pgq._marks_lower(jsonb, text, int, timestamptz, bigint);
+DROP FUNCTION IF EXISTS pgq._marks_since(text[]);
+DROP FUNCTION IF EXISTS pgq._marks_keep(jsonb, pg_snapshot);
+
+-- +goose Down
+DROP TYPE pgq.reserve_batch;
+DROP TYPE pgq.picked;
