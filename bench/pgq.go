@@ -400,7 +400,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 func (e *pgqEnv) verify(ctx context.Context, job string, jobs, failed int) error {
 	var live, attempts, succeeded, failedAttempts, distinct, distinctOK, failedJobs int
 	err := e.pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM pgq.jobs) + (SELECT coalesce(sum(n - next), 0) FROM pgq.loads),
+			(SELECT count(*) FROM pgq.live_jobs),
 			(SELECT count(*) FROM pgq.attempts),
 			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded' AND job = $1),
 			(SELECT count(*) FROM pgq.attempts WHERE outcome = 'failed' AND NOT final AND job = $1),
@@ -464,13 +464,12 @@ func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
 		r.line += " | " + note
 	}
 	var n int
-	if err := e.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pgq.jobs WHERE job = 'noop')
-		+ (SELECT coalesce(sum(n - next), 0) FROM pgq.loads WHERE job = 'noop')`).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM pgq.live_jobs WHERE job = 'noop'`).Scan(&n); err != nil {
 		r.err = err
 		return r
 	}
 	if n != o.jobs {
-		r.err = fmt.Errorf("verify: want %d jobs in pgq.jobs and pgq.loads, got %d", o.jobs, n)
+		r.err = fmt.Errorf("verify: want %d live jobs, got %d", o.jobs, n)
 		return r
 	}
 	r.add(row, rate)

@@ -373,10 +373,9 @@ func effectsCount(db *pgcluster.DB) int {
 	return n
 }
 
-// drained tells whether no job is left in pgq.jobs or pgq.loads (each succeeded or failed
-// for good).
+// drained tells whether no live job is left (each succeeded or failed for good).
 func drained(db *pgcluster.DB) bool {
-	empty, err := pgcluster.Try[bool](db, `SELECT NOT EXISTS (SELECT FROM pgq.jobs) AND NOT EXISTS (SELECT FROM pgq.loads)`)
+	empty, err := pgcluster.Try[bool](db, `SELECT NOT EXISTS (SELECT FROM pgq.live_jobs)`)
 	return err == nil && empty
 }
 
@@ -392,7 +391,7 @@ type figures struct {
 	duplicated int           // jobs with two or more committed runs
 	failed     int           // rows in pgq.failed_jobs
 	burned     int           // attempts charged to infrastructure: failed, timed_out, lease_expired, exhausted (no handler here raises)
-	left       int           // jobs still in pgq.jobs or pgq.loads at the end
+	left       int           // live jobs at the end
 	recovery   time.Duration // longest wait, after a fault ended, for the next job to succeed (-1: none did)
 	recovered  bool          // recovery was measured
 	drain      time.Duration // from the workers' start to the end of the drain (or the give-up)
@@ -412,8 +411,7 @@ func measure(t *testing.T, db *pgcluster.DB, jobs int, faultsEnded []time.Time) 
 	f.failed = pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.failed_jobs`)
 	f.burned = pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts
 		WHERE outcome IN ('failed', 'timed_out', 'lease_expired', 'exhausted')`)
-	f.left = pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`) +
-		pgcluster.Scalar[int](t, db, `SELECT coalesce(sum(n - next), 0)::int FROM pgq.loads`) // jobs of bulk dispatches not reserved yet (S85)
+	f.left = pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`)
 	// Recovery is read from the completions, not the effects: a Go handler that retries
 	// its insert records an effect the moment the server is back, worker or no worker.
 	ends := pgcluster.Scalar[[]time.Time](t, db, `SELECT coalesce(array_agg(finished_at ORDER BY finished_at), '{}')

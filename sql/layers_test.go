@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sqlObject is one definition of sql/functions/: its name, file, layer and body with
-// comments and string literals taken out.
+// sqlObject is one definition of sql/functions/: its name, file, layer, and body with
+// comments taken out (text) and string literals too (body).
 type sqlObject struct {
 	name, file string
 	layer      int
-	body       string
+	text, body string
 }
 
 var (
@@ -41,17 +41,18 @@ func sqlObjects(t *testing.T) []sqlObject {
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		require.NoError(t, err)
-		src := sqlString.ReplaceAllString(sqlComment.ReplaceAllString(string(b), ""), "''")
+		text := sqlComment.ReplaceAllString(string(b), "")
 		base := filepath.Base(file)
 		layer := int(base[0] - '0')
-		starts := sqlStart.FindAllStringSubmatchIndex(src, -1)
+		starts := sqlStart.FindAllStringSubmatchIndex(text, -1)
 		for i, m := range starts {
-			end := len(src)
+			end := len(text)
 			if i+1 < len(starts) {
 				end = starts[i+1][0]
 			}
 			objects = append(objects, sqlObject{
-				name: strings.ToLower(src[m[4]:m[5]]), file: base, layer: layer, body: src[m[1]:end],
+				name: strings.ToLower(text[m[4]:m[5]]), file: base, layer: layer,
+				text: text[m[1]:end], body: sqlString.ReplaceAllString(text[m[1]:end], "''"),
 			})
 		}
 	}
@@ -102,4 +103,39 @@ func TestFunctionsCallOnlyTheirLayerAndBelow(t *testing.T) {
 		calls = append(calls, callee.name)
 	}
 	require.Contains(t, calls, "_record_ends")
+}
+
+// What the storage layer keeps to itself: the partitions of pgq.jobs and
+// pgq.overlap_locks, the chunks of pgq.loads, the slots and generations, and the
+// reserve's marks in the session.
+var storageInternals = regexp.MustCompile(`\bpgq\.(loads(_\d)?|load_jobs|jobs_\d|job_slots|overlap_locks_\d|overlap_gens)\b|pgq\.reserve_marks`)
+
+// The storage has one boundary: outside the files 20-29, a definition names of the
+// storage layer only what 29_storage.sql defines, and none of its internals.
+func TestStorageHasOneBoundary(t *testing.T) {
+	t.Parallel()
+	objects := sqlObjects(t)
+	defined := definedObjects(objects)
+	var crossing []string
+	for _, o := range objects {
+		if o.layer == 2 {
+			continue
+		}
+		for _, callee := range o.refs(defined) {
+			if callee.layer == 2 && callee.file != "29_storage.sql" {
+				crossing = append(crossing, "pgq."+o.name+" ("+o.file+") -> pgq."+callee.name+" ("+callee.file+")")
+			}
+		}
+		for _, m := range storageInternals.FindAllString(o.text, -1) {
+			crossing = append(crossing, "pgq."+o.name+" ("+o.file+") names "+m)
+		}
+	}
+	require.Empty(t, crossing, "names of the storage layer used past its boundary")
+	// The checker itself sees both kinds: the boundary's own views read the internals.
+	require.Regexp(t, storageInternals, defined["_live_counted"].text)
+	var calls []string
+	for _, callee := range defined["_pick"].refs(defined) {
+		calls = append(calls, callee.file)
+	}
+	require.Contains(t, calls, "21_storage_loads.sql")
 }

@@ -399,3 +399,106 @@ func chunksExpanded(t *testing.T, db *pgqtest.DB, query string, args ...any) int
 	}
 	return walk(plan[0].Plan)
 }
+
+// Operations on single jobs of one chunk, from many sessions at once, each take its job
+// out of the chunk however often the others split it meanwhile (S85): every cancel of
+// a waiting job is honoured ('cancelled', S40) and every run_now finds its job (S20),
+// and no cancelled job is reserved afterwards.
+func TestS20S40S85ConcurrentCancelsOfOneChunk(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.NewWithLoads(t, 100)
+	jobs := dispatchMany(t, db, 1, 1024, ``)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "one chunk")
+
+	const sessions, each = 10, 100 // session s cancels jobs s, s+10, s+20, ...: their splits interleave
+	results := make(chan string, sessions*each+24)
+	var wg sync.WaitGroup
+	for s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := pgx.Connect(ctx, db.URL)
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			defer c.Close(ctx)
+			for i := s; i < sessions*each; i += sessions {
+				var r *string
+				if err := c.QueryRow(ctx, `SELECT pgq.cancel($1)`, jobs[i]).Scan(&r); err != nil {
+					results <- err.Error()
+				} else if r == nil {
+					results <- "cancel found no job"
+				} else {
+					results <- *r
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // and run_now on the jobs after them, meanwhile
+		defer wg.Done()
+		for _, id := range jobs[sessions*each:] {
+			var ok bool
+			if err := db.Pool.QueryRow(ctx, `SELECT pgq.run_now($1)`, id).Scan(&ok); err != nil {
+				results <- err.Error()
+			} else if ok {
+				results <- "run_now"
+			} else {
+				results <- "run_now found no job"
+			}
+		}
+	}()
+	wg.Wait()
+	close(results)
+	counts := map[string]int{}
+	for r := range results {
+		counts[r]++
+	}
+	require.Equal(t, map[string]int{"cancelled": sessions * each, "run_now": 24}, counts)
+
+	got := reserve(t, db, "w", clock())
+	require.ElementsMatch(t, jobs[sessions*each:], uuidsOf(got), "only the jobs not cancelled are reserved")
+	require.Equal(t, sessions*each, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'cancelled'`))
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs WHERE state <> 'running'`))
+}
+
+// A dispatch staged by COPY is read a range of the staging table at a time and queued
+// in calls of thousands of payloads (S68), each kept as a load (S85) with none of the
+// rows left over, in the order the rows were written.
+func TestS68S85StagedDispatchInBatches(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT pgq.stage_dispatch()`)
+	require.NoError(t, err)
+	const n = 20000 // about 2,700 pages of 1 KiB payloads: three ranges of the table
+	pad := strings.Repeat("x", 1000)
+	i := 0
+	copied, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", "pgq_staged_payloads"}, []string{"payload"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i++; i > n {
+				return nil, nil
+			}
+			return []any{fmt.Sprintf(`{"n": %d, "pad": "%s"}`, i, pad)}, nil
+		}))
+	require.NoError(t, err)
+	require.EqualValues(t, n, copied)
+	require.Greater(t, scalarTx[int64](t, tx, `SELECT pg_relation_size('pg_temp.pgq_staged_payloads') / 8192`), int64(2048), "more than two ranges of pages")
+
+	ids := scalarTx[[]uuid.UUID](t, tx, `SELECT pgq.dispatch_staged('a')`)
+	require.Len(t, ids, n)
+	require.Zero(t, scalarTx[int](t, tx, `SELECT count(*)::int FROM pgq.jobs`), "every call was large enough for a load")
+	require.Equal(t, ids, scalarTx[[]uuid.UUID](t, tx, `SELECT array_agg(uuid ORDER BY id) FROM pgq.live_jobs`), "in row order")
+	require.Equal(t, n, scalarTx[int](t, tx, `SELECT count(*)::int FROM unnest($1::uuid[]) WITH ORDINALITY u(id, k)
+		JOIN pgq.live_jobs l ON l.uuid = u.id AND (l.payload ->> 'n')::int = u.k`, ids), "each uuid with its payload")
+}
+
+func scalarTx[T any](t *testing.T, tx pgx.Tx, query string, args ...any) T {
+	t.Helper()
+	var v T
+	require.NoError(t, tx.QueryRow(ctx, query, args...).Scan(&v), query)
+	return v
+}

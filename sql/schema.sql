@@ -406,6 +406,7 @@ CREATE TYPE pgq.reserve_batch AS (
 	admit pgq.jobs[],
 	admit_ords integer[],
 	reports pgq.reservation[],
+	report_places integer[],
 	turned bigint[],
 	busy boolean
 );
@@ -415,7 +416,7 @@ CREATE TYPE pgq.reserve_batch AS (
 -- Name: TYPE reserve_batch; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TYPE pgq.reserve_batch IS 'Picked rows on their way through pgq.reserve''s stages: per row (in pick order) its ctid (NULL once it will not run), lease token, overlap keys and their expire_after; the jobs still to admit; the reports of jobs that will not run; the ids turned away; whether a rate-limit window was busy.';
+COMMENT ON TYPE pgq.reserve_batch IS 'Picked rows on their way through pgq.reserve''s stages: per row (in pick order) its ctid (NULL once it will not run), lease token, overlap keys and their expire_after; the jobs still to admit; the reports of jobs that will not run, with their places in the pick; the ids turned away; whether a rate-limit window was busy.';
 
 
 --
@@ -427,47 +428,52 @@ CREATE FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamp with t
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    -- Local arrays: a plpgsql variable keeps an array expanded, so that reading or
+    -- setting its n-th element does not walk the elements before it.
+    v_admit  pgq.jobs[] := p_batch.admit;
+    v_places int[] := p_batch.admit_ords;
     v_tids   tid[] := p_batch.tids;
     v_held   text[] := p_batch.held;
     v_expire int[] := p_batch.expire;
+    v_adm    pgq.admission[];
+    v_a      pgq.admission;
     v_job    pgq.jobs;
-    v_place  int;
-    r        record;
+    i        int := 0;
 BEGIN
-    IF cardinality(p_batch.admit) = 0 THEN
+    IF cardinality(v_admit) = 0 THEN
         RETURN p_batch;
     END IF;
-    FOR r IN
-        SELECT a, j.job, j.ord
-        FROM unnest(p_batch.admit) WITH ORDINALITY j(job, ord)
-        JOIN pgq._admit(ARRAY(SELECT (x).job FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        ARRAY(SELECT (x).payload FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        ARRAY(SELECT (x).middleware FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        ARRAY(SELECT (x).middleware_keys FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        ARRAY(SELECT (x).uuid FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        ARRAY(SELECT (x).lease_token FROM unnest(p_batch.admit) WITH ORDINALITY u(x, n) ORDER BY u.n),
-                        p_worker, p_now) a ON a.ord = j.ord
-        ORDER BY j.ord
-    LOOP
-        v_job := r.job;
-        v_place := p_batch.admit_ords[r.ord];
-        IF (r.a).busy THEN
+    v_adm := ARRAY(
+        SELECT a FROM pgq._admit(ARRAY(SELECT u.job FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 ARRAY(SELECT u.payload FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 ARRAY(SELECT u.middleware FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 ARRAY(SELECT u.middleware_keys FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 ARRAY(SELECT u.uuid FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 ARRAY(SELECT u.lease_token FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
+                                 p_worker, p_now) a
+        ORDER BY a.ord);
+    FOREACH v_job IN ARRAY v_admit LOOP
+        i := i + 1;
+        v_a := v_adm[i];
+        IF v_a.busy THEN
             p_batch.busy := true;
-        ELSIF (r.a).error IS NOT NULL THEN
-            PERFORM pgq._record(v_job, 'failed', p_now, (r.a).error, p_final => true, p_started => false);
-            PERFORM pgq._bury(v_job, (r.a).error, p_now);
-            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', (r.a).error);
-        ELSIF (r.a).turned_by IS NOT NULL THEN
-            PERFORM pgq._turn_away(v_job, (r.a).turned_by, (r.a).note, (r.a).delay, (r.a).drop, p_now);
-            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', (r.a).note, (r.a).turned_by);
+        ELSIF v_a.error IS NOT NULL THEN
+            PERFORM pgq._record(v_job, 'failed', p_now, v_a.error, p_final => true, p_started => false);
+            PERFORM pgq._bury(v_job, v_a.error, p_now);
+            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
+            p_batch.report_places := p_batch.report_places || v_places[i];
+        ELSIF v_a.turned_by IS NOT NULL THEN
+            PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
+            p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);
+            p_batch.report_places := p_batch.report_places || v_places[i];
             p_batch.turned := p_batch.turned || v_job.id;
         ELSE
             PERFORM pgq._handing_over(v_job);
-            v_held[v_place] := CASE WHEN cardinality((r.a).held) > 0 THEN (r.a).held::text END;
-            v_expire[v_place] := (r.a).held_expire_after;
+            v_held[v_places[i]] := CASE WHEN cardinality(v_a.held) > 0 THEN v_a.held::text END;
+            v_expire[v_places[i]] := v_a.held_expire_after;
             CONTINUE;
         END IF;
-        v_tids[v_place] := NULL;
+        v_tids[v_places[i]] := NULL;
     END LOOP;
     p_batch.tids := v_tids;
     p_batch.held := v_held;
@@ -2503,6 +2509,31 @@ COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick
 
 
 --
+-- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) RETURNS uuid[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
+                                        p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
+                                        p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
+                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
+
+
+--
 -- Name: _dropped_message(pgq.job_chains, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3090,8 +3121,8 @@ CREATE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT c.first_uuid
-    FROM (SELECT l.first_uuid, l.n FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
-    WHERE pgq._load_offset(c.first_uuid, p_uuid) < c.n
+    FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
+    WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1
 $$;
 
 
@@ -3099,7 +3130,7 @@ $$;
 -- Name: FUNCTION _load_chunk_of(p_uuid uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._load_chunk_of(p_uuid uuid) IS 'The first_uuid of the chunk of pgq.loads that holds (or held) the job with this uuid, NULL when none does (S85).';
+COMMENT ON FUNCTION pgq._load_chunk_of(p_uuid uuid) IS 'The first_uuid of the chunk of pgq.loads that holds the job with this uuid, NULL when none does (S85).';
 
 
 --
@@ -3271,10 +3302,7 @@ BEGIN
         SELECT * INTO v_load FROM pgq.loads l WHERE l.first_uuid = v_chunk FOR UPDATE;
         IF FOUND THEN
             v_i := pgq._load_offset(v_load.first_uuid, p_uuid) + 1;
-            IF v_i <= v_load.next THEN
-                RETURN false;  -- it is a row already
-            END IF;
-            EXIT WHEN v_i <= v_load.n;
+            EXIT WHEN v_i BETWEEN v_load.next + 1 AND v_load.n;
         END IF;
     END LOOP;
     PERFORM pgq._load_rows(v_load, v_i, 1, pgq._slot(), NULL, NULL, NULL, NULL);
@@ -3798,7 +3826,7 @@ BEGIN
         -- The rows after the chunk stay locked, and are picked again after it.
         v_n := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
         IF v_n = 0 THEN
-            IF v_load.retry_until >= p_now THEN
+            IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
                 v_out.chunk := v_load;
                 RETURN v_out;
             END IF;
@@ -4045,8 +4073,10 @@ CREATE FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timesta
 DECLARE
     v_n     int := cardinality(p_pick.tids);
     v_b     pgq.reserve_batch;
-    v_tids  tid[] := p_pick.tids;
+    v_tids  tid[] := p_pick.tids;         -- local arrays: see pgq._admission
+    v_tokens uuid[] := pgq._lease_tokens(p_base, array_fill(p_pick.slot, ARRAY[v_n]), p_pick.ids);
     v_rep   pgq.reservation[] := '{}';
+    v_rep_places int[] := '{}';
     v_admit pgq.jobs[] := '{}';
     v_ords  int[] := '{}';
     v_job   pgq.jobs;
@@ -4054,7 +4084,7 @@ DECLARE
     r       record;
 BEGIN
     v_b.slot := p_pick.slot;
-    v_b.tokens := pgq._lease_tokens(p_base, array_fill(p_pick.slot, ARRAY[v_n]), p_pick.ids);
+    v_b.tokens := v_tokens;
     FOR r IN
         SELECT j AS job, p.ord::int AS ord
         FROM pgq.jobs j
@@ -4067,7 +4097,7 @@ BEGIN
                    AND j.attempts + 1 > coalesce(j.tries, p_default_tries)))
         ORDER BY p.ord
     LOOP
-        v_job := pgq._as_reserved(r.job, p_now, p_lease, p_worker, v_b.tokens[r.ord]);
+        v_job := pgq._as_reserved(r.job, p_now, p_lease, p_worker, v_tokens[r.ord]);
         IF v_job.cancel_requested_at IS NULL AND v_job.batch_id IS NOT NULL
            AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL) THEN
             v_job.cancel_requested_at := p_now;
@@ -4104,6 +4134,7 @@ BEGIN
             PERFORM pgq._handing_over(v_job);
             CONTINUE;
         END IF;
+        v_rep_places := v_rep_places || r.ord;
         v_tids[r.ord] := NULL;
     END LOOP;
     v_b.tids := v_tids;
@@ -4112,6 +4143,7 @@ BEGIN
     v_b.admit := v_admit;
     v_b.admit_ords := v_ords;
     v_b.reports := v_rep;
+    v_b.report_places := v_rep_places;
     v_b.turned := '{}';
     v_b.busy := false;
     RETURN v_b;
@@ -4578,6 +4610,23 @@ COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regproce
 
 
 --
+-- Name: _staged_batch(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._staged_batch() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 16384 $$;
+
+
+--
+-- Name: FUNCTION _staged_batch(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._staged_batch() IS 'The fewest payloads pgq.dispatch_staged queues in one call of pgq.dispatch_many (S68).';
+
+
+--
 -- Name: _staged_payloads_checked(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -4812,7 +4861,7 @@ COMMENT ON FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) IS 
 -- Name: _take_rows(smallint, tid[], uuid[], text[], integer[], timestamp with time zone, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) RETURNS SETOF pgq.reservation
+CREATE FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) RETURNS TABLE(place integer, reserved pgq.reservation)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -4838,12 +4887,12 @@ BEGIN
           AND j.ctid = ANY (p_tids)
           AND j.ctid = t.tid
           AND j.reserved_at IS NULL
-        RETURNING t.ord,
+        RETURNING t.ord::int AS ord,
                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
                       NULL, NULL, NULL, t.expire)::pgq.reservation AS r
     )
-    SELECT (x.r).* FROM taken x ORDER BY x.ord;
+    SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
 END;
 $$;
 
@@ -4852,7 +4901,7 @@ $$;
 -- Name: FUNCTION _take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) IS 'Reserve: picked rows of pgq.jobs become reserved, with the lease tokens and overlap keys given (S5, S14, S77); returns them in order.';
+COMMENT ON FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p_held text[], p_expire integer[], p_now timestamp with time zone, p_lease integer, p_worker text) IS 'Reserve: picked rows of pgq.jobs become reserved, with the lease tokens and overlap keys given (S5, S14, S77); returns them with their places, in order.';
 
 
 --
@@ -5874,29 +5923,51 @@ CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, del
     AS $$
 DECLARE
     -- The last row an earlier call of this transaction queued. The rows are not deleted:
-    -- the table is emptied at commit anyway (ON COMMIT DELETE ROWS), and a DELETE cost a
-    -- tenth of a bulk dispatch. The mark is local to the transaction, as the rows are,
-    -- and a rollback to a savepoint takes it back with the jobs it queued.
+    -- the table is emptied at commit anyway (ON COMMIT DELETE ROWS). The mark is local to
+    -- the transaction, as the rows are, and a rollback to a savepoint takes it back with
+    -- the jobs it queued.
     v_from     tid := coalesce(nullif(current_setting('pgq.staged_upto', true), ''), '(0,0)')::tid;
-    v_payloads jsonb[];
+    v_left     bigint;        -- rows not read yet
+    v_page     bigint;        -- the first page of the next range
+    v_pages    bigint;
+    v_payloads jsonb[] := '{}';  -- read, not queued yet
+    v_read     jsonb[];
+    v_n        bigint;
     v_upto     tid;
+    v_uuids    uuid[] := '{}';
 BEGIN
     PERFORM pgq._staged_payloads_checked();
-    -- A table COPY only appended to since it was emptied reads back in the order written.
-    SELECT array_agg(s.payload ORDER BY s.ctid), max(s.ctid) INTO v_payloads, v_upto
-    FROM pg_temp.pgq_staged_payloads s WHERE s.ctid > v_from;
+    SELECT count(*), max(s.ctid) INTO v_left, v_upto FROM pg_temp.pgq_staged_payloads s WHERE s.ctid > v_from;
     IF v_upto IS NOT NULL THEN
         PERFORM set_config('pgq.staged_upto', v_upto::text, true);
     END IF;
-    v_payloads := coalesce(v_payloads, '{}');
-    RETURN ARRAY(
-        SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
-                                        dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
-                                        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
-                                        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
-                                        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                                        dispatch_staged.debounce_max_wait, dispatch_staged.middleware,
-                                        dispatch_staged.retry_for) u);
+    v_page := (v_from::text::point)[0]::bigint;
+    v_pages := pg_relation_size('pg_temp.pgq_staged_payloads') / current_setting('block_size')::bigint;
+    WHILE v_left > 0 AND v_page < v_pages LOOP
+        -- A table COPY only appended to since it was emptied reads back in the order written.
+        SELECT coalesce(array_agg(s.payload ORDER BY s.ctid), '{}'), count(*) INTO v_read, v_n
+        FROM pg_temp.pgq_staged_payloads s
+        WHERE s.ctid > v_from
+          AND s.ctid >= format('(%s,0)', v_page)::tid AND s.ctid < format('(%s,0)', v_page + 1024)::tid;
+        v_page := v_page + 1024;
+        v_payloads := v_payloads || v_read;
+        v_left := v_left - v_n;
+        IF cardinality(v_payloads) >= pgq._staged_batch() AND (v_left = 0 OR v_left >= pgq._load_min()) THEN
+            v_uuids := v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
+                dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+                dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+                dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+                dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+            v_payloads := '{}';
+        END IF;
+    END LOOP;
+    RETURN v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
+        dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
 END;
 $$;
 
@@ -6397,7 +6468,7 @@ COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of
 --
 
 CREATE VIEW pgq.live_jobs AS
- SELECT j.uuid,
+( SELECT j.uuid,
     j.id,
     j.job,
     j.queue,
@@ -6445,8 +6516,9 @@ CREATE VIEW pgq.live_jobs AS
     j.id AS sort_id,
     NULL::uuid AS chunk
    FROM pgq.jobs j
+  ORDER BY j.queue, j.priority DESC, j.available_at, j.id)
 UNION ALL
- SELECT l.uuid,
+( SELECT l.uuid,
     l.id,
     l.job,
     l.queue,
@@ -6491,7 +6563,8 @@ UNION ALL
     NULL::integer AS chain_step,
     l.sort_id,
     l.chunk
-   FROM pgq.load_jobs l;
+   FROM pgq.load_jobs l
+  ORDER BY l.queue, l.priority DESC, l.available_at, l.sort_id, l.id);
 
 
 --
@@ -6823,6 +6896,8 @@ DECLARE
     v_skip   bigint[];
     v_pick   pgq.picked;
     v_batch  pgq.reserve_batch;
+    v_reports pgq.reservation[];
+    v_places int[];
     v_taken  int;
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
@@ -6840,7 +6915,7 @@ BEGIN
         v_skip := '{}';
         LOOP
             v_pick := pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip);
-            IF v_pick.chunk IS NOT NULL THEN
+            IF (v_pick.chunk).first_id IS NOT NULL THEN
                 RETURN QUERY SELECT * FROM pgq._take_chunk(v_pick.chunk, v_left, v_now, v_lease, reserve.worker, v_base);
                 GET DIAGNOSTICS v_taken = ROW_COUNT;
                 v_left := v_left - v_taken;
@@ -6850,11 +6925,20 @@ BEGIN
             EXIT WHEN coalesce(cardinality(v_pick.tids), 0) = 0;
             v_batch := pgq._admission(pgq._pickup_checks(v_pick, v_base, v_now, v_lease, reserve.worker, reserve.default_tries),
                                       v_now, reserve.worker);
-            RETURN QUERY SELECT * FROM pgq._take_rows(v_batch.slot, v_batch.tids, v_batch.tokens, v_batch.held,
-                                                      v_batch.expire, v_now, v_lease, reserve.worker);
+            -- Taken and reported, in pick order.
+            v_reports := v_batch.reports;
+            v_places := v_batch.report_places;
+            RETURN QUERY
+            SELECT (x.r).* FROM (
+                SELECT t.place, t.reserved AS r
+                FROM pgq._take_rows(v_batch.slot, v_batch.tids, v_batch.tokens, v_batch.held, v_batch.expire,
+                                    v_now, v_lease, reserve.worker) t
+                UNION ALL
+                SELECT v_places[i], v_reports[i] FROM generate_subscripts(v_reports, 1) i
+            ) x
+            ORDER BY x.place;
             GET DIAGNOSTICS v_taken = ROW_COUNT;
-            v_left := v_left - v_taken;
-            RETURN QUERY SELECT * FROM unnest(v_batch.reports);
+            v_left := v_left - (v_taken - cardinality(v_reports));
             v_skip := v_skip || v_batch.turned;
             EXIT WHEN v_batch.busy OR v_pick.last OR v_left <= 0;
         END LOOP;
@@ -10090,6 +10174,13 @@ REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_t
 
 
 --
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _dropped_message(p_chain pgq.job_chains, p_step integer); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -10579,6 +10670,13 @@ GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regpro
 
 
 --
+-- Name: FUNCTION _staged_batch(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._staged_batch() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _staged_payloads_checked(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -10935,10 +11033,18 @@ GRANT ALL ON FUNCTION pgq.job_batch(job uuid) TO pgq_worker;
 
 
 --
+-- Name: TABLE live_jobs; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.live_jobs TO pgq_reader;
+
+
+--
 -- Name: FUNCTION live_job(uuid uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq.live_job(uuid uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.live_job(uuid uuid) TO pgq_reader;
 
 
 --

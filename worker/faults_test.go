@@ -45,7 +45,7 @@ func TestS37WorkerSetsItsOwnTimeouts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, w.Run(ctx))
-	require.Zero(t, pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs), "the drain completed")
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`), "the drain completed")
 	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.failed_jobs`))
 	require.Equal(t, 20, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.seen WHERE idle = '10s' AND statement = '7s'`),
 		"each SQL handler ran under the job's timeout and the idle limit")
@@ -121,7 +121,7 @@ func TestS36ReportsAreRetriedAndIsolated(t *testing.T) {
 	w := b.worker(t, worker.WithConcurrency(50), worker.WithTries(2), worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	worker.Handle(w, "job", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error { return nil }})
 	stop := start(t, w)
-	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0 },
+	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0 },
 		30*time.Second, 50*time.Millisecond, "every job ended")
 	require.NoError(t, stop())
 

@@ -461,7 +461,7 @@ func TestS2DispatchTx(t *testing.T) {
 	_, err = b.client.DispatchTx(ctx, tx, "report", order{1})
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback(ctx))
-	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`))
 
 	tx, err = b.db.Pool.Begin(ctx)
 	require.NoError(t, err)
@@ -469,7 +469,7 @@ func TestS2DispatchTx(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ids, 2)
 	require.NoError(t, tx.Commit(ctx))
-	require.Equal(t, 2, pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`))
 
 	_, err = b.client.Dispatch(ctx, "report", nil, pgq.Backoff())
 	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "an empty backoff is rejected by PostgreSQL (S4)")
@@ -605,7 +605,7 @@ func TestS26S34S35OverlapLeaseOutlivesTheSession(t *testing.T) {
 	})
 	close(release)
 	require.Eventually(t, func() bool {
-		return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0
 	}, 15*time.Second, 50*time.Millisecond, "both jobs ran, one at a time")
 	require.Equal(t, []string{"interrupted", "succeeded"}, b.outcomes(t, first), "given back, not counted: tries 1 was not used up")
 	require.NoError(t, stop())
@@ -650,7 +650,7 @@ func TestS27S34ExpiredKeysNeedNoRenewal(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 	close(release)
 	require.Eventually(t, func() bool {
-		return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0
 	}, 15*time.Second, 50*time.Millisecond, "both jobs ended")
 	require.Equal(t, []string{"succeeded"}, b.outcomes(t, expiring), "one attempt, never cancelled")
 	require.Equal(t, []string{"interrupted", "succeeded"}, b.outcomes(t, renewed), "given back, then run again")
@@ -966,7 +966,7 @@ func TestS40CancelRunningHandlers(t *testing.T) {
 		require.Equal(t, pgq.CancelRequested, r)
 	}
 	require.Eventually(t, func() bool {
-		return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0
 	}, 10*time.Second, 20*time.Millisecond, "both jobs ended")
 	t.Logf("both handlers cancelled %s after the request", time.Since(asked).Round(time.Millisecond))
 	require.Less(t, time.Since(asked), 5*time.Second)
@@ -1049,7 +1049,7 @@ func TestS79AReadersLockDelaysTheShrinkNotTheVacuums(t *testing.T) {
 	h := startHeldVacuum(t, b)
 	grownFrom := h.size(t)
 	b.dispatchOrders(t, "ping", 3000)
-	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, pgqtest.LiveJobs) == 0 },
+	require.Eventually(t, func() bool { return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0 },
 		30*time.Second, 50*time.Millisecond)
 	held := h.size(t)
 	require.Greater(t, held, 3*grownFrom, "the table grew well past twice its size when the hold was found")

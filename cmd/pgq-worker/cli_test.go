@@ -162,7 +162,7 @@ func TestCLICommandsRejectFlagsTheyDoNotUse(t *testing.T) {
 		require.Contains(t, errOut, "unknown flag", "%v", args)
 	}
 	require.Equal(t, []string{id}, failedUUIDs(t, db))
-	require.Zero(t, scalar[int](t, db, pgqtest.LiveJobs))
+	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`))
 }
 
 // Defect: with a password in DATABASE_URL, `status --help` and any mistyped flag
@@ -276,7 +276,7 @@ func TestCLIRejectsOutOfRangeNumbers(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s%s", tc.args, out, errOut)
 		require.Contains(t, errOut, tc.flag, "%v names the flag", tc.args)
 	}
-	require.Zero(t, scalar[int](t, db, pgqtest.LiveJobs), "nothing dispatched")
+	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`), "nothing dispatched")
 	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts`), "no worker ran")
 
 	// A flag given is passed even when zero; one not given leaves the class's value.

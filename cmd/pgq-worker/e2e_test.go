@@ -893,18 +893,18 @@ func TestE2EStopFlags(t *testing.T) {
 	w := startWorker(t, db, "once", "--once", "--sleep", "1")
 	require.Equal(t, 0, w.waitExit(t, 10*time.Second))
 	require.Equal(t, 1, done())
-	require.Equal(t, 5, scalar[int](t, db, pgqtest.LiveJobs))
+	require.Equal(t, 5, scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`))
 
 	w = startWorker(t, db, "max3", "--max-jobs", "3", "--sleep", "1")
 	require.Equal(t, 0, w.waitExit(t, 10*time.Second))
 	require.Equal(t, 4, done())
 	require.Equal(t, 3, strings.Count(w.logs(), "outcome=succeeded"))
-	require.Equal(t, 2, scalar[int](t, db, pgqtest.LiveJobs))
+	require.Equal(t, 2, scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`))
 
 	w = startWorker(t, db, "max3-one-by-one", "--max-jobs", "3", "--concurrency", "1", "--sleep", "1", "--stop-when-empty")
 	require.Equal(t, 0, w.waitExit(t, 10*time.Second))
 	require.Equal(t, 6, done(), "stops when empty before reaching max-jobs")
-	require.Zero(t, scalar[int](t, db, pgqtest.LiveJobs))
+	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`))
 
 	w = startWorker(t, db, "empty", "--stop-when-empty", "--sleep", "30")
 	require.Equal(t, 0, w.waitExit(t, 5*time.Second), "exits on an empty queue without waiting for a poll")

@@ -51,11 +51,6 @@ type DB struct {
 	WorkerPool *pgxpool.Pool // a pool on WorkerURL, closed at cleanup
 }
 
-// LiveJobs counts the live jobs (waiting or running): the rows of pgq.jobs, and the jobs
-// of bulk dispatches still in chunks of pgq.loads (S85). A test that waits for a drain
-// waits for it to be 0: pgq.jobs alone is empty while a load waits.
-const LiveJobs = `SELECT ((SELECT count(*) FROM pgq.jobs) + (SELECT coalesce(sum(n - next), 0) FROM pgq.loads))::int`
-
 // WorkerRole is the login role tests run workers as: a member of pgq_worker only.
 const WorkerRole = "pgq_test_worker"
 

@@ -346,12 +346,48 @@ $$;
 
 COMMENT ON FUNCTION pgq._staged_payloads_checked() IS 'Raises 42P07 unless pg_temp.pgq_staged_payloads is the staging table pgq.stage_dispatch made (S68).';
 
+-- pgq._staged_batch: the fewest payloads pgq.dispatch_staged queues in one call (all
+-- that is left, when less is): the memory it holds at once is about this many payloads.
+CREATE OR REPLACE FUNCTION pgq._staged_batch() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 16384 $$;
+
+COMMENT ON FUNCTION pgq._staged_batch() IS 'The fewest payloads pgq.dispatch_staged queues in one call of pgq.dispatch_many (S68).';
+
+-- pgq._dispatch_staged_batch: pgq.dispatch_many of some of the staged payloads, as one
+-- array of uuids in their order.
+CREATE OR REPLACE FUNCTION pgq._dispatch_staged_batch(
+    p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries int, p_backoff int[],
+    p_retry_until timestamptz, p_max_exceptions int, p_timeout int, p_fail_on_timeout boolean, p_priority int,
+    p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval,
+    p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval
+) RETURNS uuid[]
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
+                                        p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
+                                        p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
+                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+    'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
+
 -- pgq.dispatch_staged: the COPY path of a bulk dispatch, step 2 (S68). Queues one job
 -- per row staged in pg_temp.pgq_staged_payloads since its last call in this
 -- transaction (in the order COPY wrote them) through pgq.dispatch_many, so every job
 -- is validated and written exactly as pgq.dispatch would. Returns the uuids in row order,
 -- as one array (NULL for a unique duplicate dropped). Raises as pgq.dispatch_many, and
 -- 42P07 when the staging table is not pgq's. State change: (nothing) -> waiting.
+-- The rows are read a range of pages at a time and queued in calls of at least
+-- pgq._staged_batch() payloads, so that the memory a dispatch of millions of rows takes
+-- is bounded, and each call is large enough to be kept as a load (S85): a last call
+-- takes every row left once fewer than pgq._load_min() would be left after it.
 CREATE OR REPLACE FUNCTION pgq.dispatch_staged(
     job             text,
     queue           text DEFAULT NULL,
@@ -377,29 +413,51 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     -- The last row an earlier call of this transaction queued. The rows are not deleted:
-    -- the table is emptied at commit anyway (ON COMMIT DELETE ROWS), and a DELETE cost a
-    -- tenth of a bulk dispatch. The mark is local to the transaction, as the rows are,
-    -- and a rollback to a savepoint takes it back with the jobs it queued.
+    -- the table is emptied at commit anyway (ON COMMIT DELETE ROWS). The mark is local to
+    -- the transaction, as the rows are, and a rollback to a savepoint takes it back with
+    -- the jobs it queued.
     v_from     tid := coalesce(nullif(current_setting('pgq.staged_upto', true), ''), '(0,0)')::tid;
-    v_payloads jsonb[];
+    v_left     bigint;        -- rows not read yet
+    v_page     bigint;        -- the first page of the next range
+    v_pages    bigint;
+    v_payloads jsonb[] := '{}';  -- read, not queued yet
+    v_read     jsonb[];
+    v_n        bigint;
     v_upto     tid;
+    v_uuids    uuid[] := '{}';
 BEGIN
     PERFORM pgq._staged_payloads_checked();
-    -- A table COPY only appended to since it was emptied reads back in the order written.
-    SELECT array_agg(s.payload ORDER BY s.ctid), max(s.ctid) INTO v_payloads, v_upto
-    FROM pg_temp.pgq_staged_payloads s WHERE s.ctid > v_from;
+    SELECT count(*), max(s.ctid) INTO v_left, v_upto FROM pg_temp.pgq_staged_payloads s WHERE s.ctid > v_from;
     IF v_upto IS NOT NULL THEN
         PERFORM set_config('pgq.staged_upto', v_upto::text, true);
     END IF;
-    v_payloads := coalesce(v_payloads, '{}');
-    RETURN ARRAY(
-        SELECT u FROM pgq.dispatch_many(dispatch_staged.job, v_payloads, dispatch_staged.queue, dispatch_staged.delay,
-                                        dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
-                                        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
-                                        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
-                                        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                                        dispatch_staged.debounce_max_wait, dispatch_staged.middleware,
-                                        dispatch_staged.retry_for) u);
+    v_page := (v_from::text::point)[0]::bigint;
+    v_pages := pg_relation_size('pg_temp.pgq_staged_payloads') / current_setting('block_size')::bigint;
+    WHILE v_left > 0 AND v_page < v_pages LOOP
+        -- A table COPY only appended to since it was emptied reads back in the order written.
+        SELECT coalesce(array_agg(s.payload ORDER BY s.ctid), '{}'), count(*) INTO v_read, v_n
+        FROM pg_temp.pgq_staged_payloads s
+        WHERE s.ctid > v_from
+          AND s.ctid >= format('(%s,0)', v_page)::tid AND s.ctid < format('(%s,0)', v_page + 1024)::tid;
+        v_page := v_page + 1024;
+        v_payloads := v_payloads || v_read;
+        v_left := v_left - v_n;
+        IF cardinality(v_payloads) >= pgq._staged_batch() AND (v_left = 0 OR v_left >= pgq._load_min()) THEN
+            v_uuids := v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
+                dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+                dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+                dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+                dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+            v_payloads := '{}';
+        END IF;
+    END LOOP;
+    RETURN v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
+        dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
+        dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
+        dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
+        dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
 END;
 $$;
 
