@@ -170,10 +170,10 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
 	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
-	flag.DurationVar(&o.pressureHold, "pressure-hold", 0, "pressure: length of the idle-tx phase (issue 19: 10m); 0: -pressure-phase")
+	flag.DurationVar(&o.pressureHold, "pressure-hold", 0, "pressure: length of the idle-tx phase (the target's: 10m); 0: -pressure-phase")
 	phases := flag.String("pressure-phases", strings.Join(pressurePhases, ","), "pressure: phases in order, from "+strings.Join(pressurePhases, ", "))
 	flag.IntVar(&o.pressureConc, "pressure-concurrency", 100, "pressure: pgq WithConcurrency and River MaxWorkers (pgq's default is 100)")
-	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (issue 19's burst: 1.5)")
+	flag.Float64Var(&o.pressureHigh, "pressure-high-factor", 1.5, "pressure: the high-load phase offers this many times -pressure-rate (the burst target's: 1.5)")
 	flag.IntVar(&o.preload, "pressure-preload", 0, "pressure: jobs dispatched before the workers start, a backlog on a clean table (the reference for a burst's recovery)")
 	flag.Parse()
 

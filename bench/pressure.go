@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The pressure scenario (issue 19): an open-loop producer offers -pressure-rate jobs/s
+// The pressure scenario: an open-loop producer offers -pressure-rate jobs/s
 // to running workers through consecutive phases of -pressure-phase each:
 //
 //	clean      nothing else runs

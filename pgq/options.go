@@ -93,8 +93,8 @@ func Priority(p int) Option { return func(s *settings) { s.priority = int32(p) }
 // session's staging table (pgq.stage_dispatch, COPY, pgq.dispatch_staged, in one
 // transaction) instead of as one jsonb[] parameter (S68). The jobs are checked and
 // written exactly as without it, and the uuids come back in order. It cannot be
-// combined with unique or debounce options (ErrInvalidArgument). On the machine of
-// bench/RESULTS.md it was no faster than the jsonb[] path, which stays the default.
+// combined with unique or debounce options (ErrInvalidArgument). The jsonb[] path is
+// the default: bench/RESULTS.md compares the two.
 func ByCopy() Option { return func(s *settings) { s.byCopy = true } }
 
 // UniqueKey makes the dispatch unique (S21): while a job of the same name holds key,

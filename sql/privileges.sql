@@ -1,4 +1,4 @@
--- Who may do what (issue 17, rules S43-S46). pgq.Migrate applies this file after the
+-- Who may do what (rules S43-S46). pgq.Migrate applies this file after the
 -- functions on every migrate, in the same transaction, with the role names of its
 -- options (default pgq_*) put in as quoted identifiers and as literals. Statements
 -- marked "as the migrator" run as the role that migrates; the rest as the owner.

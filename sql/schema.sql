@@ -110,7 +110,7 @@ ALTER TABLE ONLY pgq.loads ALTER COLUMN payloads SET STORAGE EXTERNAL;
 -- Name: TABLE loads; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.';
+COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.';
 
 
 --
@@ -655,47 +655,36 @@ DECLARE
     v_won     boolean[];                -- per place: took its lease
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
 BEGIN
-    -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
-    -- In key order (the aggregates keep the subquery's: one sort instead of four),
-    -- by bytes: any fixed order does, and strcoll costs more than memcmp.
+    -- The first job at each key, in key order by bytes (any fixed order does, and
+    -- strcoll costs more than memcmp).
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_f_ord, v_f_key, v_f_exp
     FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
           FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
           WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
           ORDER BY s.key COLLATE "C", s.ord) f;
-    -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
-    -- only a truncation waits for it) keeps the current one current until this
-    -- transaction ends.
+    -- The lock on every generation (ROW SHARE: only a truncation waits for it) keeps
+    -- the current one current until this transaction ends (S81).
     LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
     v_gen := pgq._overlap_gen();
-    -- A key is taken when a live lease holds it, in whichever generation (a lease
-    -- ends in the one it was taken in). Each other key is tried behind its
-    -- advisory lock, without waiting: a key whose lock another transaction holds
-    -- (a SQL handler still running after its lease ran out, or another reserve
-    -- taking the key right now) is taken too. So a reserve never waits for
-    -- another one over a key, and two cannot deadlock on their keys (the passes of
-    -- one pgq.reserve call take theirs in no common order: with the upsert below
-    -- locking each row it met, live or not, two reserves did deadlock).
-    -- Whether any key has a live lease is asked first, in one index scan of each
-    -- generation: most often none has, and a probe per key costs 4.5 µs of it
-    -- (three partitions), one scan for 1,000 keys 2 ms.
+    -- A key is taken when a live lease holds it, in whichever generation. Each other key
+    -- is tried behind its advisory lock, without waiting: a key whose lock another
+    -- transaction holds (a SQL handler still running after its lease ran out, another
+    -- reserve taking it now) is taken too. So a reserve never waits for another over a
+    -- key, and two cannot deadlock on keys they meet in different orders. Whether any
+    -- key has a live lease is asked first, in one scan: most often none has.
     v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_t_ord, v_t_key, v_t_exp
     FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
     WHERE CASE WHEN v_live AND EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = f.key AND o.expires_at > p_now)
                THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
-    -- The keys tried go to the current generation, or take over its expired
-    -- lease: no other reserve can write them now. A lease that a late heartbeat
-    -- renewed since (pgq.heartbeat) stays its job's.
-    -- Most often the current generation has no row at any of them: then a plain
-    -- insert takes them all, at half the cost of the upsert (3 ms for 1,000 keys,
-    -- against 6). Asked after the advisory locks, in a statement of its own, so
-    -- under READ COMMITTED it sees every row committed at those keys: a row
-    -- written since could only come from a transaction holding a key's lock,
-    -- this one included (an earlier pass or position), and this one sees its own.
-    -- An older snapshot (REPEATABLE READ) takes the upsert, which knows conflicts.
+    -- The keys tried go to the current generation, or take over its expired lease (a
+    -- lease a late heartbeat renewed stays its job's). When the generation has no row
+    -- at any of them, a plain insert, cheaper than the upsert: asked after the advisory
+    -- locks, so that under READ COMMITTED it sees every row committed at those keys (a
+    -- later one could only come from a holder of a key's lock). An older snapshot
+    -- (REPEATABLE READ) takes the upsert, which knows conflicts.
     IF v_t_key IS NOT NULL
        AND current_setting('transaction_isolation') = 'read committed'
        AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_gen AND o.key = ANY (v_t_key)) THEN
@@ -726,8 +715,7 @@ BEGIN
         FROM taken t
         JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
     END IF;
-    -- Element assignments: O(1) each, where a join of arrays gets a nested loop (the
-    -- planner cannot know their length).
+    -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
     v_won := array_fill(false, ARRAY[coalesce((SELECT max(o) FROM unnest(p_ord) o), 0)]);
     FOR i IN 1 .. coalesce(cardinality(won_ord), 0) LOOP
         v_won[won_ord[i]] := true;
@@ -2242,8 +2230,8 @@ BEGIN
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
-        -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
-        -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
+        -- Every payload becomes a job, so the uuids made here are the answer, with no
+        -- RETURNING clause to pay for.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
         PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
@@ -2254,9 +2242,9 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
         END IF;
-        -- Every payload's key in one call, as pgq._check_middleware_keys does; pgq._key
-        -- raises for the first that cannot be computed or is too long (S38). A call of
-        -- pgq._key per payload took 135 µs of the 240 a unique job cost.
+        -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
+        -- pgq._key per payload would cost more than the rest); pgq._key raises for the
+        -- first that cannot be computed or is too long (S38).
         v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
         v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
         v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
@@ -3758,17 +3746,10 @@ CREATE FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want integer, p_now ti
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    v_marks  jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
-    v_load   pgq.loads;
-    v_tids   tid[] := '{}';
-    v_slots  smallint[] := '{}';
-    v_ids    bigint[] := '{}';
-    v_before boolean[] := '{}';  -- whether each picked row comes before the chunk
-    v_n      int;
-    v_prio   int;
-    v_at     timestamptz;
-    v_id     bigint;
-    v_out    pgq.picked;
+    v_load pgq.loads;
+    v_rows record;
+    v_n    int;
+    v_out  pgq.picked;
 BEGIN
     -- The queue's first chunk that is ready and that no other reserve holds.
     SELECT * INTO v_load FROM pgq.loads l
@@ -3776,80 +3757,31 @@ BEGIN
     ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
     LIMIT 1
     FOR UPDATE SKIP LOCKED;
-
-    IF v_marks IS NULL THEN
-        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
-               coalesce(array_agg(x.before), '{}')
-        INTO v_tids, v_slots, v_ids, v_before
-        FROM (SELECT p.ctid, p.slot, p.id,
-                     v_load.first_id IS NULL OR p.priority > v_load.priority
-                     OR (p.priority = v_load.priority
-                         AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
-              FROM pgq.jobs p
-              WHERE p.queue = p_queue
-                AND p.reserved_at IS NULL
-                AND p.available_at <= p_now
-                AND p.id <> ALL (p_skip)
-              ORDER BY p.priority DESC, p.available_at, p.id
-              LIMIT p_want
-              FOR UPDATE SKIP LOCKED) x;
-    ELSE
-        -- From the marks, one priority after the other: the same order.
-        FOR v_prio, v_at, v_id IN
-            SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
-            FROM jsonb_each(v_marks) m
-            ORDER BY m.key::int DESC
-        LOOP
-            EXIT WHEN v_load.priority > v_prio;  -- a lower priority's rows come after the chunk
-            SELECT v_tids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
-                   v_ids || coalesce(array_agg(x.id), '{}'), v_before || coalesce(array_agg(x.before), '{}')
-            INTO v_tids, v_slots, v_ids, v_before
-            FROM (SELECT p.ctid, p.slot, p.id,
-                         v_load.first_id IS NULL OR v_prio > v_load.priority
-                         OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
-                  FROM pgq.jobs p
-                  WHERE p.queue = p_queue
-                    AND p.priority = v_prio
-                    AND p.reserved_at IS NULL
-                    AND (p.available_at, p.id) >= (v_at, v_id)
-                    AND p.available_at <= p_now
-                    AND p.id <> ALL (p_skip)
-                  ORDER BY p.available_at, p.id
-                  LIMIT p_want - cardinality(v_tids)
-                  FOR UPDATE SKIP LOCKED) x;
-            EXIT WHEN cardinality(v_tids) >= p_want;
-        END LOOP;
-    END IF;
-
-    v_out.last := v_load.first_id IS NULL AND cardinality(v_tids) < p_want;
-    IF v_load.first_id IS NOT NULL THEN
-        -- The rows after the chunk stay locked, and are picked again after it.
-        v_n := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
-        IF v_n = 0 THEN
-            IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
-                v_out.chunk := v_load;
-                RETURN v_out;
-            END IF;
-            v_n := least(p_want, v_load.n - v_load.next);
-            PERFORM pgq._load_unpacked(v_load, v_n);
-            SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id)
-            INTO v_out.tids, v_out.ids
-            FROM pgq._load_rows(v_load, v_load.next + 1, v_n, pgq._slot(), NULL, NULL, NULL, NULL) r;
-            v_out.slot := pgq._slot();
+    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', p_queue, p_want, p_now, p_skip, v_load);
+    v_out.last := v_load.first_id IS NULL AND cardinality(v_rows.tids) < p_want;
+    -- Rows after the chunk stay locked, and are picked again after it.
+    v_n := coalesce(array_position(v_rows.before, false), cardinality(v_rows.before) + 1) - 1;
+    IF v_n = 0 AND v_load.first_id IS NOT NULL THEN
+        IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
+            v_out.chunk := v_load;
             RETURN v_out;
         END IF;
-        v_tids := v_tids[1 : v_n];
-        v_slots := v_slots[1 : v_n];
-        v_ids := v_ids[1 : v_n];
+        v_n := least(p_want, v_load.n - v_load.next);
+        PERFORM pgq._load_unpacked(v_load, v_n);
+        v_out.slot := pgq._slot();
+        SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id) INTO v_out.tids, v_out.ids
+        FROM pgq._load_rows(v_load, v_load.next + 1, v_n, v_out.slot, NULL, NULL, NULL, NULL) r;
+        RETURN v_out;
     END IF;
-    -- One slot: up to the first row of another.
-    v_n := coalesce((SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slots[1]) - 1, cardinality(v_slots));
-    IF v_n < cardinality(v_slots) THEN
+    -- One slot: up to the first row of another (or of the chunk).
+    v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                                WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    IF v_n < cardinality(v_rows.tids) THEN
         v_out.last := false;
     END IF;
-    v_out.slot := v_slots[1];
-    v_out.tids := v_tids[1 : v_n];
-    v_out.ids := v_ids[1 : v_n];
+    v_out.slot := v_rows.slots[1];
+    v_out.tids := v_rows.tids[1 : v_n];
+    v_out.ids := v_rows.ids[1 : v_n];
     RETURN v_out;
 END;
 $$;
@@ -4024,6 +3956,73 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) IS 'Reserve''s cursor with the mark of (queue, priority) lowered to (at, id): such a job became waiting below it (S77).';
+
+
+--
+-- Name: _pick_rows(jsonb, text, integer, timestamp with time zone, bigint[], pgq.loads); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_prio int;
+    v_at   timestamptz;
+    v_id   bigint;
+BEGIN
+    tids := '{}';
+    slots := '{}';
+    ids := '{}';
+    before := '{}';
+    IF p_marks IS NULL THEN
+        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
+               coalesce(array_agg(x.first), '{}')
+        INTO tids, slots, ids, before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     p_load.first_id IS NULL OR p.priority > p_load.priority
+                     OR (p.priority = p_load.priority
+                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+              ORDER BY p.priority DESC, p.available_at, p.id
+              LIMIT p_want
+              FOR UPDATE SKIP LOCKED) x;
+        RETURN;
+    END IF;
+    FOR v_prio, v_at, v_id IN
+        SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+        FROM jsonb_each(p_marks) m
+        ORDER BY m.key::int DESC
+    LOOP
+        EXIT WHEN p_load.priority > v_prio;  -- a lower priority's rows come after the chunk
+        SELECT tids || coalesce(array_agg(x.ctid), '{}'), slots || coalesce(array_agg(x.slot), '{}'),
+               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}')
+        INTO tids, slots, ids, before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     p_load.first_id IS NULL OR v_prio > p_load.priority
+                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.priority = v_prio AND p.reserved_at IS NULL
+                AND (p.available_at, p.id) >= (v_at, v_id) AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+              ORDER BY p.available_at, p.id
+              LIMIT p_want - cardinality(tids)
+              FOR UPDATE SKIP LOCKED) x;
+        EXIT WHEN cardinality(tids) >= p_want;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) IS 'Reserve: the next waiting rows of a queue, locked (SKIP LOCKED), in its order, from the session''s marks (S30, S77).';
 
 
 --
@@ -4282,9 +4281,8 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     AS $$
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
-    -- semi-join, not "= ANY": a completion batch of 800 jobs would test each lease found
-    -- against every uuid. (A join with unnest(p_keys) got a generic plan that did that
-    -- anyway: 79 ms for 1,000 leases, against 3 ms.)
+    -- semi-join, not "= ANY", which would test each lease found against every uuid of a
+    -- completion batch (a join with unnest(p_keys) gets a generic plan that does too).
     DELETE FROM pgq.overlap_locks o
     WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
 END;
@@ -5535,10 +5533,9 @@ BEGIN
         -- One index probe per uuid, and no join that a plan cached on a small table
         -- could turn around (S78). The token is checked against the set: a lease token
         -- names one reservation of one job (its last six bytes are the job's id), so
-        -- only the job it was issued for can hold it. The set is a hashed subquery:
-        -- lease_token = ANY (tokens) scans the array for every row, 0.4 ms in a
-        -- complete of 450 jobs; OR false keeps the planner from making the subquery a
-        -- join. The slots the tokens name are read, not the others (a reserved job
+        -- only the job it was issued for can hold it. The set is a hashed subquery
+        -- (lease_token = ANY (tokens) would scan the array for every row); OR false
+        -- keeps the planner from making the subquery a join. The slots the tokens name are read, not the others (a reserved job
         -- does not change slot: S80).
         DELETE FROM pgq.jobs j
         WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
@@ -5589,7 +5586,7 @@ BEGIN
     END IF;
     IF v_breakers IS NOT NULL THEN
         -- S29: a success clears the circuit's count. The keys are computed only for jobs
-        -- with a breaker: the call costs 50-80 µs even for none.
+        -- with a breaker: the call costs more than the rest of a completion.
         v_circuits := pgq._middleware_keys(v_breaker_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(v_breakers)]),
                                            v_breakers, v_breaker_payloads);
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
@@ -5892,7 +5889,7 @@ CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT
 BEGIN
     -- plpgsql, whose set-returning functions hand back all their rows at once: a LANGUAGE
     -- sql one is entered again for each row, and each entry of a function with SET saves
-    -- and restores the settings: 3 % of a bulk dispatch's time (bench/RESULTS.md, issue 19).
+    -- and restores the settings.
     RETURN QUERY
     SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
                                 dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,
@@ -10518,6 +10515,13 @@ REVOKE ALL ON FUNCTION pgq._pick_end(p_cursor jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer, p_at timestamp with time zone, p_id bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) FROM PUBLIC;
 
 
 --

@@ -143,10 +143,9 @@ type JobDispatchManyParams struct {
 }
 
 // The payloads travel as text[] and become jsonb row by row: a jsonb[] parameter is
-// parsed during Bind, where each element's parse (about 2.8 kB of allocations) lives
-// until the call ends, 2.8 MB for 1,000 jobs; when glibc hands that back to the kernel
-// after each call, every call faults it in again and runs at a quarter of its speed
-// (bench/RESULTS.md, twentieth session). Here each element's parse is freed with its row.
+// parsed during Bind, where each element's parse (a few kB of allocations) lives until
+// the call ends; when glibc hands that back to the kernel after each call, every call
+// faults it in again. Here each element's parse is freed with its row.
 func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams) ([]*uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, jobDispatchMany,
 		arg.Job,

@@ -744,7 +744,7 @@ type PgqLiveJob struct {
 	Chunk                *uuid.UUID
 }
 
-// Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.
+// Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.
 type PgqLoad struct {
 	// The id of the chunk's first job; job i (1-based) has id first_id + i - 1.
 	FirstID int64

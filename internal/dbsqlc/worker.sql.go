@@ -585,8 +585,8 @@ type SessionSetProtocolLimitsParams struct {
 }
 
 // For every connection the worker uses: its own bounds on the protocol calls, whatever
-// the role's or database's settings say (a role-level statement_timeout of 1 ms stalled
-// workers before, S35, S37).
+// the role's or database's settings say (a role-level statement_timeout of 1 ms would
+// stall them: S35, S37).
 func (q *Queries) SessionSetProtocolLimits(ctx context.Context, arg SessionSetProtocolLimitsParams) error {
 	_, err := q.db.Exec(ctx, sessionSetProtocolLimits, arg.StatementMilliseconds, arg.LockMilliseconds, arg.IdleMilliseconds)
 	return err

@@ -3,11 +3,11 @@
 //
 //   - github.com/google/uuid.UUID as the 16 bytes it is. Without it pgx goes through
 //     driver.Valuer and sql.Scanner: a string per uuid, formatted and parsed again, plus
-//     an encode plan tried and failed per array element. That was a fifth of the worker's
-//     CPU at 20k jobs/s (bench/RESULTS.md).
+//     an encode plan tried and failed per array element: a large share of the worker's
+//     CPU at a high rate.
 //   - jsonb into json.RawMessage as a copy of the bytes. pgx otherwise hands a
-//     json.RawMessage to json.Unmarshal, which parses every payload only to copy it: 4%
-//     of the worker's CPU in the drain benchmark. jsonb from PostgreSQL is valid JSON.
+//     json.RawMessage to json.Unmarshal, which parses every payload only to copy it.
+//     jsonb from PostgreSQL is valid JSON.
 package pgcodec
 
 import (

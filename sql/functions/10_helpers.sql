@@ -23,9 +23,9 @@
 -- A helper that a protocol function (reserve, complete, heartbeat, dispatch) calls with
 -- arguments known only when it runs is plpgsql, even when its body is one SELECT. Every
 -- pgq function pins its search_path, so PostgreSQL never inlines a LANGUAGE sql one, and
--- PostgreSQL 15 parses and plans such a body again in every transaction that calls it:
--- pgq._token_slots took 41 µs a call as sql and 13 µs as plpgsql, whose plans live as
--- long as the session. Constants, whose calls the planner folds, stay LANGUAGE sql.
+-- PostgreSQL 15 parses and plans such a body again in every transaction that calls it,
+-- where plpgsql keeps its plans for the session. Constants, whose calls the planner
+-- folds, stay LANGUAGE sql.
 
 -- pgq._default_retry_after: the lease in seconds of a queue with no pgq.queues row, and
 -- the default of pgq.define_queue (S14). The column default of pgq.queues.retry_after
@@ -117,21 +117,19 @@ COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s 
 -- PostgreSQL 15 has no uuidv7(). One gen_random_uuid() per call gives the random bits;
 -- the uuids of one call share them and count up in their last 48 bits (RFC 9562's
 -- "monotonic random" method), so they are unique within the call and ordered by it.
--- A random draw per uuid (md5 of the backend's random(), or gen_random_uuid(), whose
--- OpenSSL path makes a getpid() system call per call) cost a quarter of a 1,000-job
--- dispatch_many here. These uuids identify jobs; they are not secrets. A collision
--- would fail its insert on the primary key, not merge two jobs.
+-- A random draw per uuid (gen_random_uuid()'s OpenSSL path makes a getpid() system
+-- call per call) would cost a large share of a bulk dispatch. These uuids identify
+-- jobs; they are not secrets. A collision would fail its insert on the primary key,
+-- not merge two jobs.
 --
--- Per uuid this is one to_hex, one substr, one concatenation and the uuid's parse:
--- 0.4 µs. The counter starts with bit 48 set, so to_hex always gives 13 digits and the
--- last 12 are the group. A LANGUAGE sql form with the
--- prefix in a subquery and array_agg cost three times as much (bench/RESULTS.md).
+-- Per uuid this is one to_hex, one substr, one concatenation and the uuid's parse. The
+-- counter starts with bit 48 set, so to_hex always gives 13 digits and the last 12 are
+-- the group.
 CREATE OR REPLACE FUNCTION pgq._uuid7s(p_count int) RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
--- Planned once. A custom plan (a statement's first five runs, and kept while it looks
--- cheaper than the generic one: for a count of 1, always) planned the SELECT on every
--- call: 37 µs of a single dispatch, against 13.
+-- Planned once: a custom plan (a statement's first five runs, and kept while it looks
+-- cheaper than the generic one: for a count of 1, always) plans the SELECT every call.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -259,8 +257,8 @@ COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may prod
 CREATE OR REPLACE FUNCTION pgq._keys_or_null(p_jobs text[], p_explicits text[], p_bys jsonb[], p_payloads jsonb[]) RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
--- Planned once, as pgq._uuid7s: with custom plans each call of a few keys planned its
--- SELECT again (92-119 µs a call, against 16-36).
+-- Planned once, as pgq._uuid7s: with custom plans each call of a few keys plans its
+-- SELECT again.
 SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN

@@ -250,6 +250,70 @@ $$;
 
 COMMENT ON FUNCTION pgq._job_for_update(uuid) IS 'The live job with this uuid, locked for an operation on it, out of its chunk if it was in one (S80, S85); NULL when there is none.';
 
+-- pgq._pick_rows: the next waiting rows of p_queue (pgq._pick), locked with SKIP
+-- LOCKED, in the queue's order, at most p_want, none of p_skip: from the marks p_marks
+-- (S77), one priority after the other, or from the queue's front when there are none;
+-- with their slots and ids, and whether each comes before the chunk p_load in the
+-- queue's order (all do when there is none).
+CREATE OR REPLACE FUNCTION pgq._pick_rows(
+    p_marks jsonb, p_queue text, p_want int, p_now timestamptz, p_skip bigint[], p_load pgq.loads,
+    OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
+AS $$
+DECLARE
+    v_prio int;
+    v_at   timestamptz;
+    v_id   bigint;
+BEGIN
+    tids := '{}';
+    slots := '{}';
+    ids := '{}';
+    before := '{}';
+    IF p_marks IS NULL THEN
+        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
+               coalesce(array_agg(x.first), '{}')
+        INTO tids, slots, ids, before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     p_load.first_id IS NULL OR p.priority > p_load.priority
+                     OR (p.priority = p_load.priority
+                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+              ORDER BY p.priority DESC, p.available_at, p.id
+              LIMIT p_want
+              FOR UPDATE SKIP LOCKED) x;
+        RETURN;
+    END IF;
+    FOR v_prio, v_at, v_id IN
+        SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
+        FROM jsonb_each(p_marks) m
+        ORDER BY m.key::int DESC
+    LOOP
+        EXIT WHEN p_load.priority > v_prio;  -- a lower priority's rows come after the chunk
+        SELECT tids || coalesce(array_agg(x.ctid), '{}'), slots || coalesce(array_agg(x.slot), '{}'),
+               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}')
+        INTO tids, slots, ids, before
+        FROM (SELECT p.ctid, p.slot, p.id,
+                     p_load.first_id IS NULL OR v_prio > p_load.priority
+                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.priority = v_prio AND p.reserved_at IS NULL
+                AND (p.available_at, p.id) >= (v_at, v_id) AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+              ORDER BY p.available_at, p.id
+              LIMIT p_want - cardinality(tids)
+              FOR UPDATE SKIP LOCKED) x;
+        EXIT WHEN cardinality(tids) >= p_want;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._pick_rows(jsonb, text, int, timestamptz, bigint[], pgq.loads) IS
+    'Reserve: the next waiting rows of a queue, locked (SKIP LOCKED), in its order, from the session''s marks (S30, S77).';
+
 -- pgq._pick: the next waiting jobs of p_queue, available at p_now, in the queue's order
 -- (S30: priority, then available_at, then id; rows and chunks merged), locked for this
 -- transaction with SKIP LOCKED (a job another reserve holds is passed over), at most
@@ -261,8 +325,7 @@ COMMENT ON FUNCTION pgq._job_for_update(uuid) IS 'The live job with this uuid, l
 --   (rows empty), for pgq._take_chunk. A chunk whose deadline (retry_until) has passed
 --   comes back instead as its next jobs made waiting rows, for the pickup checks to
 --   fail (S12).
--- last: the queue has no ready job beyond these. Rows are looked for from the cursor's
--- marks (S77), or from the queue's front the first time.
+-- last: the queue has no ready job beyond these.
 CREATE OR REPLACE FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want int, p_now timestamptz, p_skip bigint[])
 RETURNS pgq.picked
 LANGUAGE plpgsql VOLATILE
@@ -271,17 +334,10 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -
 SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 AS $$
 DECLARE
-    v_marks  jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
-    v_load   pgq.loads;
-    v_tids   tid[] := '{}';
-    v_slots  smallint[] := '{}';
-    v_ids    bigint[] := '{}';
-    v_before boolean[] := '{}';  -- whether each picked row comes before the chunk
-    v_n      int;
-    v_prio   int;
-    v_at     timestamptz;
-    v_id     bigint;
-    v_out    pgq.picked;
+    v_load pgq.loads;
+    v_rows record;
+    v_n    int;
+    v_out  pgq.picked;
 BEGIN
     -- The queue's first chunk that is ready and that no other reserve holds.
     SELECT * INTO v_load FROM pgq.loads l
@@ -289,80 +345,31 @@ BEGIN
     ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
     LIMIT 1
     FOR UPDATE SKIP LOCKED;
-
-    IF v_marks IS NULL THEN
-        SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
-               coalesce(array_agg(x.before), '{}')
-        INTO v_tids, v_slots, v_ids, v_before
-        FROM (SELECT p.ctid, p.slot, p.id,
-                     v_load.first_id IS NULL OR p.priority > v_load.priority
-                     OR (p.priority = v_load.priority
-                         AND (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next)) AS before
-              FROM pgq.jobs p
-              WHERE p.queue = p_queue
-                AND p.reserved_at IS NULL
-                AND p.available_at <= p_now
-                AND p.id <> ALL (p_skip)
-              ORDER BY p.priority DESC, p.available_at, p.id
-              LIMIT p_want
-              FOR UPDATE SKIP LOCKED) x;
-    ELSE
-        -- From the marks, one priority after the other: the same order.
-        FOR v_prio, v_at, v_id IN
-            SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
-            FROM jsonb_each(v_marks) m
-            ORDER BY m.key::int DESC
-        LOOP
-            EXIT WHEN v_load.priority > v_prio;  -- a lower priority's rows come after the chunk
-            SELECT v_tids || coalesce(array_agg(x.ctid), '{}'), v_slots || coalesce(array_agg(x.slot), '{}'),
-                   v_ids || coalesce(array_agg(x.id), '{}'), v_before || coalesce(array_agg(x.before), '{}')
-            INTO v_tids, v_slots, v_ids, v_before
-            FROM (SELECT p.ctid, p.slot, p.id,
-                         v_load.first_id IS NULL OR v_prio > v_load.priority
-                         OR (p.available_at, p.id) < (v_load.available_at, v_load.first_id + v_load.next) AS before
-                  FROM pgq.jobs p
-                  WHERE p.queue = p_queue
-                    AND p.priority = v_prio
-                    AND p.reserved_at IS NULL
-                    AND (p.available_at, p.id) >= (v_at, v_id)
-                    AND p.available_at <= p_now
-                    AND p.id <> ALL (p_skip)
-                  ORDER BY p.available_at, p.id
-                  LIMIT p_want - cardinality(v_tids)
-                  FOR UPDATE SKIP LOCKED) x;
-            EXIT WHEN cardinality(v_tids) >= p_want;
-        END LOOP;
-    END IF;
-
-    v_out.last := v_load.first_id IS NULL AND cardinality(v_tids) < p_want;
-    IF v_load.first_id IS NOT NULL THEN
-        -- The rows after the chunk stay locked, and are picked again after it.
-        v_n := coalesce(array_position(v_before, false), cardinality(v_before) + 1) - 1;
-        IF v_n = 0 THEN
-            IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
-                v_out.chunk := v_load;
-                RETURN v_out;
-            END IF;
-            v_n := least(p_want, v_load.n - v_load.next);
-            PERFORM pgq._load_unpacked(v_load, v_n);
-            SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id)
-            INTO v_out.tids, v_out.ids
-            FROM pgq._load_rows(v_load, v_load.next + 1, v_n, pgq._slot(), NULL, NULL, NULL, NULL) r;
-            v_out.slot := pgq._slot();
+    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', p_queue, p_want, p_now, p_skip, v_load);
+    v_out.last := v_load.first_id IS NULL AND cardinality(v_rows.tids) < p_want;
+    -- Rows after the chunk stay locked, and are picked again after it.
+    v_n := coalesce(array_position(v_rows.before, false), cardinality(v_rows.before) + 1) - 1;
+    IF v_n = 0 AND v_load.first_id IS NOT NULL THEN
+        IF v_load.retry_until IS NULL OR v_load.retry_until >= p_now THEN
+            v_out.chunk := v_load;
             RETURN v_out;
         END IF;
-        v_tids := v_tids[1 : v_n];
-        v_slots := v_slots[1 : v_n];
-        v_ids := v_ids[1 : v_n];
+        v_n := least(p_want, v_load.n - v_load.next);
+        PERFORM pgq._load_unpacked(v_load, v_n);
+        v_out.slot := pgq._slot();
+        SELECT array_agg(r.row_tid ORDER BY r.row_id), array_agg(r.row_id ORDER BY r.row_id) INTO v_out.tids, v_out.ids
+        FROM pgq._load_rows(v_load, v_load.next + 1, v_n, v_out.slot, NULL, NULL, NULL, NULL) r;
+        RETURN v_out;
     END IF;
-    -- One slot: up to the first row of another.
-    v_n := coalesce((SELECT min(i) FROM generate_subscripts(v_slots, 1) i WHERE v_slots[i] <> v_slots[1]) - 1, cardinality(v_slots));
-    IF v_n < cardinality(v_slots) THEN
+    -- One slot: up to the first row of another (or of the chunk).
+    v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                                WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    IF v_n < cardinality(v_rows.tids) THEN
         v_out.last := false;
     END IF;
-    v_out.slot := v_slots[1];
-    v_out.tids := v_tids[1 : v_n];
-    v_out.ids := v_ids[1 : v_n];
+    v_out.slot := v_rows.slots[1];
+    v_out.tids := v_rows.tids[1 : v_n];
+    v_out.ids := v_rows.ids[1 : v_n];
     RETURN v_out;
 END;
 $$;

@@ -152,8 +152,8 @@ BEGIN
     END IF;
 
     IF NOT v_unique AND NOT v_debounce THEN
-        -- Every payload becomes a job, so the uuids made here are the answer: a RETURNING
-        -- clause cost 0.8 µs a job, an eighth of the whole dispatch.
+        -- Every payload becomes a job, so the uuids made here are the answer, with no
+        -- RETURNING clause to pay for.
         v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
         PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
@@ -164,9 +164,9 @@ BEGIN
         IF v_debounce AND v_debounce_for IS NULL THEN
             RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
         END IF;
-        -- Every payload's key in one call, as pgq._check_middleware_keys does; pgq._key
-        -- raises for the first that cannot be computed or is too long (S38). A call of
-        -- pgq._key per payload took 135 µs of the 240 a unique job cost.
+        -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
+        -- pgq._key per payload would cost more than the rest); pgq._key raises for the
+        -- first that cannot be computed or is too long (S38).
         v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
         v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
         v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
@@ -248,7 +248,7 @@ AS $$
 BEGIN
     -- plpgsql, whose set-returning functions hand back all their rows at once: a LANGUAGE
     -- sql one is entered again for each row, and each entry of a function with SET saves
-    -- and restores the settings: 3 % of a bulk dispatch's time (bench/RESULTS.md, issue 19).
+    -- and restores the settings.
     RETURN QUERY
     SELECT * FROM pgq._dispatch(dispatch_many.job, dispatch_many.payloads, dispatch_many.queue,
                                 dispatch_many.delay, dispatch_many.tries, dispatch_many.backoff,

@@ -155,47 +155,36 @@ DECLARE
     v_won     boolean[];                -- per place: took its lease
     v_until   timestamptz := pgq._overlap_until(p_now, p_now, NULL);  -- a new lease's end without expire_after
 BEGIN
-    -- The WHERE of the upsert reads only the lease row itself (see pgq._take_unique).
-    -- In key order (the aggregates keep the subquery's: one sort instead of four),
-    -- by bytes: any fixed order does, and strcoll costs more than memcmp.
+    -- The first job at each key, in key order by bytes (any fixed order does, and
+    -- strcoll costs more than memcmp).
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_f_ord, v_f_key, v_f_exp
     FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.ord, s.key, (s.cfg ->> 'expire_after')::int AS expire_after
           FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
           WHERE s.name = 'without_overlapping' AND s.key IS NOT NULL
           ORDER BY s.key COLLATE "C", s.ord) f;
-    -- Leases live in generations (S81). The lock on every generation (ROW SHARE:
-    -- only a truncation waits for it) keeps the current one current until this
-    -- transaction ends.
+    -- The lock on every generation (ROW SHARE: only a truncation waits for it) keeps
+    -- the current one current until this transaction ends (S81).
     LOCK TABLE pgq.overlap_locks IN ROW SHARE MODE;
     v_gen := pgq._overlap_gen();
-    -- A key is taken when a live lease holds it, in whichever generation (a lease
-    -- ends in the one it was taken in). Each other key is tried behind its
-    -- advisory lock, without waiting: a key whose lock another transaction holds
-    -- (a SQL handler still running after its lease ran out, or another reserve
-    -- taking the key right now) is taken too. So a reserve never waits for
-    -- another one over a key, and two cannot deadlock on their keys (the passes of
-    -- one pgq.reserve call take theirs in no common order: with the upsert below
-    -- locking each row it met, live or not, two reserves did deadlock).
-    -- Whether any key has a live lease is asked first, in one index scan of each
-    -- generation: most often none has, and a probe per key costs 4.5 µs of it
-    -- (three partitions), one scan for 1,000 keys 2 ms.
+    -- A key is taken when a live lease holds it, in whichever generation. Each other key
+    -- is tried behind its advisory lock, without waiting: a key whose lock another
+    -- transaction holds (a SQL handler still running after its lease ran out, another
+    -- reserve taking it now) is taken too. So a reserve never waits for another over a
+    -- key, and two cannot deadlock on keys they meet in different orders. Whether any
+    -- key has a live lease is asked first, in one scan: most often none has.
     v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_t_ord, v_t_key, v_t_exp
     FROM unnest(v_f_ord, v_f_key, v_f_exp, pgq._overlap_lock_ids(v_f_key)) f(ord, key, expire_after, lock_id)
     WHERE CASE WHEN v_live AND EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = f.key AND o.expires_at > p_now)
                THEN false ELSE pg_try_advisory_xact_lock(f.lock_id) END;
-    -- The keys tried go to the current generation, or take over its expired
-    -- lease: no other reserve can write them now. A lease that a late heartbeat
-    -- renewed since (pgq.heartbeat) stays its job's.
-    -- Most often the current generation has no row at any of them: then a plain
-    -- insert takes them all, at half the cost of the upsert (3 ms for 1,000 keys,
-    -- against 6). Asked after the advisory locks, in a statement of its own, so
-    -- under READ COMMITTED it sees every row committed at those keys: a row
-    -- written since could only come from a transaction holding a key's lock,
-    -- this one included (an earlier pass or position), and this one sees its own.
-    -- An older snapshot (REPEATABLE READ) takes the upsert, which knows conflicts.
+    -- The keys tried go to the current generation, or take over its expired lease (a
+    -- lease a late heartbeat renewed stays its job's). When the generation has no row
+    -- at any of them, a plain insert, cheaper than the upsert: asked after the advisory
+    -- locks, so that under READ COMMITTED it sees every row committed at those keys (a
+    -- later one could only come from a holder of a key's lock). An older snapshot
+    -- (REPEATABLE READ) takes the upsert, which knows conflicts.
     IF v_t_key IS NOT NULL
        AND current_setting('transaction_isolation') = 'read committed'
        AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.gen = v_gen AND o.key = ANY (v_t_key)) THEN
@@ -226,8 +215,7 @@ BEGIN
         FROM taken t
         JOIN unnest(v_t_ord, v_t_key, v_t_exp) f(ord, key, expire_after) ON f.key = t.key;
     END IF;
-    -- Element assignments: O(1) each, where a join of arrays gets a nested loop (the
-    -- planner cannot know their length).
+    -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
     v_won := array_fill(false, ARRAY[coalesce((SELECT max(o) FROM unnest(p_ord) o), 0)]);
     FOR i IN 1 .. coalesce(cardinality(won_ord), 0) LOOP
         v_won[won_ord[i]] := true;

@@ -43,10 +43,9 @@ BEGIN
         -- One index probe per uuid, and no join that a plan cached on a small table
         -- could turn around (S78). The token is checked against the set: a lease token
         -- names one reservation of one job (its last six bytes are the job's id), so
-        -- only the job it was issued for can hold it. The set is a hashed subquery:
-        -- lease_token = ANY (tokens) scans the array for every row, 0.4 ms in a
-        -- complete of 450 jobs; OR false keeps the planner from making the subquery a
-        -- join. The slots the tokens name are read, not the others (a reserved job
+        -- only the job it was issued for can hold it. The set is a hashed subquery
+        -- (lease_token = ANY (tokens) would scan the array for every row); OR false
+        -- keeps the planner from making the subquery a join. The slots the tokens name are read, not the others (a reserved job
         -- does not change slot: S80).
         DELETE FROM pgq.jobs j
         WHERE j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
@@ -97,7 +96,7 @@ BEGIN
     END IF;
     IF v_breakers IS NOT NULL THEN
         -- S29: a success clears the circuit's count. The keys are computed only for jobs
-        -- with a breaker: the call costs 50-80 µs even for none.
+        -- with a breaker: the call costs more than the rest of a completion.
         v_circuits := pgq._middleware_keys(v_breaker_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(v_breakers)]),
                                            v_breakers, v_breaker_payloads);
         DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);

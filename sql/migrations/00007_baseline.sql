@@ -109,7 +109,7 @@ CREATE TABLE pgq.jobs (
     created_at      timestamptz NOT NULL DEFAULT now(),
     -- Leaf pages split half full: every reservation (a non-HOT update) adds an entry for
     -- the job's new row version next to its uuid, and a full page then needs a bottom-up
-    -- deletion pass that visits the heap (bench/RESULTS.md, issue 6).
+    -- deletion pass that visits the heap.
     CONSTRAINT jobs_pkey PRIMARY KEY (uuid) WITH (fillfactor = 50)
 );
 

@@ -1,4 +1,4 @@
--- Faults (issue 16): overlap locks become leases, attempts interrupted by infrastructure
+-- Faults: overlap locks become leases, attempts interrupted by infrastructure
 -- are given back, and the schema knows the words for it.
 --
 -- * pgq.overlap_locks holds a lease per without_overlapping key (S34): the job and lease

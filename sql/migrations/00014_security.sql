@@ -1,4 +1,4 @@
--- Least privilege (issue 17).
+-- Least privilege.
 --
 -- * pgq.roles names the roles pgq grants to (pgq.Migrate writes it; their names can be
 --   given a prefix). Roles, ownership and grants themselves are applied by pgq.Migrate

@@ -1,4 +1,4 @@
--- Chains and batches (issue 20): jobs that run one after another, and groups of jobs
+-- Chains and batches: jobs that run one after another, and groups of jobs
 -- with callbacks, written in the dispatching transaction and advanced by the
 -- transaction that ends each job.
 --

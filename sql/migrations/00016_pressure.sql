@@ -1,4 +1,4 @@
--- Storage under pressure (issue 19).
+-- Storage under pressure.
 --
 -- * pgq.admission: what pgq._admit decides for one job of a reserve batch. pgq._admit
 --   now takes the batch (as arrays: names, payloads, middleware, uuids, lease tokens) and runs the middleware

@@ -1,4 +1,4 @@
--- Reserve from a low-water mark (issue 19): a reserve must not walk the jobs that are
+-- Reserve from a low-water mark: a reserve must not walk the jobs that are
 -- already finished, whose dead versions a held xmin keeps in jobs_reserve_idx.
 --
 -- * pgq.jobs.txid: the top-level transaction that last made the row waiting, or set

@@ -1,4 +1,4 @@
--- Storage a held xmin cannot grow without bound (issue 19): pgq.jobs becomes a table
+-- Storage a held xmin cannot grow without bound: pgq.jobs becomes a table
 -- partitioned into four slots, and a slot whose jobs have all ended is truncated whole.
 --
 -- While a transaction, snapshot or replication slot holds the xmin horizon, no vacuum
@@ -141,8 +141,7 @@ ALTER SEQUENCE pgq.jobs_id_seq OWNED BY pgq.jobs.id;
 -- (pgq.reserve) must find them by TID scan, and the planner takes an index scan on
 -- slot = $1 instead when an index has the column. Leaf pages split half full: every
 -- reservation (a non-HOT update) adds an entry for the job's new row version next to
--- its uuid, and a full page then needs a bottom-up deletion pass that visits the heap
--- (bench/RESULTS.md, issue 6).
+-- its uuid, and a full page then needs a bottom-up deletion pass that visits the heap.
 ALTER TABLE pgq.jobs_0 ADD CONSTRAINT jobs_0_pkey PRIMARY KEY (uuid) WITH (fillfactor = 50);
 ALTER TABLE pgq.jobs_1 ADD CONSTRAINT jobs_1_pkey PRIMARY KEY (uuid) WITH (fillfactor = 50);
 ALTER TABLE pgq.jobs_2 ADD CONSTRAINT jobs_2_pkey PRIMARY KEY (uuid) WITH (fillfactor = 50);

@@ -5,12 +5,11 @@
 --   one; NULL when one has none, or when it took no key. Such a lease ends that long
 --   after the reservation however often it is renewed (S27). So once a renewal can no
 --   longer move its end, the worker need not renew it, and a renewal that fails cannot
---   cost the handler its key: the worker keeps it running. Before, a heartbeat that
---   timed out after the keys' expire_after had passed cancelled a handler whose keys
---   the contract had already given up.
+--   cost the handler its key: the worker keeps it running, rather than cancelling a
+--   handler whose keys the contract had already given up.
 -- * pgq.admission.held_expire_after: the same, as pgq._admit decides it, where the keys'
---   settings are at hand (a lookup of the leases per job afterwards cost the
---   without_overlapping drain a quarter of its rate).
+--   settings are at hand (a lookup of the leases per job afterwards would cost the
+--   without_overlapping drain much of its rate).
 -- * Both types gain a column, so they are made again; the functions that name them are
 --   dropped here and made again by sql/functions on the same migrate, and their grants
 --   by privileges.sql.

@@ -3,12 +3,12 @@
 -- A without_overlapping lease is a row of pgq.overlap_locks, inserted by the reserve
 -- that takes it and deleted by the attempt's outcome. While a transaction, snapshot or
 -- replication slot holds the xmin horizon back, no vacuum removes the deleted versions,
--- and every later lease of a key steps over all of that key's earlier ones: with a key
--- reused by 60 jobs during a hold, reserving its jobs took 60 % longer, and it kept
--- growing (bench/lease-hold.sh). So the leases now live in three generations,
+-- and every later lease of a key steps over all of that key's earlier ones, slower with
+-- every lease for as long as the hold lasts. So the leases live in three generations,
 -- partitions of pgq.overlap_locks: new leases go to the current one; once it holds
--- pgq.rotate's slot size / 64 (1 MiB at the worker's default), an older generation in which no lease is live any more
--- is truncated (which a held horizon cannot prevent) and becomes current. A lease keeps
+-- pgq.rotate's slot size / 64 (1 MiB at the worker's default), an older generation in
+-- which no lease is live any more is truncated (which a held horizon cannot prevent)
+-- and becomes current. A lease keeps
 -- its generation until it ends.
 --
 -- * pgq.overlap_locks: the same columns and a generation (gen); the primary key is

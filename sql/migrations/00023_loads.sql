@@ -1,9 +1,7 @@
--- Loads: a bulk dispatch at one row per chunk of jobs, not one per job (issue 19,
--- docs/design/loads.md).
+-- Loads: a bulk dispatch at one row per chunk of jobs, not one per job.
 --
--- A row of pgq.jobs and its three index entries cost about 6.5 µs of server time a
--- job; twice River's InsertManyFast (COPY) leaves about 7 µs a job for everything. A
--- load writes one pgq.loads row per chunk of up to 1,000 payloads of one dispatch call:
+-- A row of pgq.jobs and its three index entries cost more server time per job than a
+-- bulk dispatch can spend to stay well ahead of COPY into a job table. A load writes one pgq.loads row per chunk of up to 1,000 payloads of one dispatch call:
 -- the frozen settings once, and the payloads as one jsonb[]. pgq.reserve turns a chunk's
 -- next jobs into job rows that are reserved already (sql/functions/21_storage_loads.sql): they
 -- never enter jobs_reserve_idx, and skip the update from waiting to reserved.
@@ -58,7 +56,7 @@ CREATE INDEX loads_queue_idx ON pgq.loads (queue, priority DESC, available_at, f
 CREATE INDEX loads_uuid_idx ON pgq.loads (first_uuid);
 CREATE INDEX loads_txid_idx ON pgq.loads (txid);
 
-COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/loads.md): read pgq.ready or pgq.job_settings for the jobs.';
+COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.';
 COMMENT ON COLUMN pgq.loads.first_id IS 'The id of the chunk''s first job; job i (1-based) has id first_id + i - 1.';
 COMMENT ON COLUMN pgq.loads.first_uuid IS 'The uuid of the chunk''s first job; job i has it with i - 1 added to its last 48 bits.';
 COMMENT ON COLUMN pgq.loads.next IS 'How many of the chunk''s first jobs have become rows of pgq.jobs; the chunk holds jobs next + 1 .. n.';

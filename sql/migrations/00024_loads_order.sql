@@ -7,7 +7,7 @@
 -- the chunk's other jobs (a job taken out of the middle splits its chunk), so a list of
 -- waiting jobs in the queue's order (pgq.ready, ORDER BY … sort_id, id) can merge the
 -- chunks, in this index's order, with the rows of jobs_reserve_idx, and expand only the
--- chunks it shows. Before, a page of the dashboard's ready list sorted every chunk job.
+-- chunks it shows, rather than sorting every chunk job.
 -- The price: a take that moves next is no longer a HOT update, once per chunk taken.
 
 -- +goose Up

@@ -33,6 +33,8 @@ CREATE TYPE pgq.reserve_batch AS (
 COMMENT ON TYPE pgq.reserve_batch IS
     'Picked rows on their way through pgq.reserve''s stages: per row (in pick order) its ctid (NULL once it will not run), lease token, overlap keys and their expire_after; the jobs still to admit; the reports of jobs that will not run, with their places in the pick; the ids turned away; whether a rate-limit window was busy.';
 
+COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.';
+
 DROP FUNCTION IF EXISTS pgq._load_take(pgq.loads, int, timestamptz, int, text, text);
 DROP FUNCTION IF EXISTS pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, int, text, text);
 DROP FUNCTION IF EXISTS pgq._load_job_to_row(uuid);

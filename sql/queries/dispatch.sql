@@ -1,9 +1,8 @@
 -- name: JobDispatchMany :many
 -- The payloads travel as text[] and become jsonb row by row: a jsonb[] parameter is
--- parsed during Bind, where each element's parse (about 2.8 kB of allocations) lives
--- until the call ends, 2.8 MB for 1,000 jobs; when glibc hands that back to the kernel
--- after each call, every call faults it in again and runs at a quarter of its speed
--- (bench/RESULTS.md, twentieth session). Here each element's parse is freed with its row.
+-- parsed during Bind, where each element's parse (a few kB of allocations) lives until
+-- the call ends; when glibc hands that back to the kernel after each call, every call
+-- faults it in again. Here each element's parse is freed with its row.
 SELECT dispatch_many FROM pgq.dispatch_many(
     job => @job::text,
     payloads => ARRAY(SELECT p.payload::jsonb FROM unnest(@payloads::text[]) WITH ORDINALITY AS p(payload, n) ORDER BY p.n),
