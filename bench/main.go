@@ -8,6 +8,7 @@
 //	steady-small  2b. the same with -steady-small-batch jobs per call         pgq, River
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
+//	bulk-shape  4c. one dispatch of 20,000 and of 200,000 1 KiB payloads: time per payload   pgq only
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle            pgq only: what the semantics cost
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
@@ -100,8 +101,8 @@ type options struct {
 	preload        int
 }
 
-var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "drain-sql", "plain", "retry", "mw-overlap",
-	"mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch", "pressure"}
+var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
+	"mw-overlap", "mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch", "pressure"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -378,6 +379,18 @@ func run() error {
 					out := re.bulk(ctx, o, true)
 					out.alsoAs("bulk-fast", "bulk-copy")
 					record("river", scen+"-fast", i, out)
+				}
+			case "bulk-shape":
+				for _, kind := range []string{"many", "copy"} {
+					api := map[string]string{"many": "DispatchMany", "copy": "DispatchMany ByCopy"}[kind]
+					for _, n := range bulkShapeSizes {
+						t.define(fmt.Sprintf("shape-%s-%d", kind, n), fmt.Sprintf("4c. one %s of %d 1 KiB payloads, µs per payload", api, n), true, 1)
+					}
+					t.define("shape-"+kind+"-ratio", fmt.Sprintf("4c. %s: µs per payload at %d over at %d (1: linear)", api,
+						bulkShapeSizes[len(bulkShapeSizes)-1], bulkShapeSizes[0]), true, 2)
+				}
+				if pe != nil {
+					record("pgq", scen, i, pe.bulkShape(ctx, o))
 				}
 			default: // pgq-only drains
 				if pe == nil {

@@ -638,3 +638,51 @@ func (h noJobLines) WithAttrs(as []slog.Attr) slog.Handler {
 	return noJobLines{h.Handler.WithAttrs(as)}
 }
 func (h noJobLines) WithGroup(name string) slog.Handler { return noJobLines{h.Handler.WithGroup(name)} }
+
+// bulkShapeSizes are the sizes of one bulk dispatch that bulk-shape compares: a
+// dispatch's time must grow linearly with its payload count.
+var bulkShapeSizes = []int{20000, 200000}
+
+// bulkShape times one DispatchMany call of each of bulkShapeSizes payloads of about 1
+// KiB into an empty table, as one jsonb[] and ByCopy, and records the time per payload
+// and the ratio of the largest size's to the smallest's (1: linear).
+func (e *pgqEnv) bulkShape(ctx context.Context, o options) runOut {
+	r := runOut{rows: []string{"shape-many-ratio", "shape-copy-ratio"}}
+	pad := strings.Repeat("x", 1000)
+	for _, byCopy := range []bool{false, true} {
+		kind, opts := "many", []pgq.Option(nil)
+		if byCopy {
+			kind, opts = "copy", []pgq.Option{pgq.ByCopy()}
+		}
+		perPayload := map[int]float64{}
+		for _, n := range bulkShapeSizes {
+			row := fmt.Sprintf("shape-%s-%d", kind, n)
+			r.rows = append(r.rows, row)
+			if err := e.truncate(ctx); err != nil {
+				r.err = err
+				return r
+			}
+			payloads := make([]any, n)
+			for i := range payloads {
+				payloads[i] = json.RawMessage(fmt.Sprintf(`{"n": %d, "pad": %q}`, i, pad))
+			}
+			if _, err := prepare(ctx, o, e.pool, ""); err != nil {
+				r.err = err
+				return r
+			}
+			start := time.Now()
+			if _, err := e.client.DispatchMany(ctx, "noop", payloads, opts...); err != nil {
+				r.err = fmt.Errorf("%s of %d: %w", kind, n, err)
+				return r
+			}
+			perPayload[n] = float64(time.Since(start).Microseconds()) / float64(n)
+			r.add(row, perPayload[n])
+		}
+		first, last := bulkShapeSizes[0], bulkShapeSizes[len(bulkShapeSizes)-1]
+		ratio := perPayload[last] / perPayload[first]
+		r.add("shape-"+kind+"-ratio", ratio)
+		r.line += fmt.Sprintf("%s: %.1f µs/payload at %d, %.1f at %d (%.2f×); ", kind, perPayload[first], first,
+			perPayload[last], last, ratio)
+	}
+	return r
+}
