@@ -4712,6 +4712,27 @@ COMMENT ON FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[
 
 
 --
+-- Name: _store_bulk(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._store_bulk() RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN pgq._load_min();
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _store_bulk(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._store_bulk() IS 'The fewest payloads of plain jobs that pgq._store keeps together as a load (S85); 0: never.';
+
+
+--
 -- Name: _sweep_from(jsonb, text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5949,7 +5970,8 @@ BEGIN
         v_page := v_page + 1024;
         v_payloads := v_payloads || v_read;
         v_left := v_left - v_n;
-        IF cardinality(v_payloads) >= pgq._staged_batch() AND (v_left = 0 OR v_left >= pgq._load_min()) THEN
+        IF cardinality(v_payloads) >= greatest(pgq._staged_batch(), pgq._store_bulk())
+           AND (v_left = 0 OR v_left >= pgq._store_bulk()) THEN
             v_uuids := v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
                 dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
@@ -10699,6 +10721,13 @@ REVOKE ALL ON FUNCTION pgq._stamp_txid() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _store_bulk(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._store_bulk() FROM PUBLIC;
 
 
 --

@@ -6,7 +6,8 @@
 -- pgq reads live jobs through pgq.live_jobs (pgq.live_job(uuid) for one, pgq._live_counted
 -- to count them), writes rows of pgq.jobs itself, and calls only what this file defines:
 --
---   pgq._store            new waiting jobs of a dispatch (rows, or a load)
+--   pgq._store            new waiting jobs of a dispatch (rows, or a load when there
+--                         are pgq._store_bulk() or more)
 --   pgq._slot             the slot a new row of pgq.jobs goes to
 --   pgq._pick_begin, pgq._pick, pgq._pick_done, pgq._pick_end, and around a lease sweep
 --   pgq._sweep_from, pgq._pick_lower, pgq._pick_swept
@@ -154,6 +155,19 @@ $$;
 
 COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
     'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
+
+-- pgq._store_bulk: the fewest payloads of one pgq._store call of plain jobs that it
+-- keeps together, as a load (S85); 0: never.
+CREATE OR REPLACE FUNCTION pgq._store_bulk() RETURNS int
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN pgq._load_min();
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._store_bulk() IS 'The fewest payloads of plain jobs that pgq._store keeps together as a load (S85); 0: never.';
 
 -- pgq.live_jobs: every live job, waiting or running, one row each, however it is kept:
 -- a row of pgq.jobs or a job of a bulk dispatch still in its chunk (S85). state is

@@ -386,8 +386,8 @@ COMMENT ON FUNCTION pgq._dispatch_staged_batch(text, jsonb[], text, interval, in
 -- 42P07 when the staging table is not pgq's. State change: (nothing) -> waiting.
 -- The rows are read a range of pages at a time and queued in calls of at least
 -- pgq._staged_batch() payloads, so that the memory a dispatch of millions of rows takes
--- is bounded, and each call is large enough to be kept as a load (S85): a last call
--- takes every row left once fewer than pgq._load_min() would be left after it.
+-- is bounded, and each call is large enough to be kept together (pgq._store_bulk, S85):
+-- a last call takes every row left once fewer than that would be left after it.
 CREATE OR REPLACE FUNCTION pgq.dispatch_staged(
     job             text,
     queue           text DEFAULT NULL,
@@ -442,7 +442,8 @@ BEGIN
         v_page := v_page + 1024;
         v_payloads := v_payloads || v_read;
         v_left := v_left - v_n;
-        IF cardinality(v_payloads) >= pgq._staged_batch() AND (v_left = 0 OR v_left >= pgq._load_min()) THEN
+        IF cardinality(v_payloads) >= greatest(pgq._staged_batch(), pgq._store_bulk())
+           AND (v_left = 0 OR v_left >= pgq._store_bulk()) THEN
             v_uuids := v_uuids || pgq._dispatch_staged_batch(dispatch_staged.job, v_payloads, dispatch_staged.queue,
                 dispatch_staged.delay, dispatch_staged.tries, dispatch_staged.backoff, dispatch_staged.retry_until,
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
