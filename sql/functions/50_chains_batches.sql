@@ -139,7 +139,10 @@ COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int) IS 'Disp
 -- catch or finally) from inside the transaction that ends a job. A callback that cannot
 -- be queued (its class was changed since, say, and rejects the payload) must not make
 -- that transaction fail again and again, so the error becomes a WARNING and a
--- callback_failed event on pgq_events, and the callback is not queued.
+-- callback_failed event on pgq_events, and the callback is not queued. The event names
+-- the callback and its chain or batch, nothing more: any role of the database may
+-- LISTEN to pgq_events, and an error's text may quote the payload (S45, S94). The
+-- WARNING, which only the ending session sees, carries the error.
 CREATE OR REPLACE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -149,7 +152,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
     PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
-        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id', 'error', left(SQLERRM, 500))::text);
+        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
 END;
 $$;
 
