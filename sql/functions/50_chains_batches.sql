@@ -81,9 +81,10 @@ COMMENT ON FUNCTION pgq._check_entries(text, jsonb, boolean) IS 'Raises 22023 un
 
 -- pgq._dispatch_entries: dispatches entries (objects checked by pgq._check_entries, no
 -- chains) that share every option but the payload, in one pgq._dispatch call per set of
--- options; p_queue applies where an entry names no queue. Returns one uuid (NULL: a
--- unique duplicate dropped) per entry, in entry order.
-CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int)
+-- options; p_queue applies where an entry names no queue; p_ceilings as in pgq._dispatch
+-- (S90). Returns one uuid (NULL: a unique duplicate dropped) per entry, in entry order.
+CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int,
+                                                 p_ceilings boolean DEFAULT true)
 RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -124,7 +125,7 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -133,7 +134,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 -- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
 -- catch or finally) from inside the transaction that ends a job. A callback that cannot
@@ -159,7 +160,10 @@ $$;
 COMMENT ON FUNCTION pgq._dispatch_callback(text, jsonb, text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
 
 -- pgq._chain_dispatch_step: queues step p_step of a chain (its batch too). Returns the
--- job's uuid, or NULL when the step was dropped as a unique duplicate (S72).
+-- job's uuid, or NULL when the step was dropped as a unique duplicate (S72). The first
+-- step is queued by the dispatching call, within the ceilings of its role (S90); a later
+-- one was checked against them then (pgq._chain_start's trial), and is queued inside a
+-- worker's transaction, whose role is not the one that chose its options.
 CREATE OR REPLACE FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step int) RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -168,7 +172,7 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
     UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
     RETURN v_uuid;
 END;
