@@ -233,6 +233,32 @@ func TestS92TimeoutsTheServerCannotSetAreRefused(t *testing.T) {
 	db.Exec(t, `SELECT pgq.dispatch('j', timeout => 2147483)`)
 }
 
+// S92: pgq.fail_setup fails the job for good at once, whatever its tries: an attempt
+// that never ran its handler, no exception counted, with the reason.
+func TestS92FailSetupFailsTheJobAtOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	id := dispatch(t, db, `'forever', tries => 0`)
+	var token uuid.UUID
+	require.NoError(t, db.WorkerPool.QueryRow(ctx, `SELECT lease_token FROM pgq.reserve('w1', '{default}', 1)`).Scan(&token))
+	var outcome string
+	var final, started bool
+	require.NoError(t, db.WorkerPool.QueryRow(ctx,
+		`SELECT outcome, final, started_at IS NOT NULL FROM pgq.fail_setup($1, $2, 'invalid value for parameter "statement_timeout"')`,
+		id, token).Scan(&outcome, &final, &started))
+	require.Equal(t, "failed", outcome)
+	require.True(t, final)
+	require.False(t, started)
+	exc := pgqtest.Scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1`, id)
+	require.Equal(t, `SetupFailed: attempt 1 of forever could not be set up, so its handler never ran: invalid value for parameter "statement_timeout"`, exc)
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
+	rows, err := db.WorkerPool.Query(ctx, `SELECT * FROM pgq.fail_setup($1, $2, 'again')`, id, token)
+	require.NoError(t, err)
+	again, err := pgx.CollectRows(rows, pgx.RowToMap)
+	require.NoError(t, err)
+	require.Empty(t, again, "a token that no longer holds its job is rejected (S15)")
+}
+
 // S94 (S45): a callback that cannot be queued is told on pgq_events, which any role may
 // LISTEN to, by its name, batch and chain only: never the error, which may quote the
 // payload (here a key made of the batch's name).

@@ -58,3 +58,31 @@ SELECT pgq.define_job('rec', handler => 'app.rec');
 	require.Equal(t, 0, w.waitExit(t, 60*time.Second))
 	require.Equal(t, 100, scalar[int](t, db, `SELECT count(DISTINCT n)::int FROM app.runs`))
 }
+
+// S92: a job whose timeout no statement_timeout can hold (written into its row, as a job
+// dispatched before pgq refused such timeouts), with unlimited tries. The server refuses
+// its attempt's setup, and the job fails for good at once with SetupFailed: its
+// handler never ran, nothing looped, and the worker goes on to run the next job.
+func TestS92E2ESetupFailureFailsTheJobOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, appSchema+`SELECT pgq.define_job('rec', handler => 'app.rec', tries => 0);`)
+	id := dispatch(t, db, `pgq.dispatch('rec', '{"n": "huge"}')`)
+	db.Exec(t, `UPDATE pgq.jobs SET timeout = 3000000 WHERE uuid = $1::uuid`, id)
+	w := startWorker(t, db, "W", "--sleep", "1", "--concurrency", "2")
+	waitUntil(t, 10*time.Second, "the job failed", func() bool {
+		n, _ := try[int](db, `SELECT count(*)::int FROM pgq.failed_jobs WHERE uuid = $1::uuid`, id)
+		return n == 1
+	})
+	exc := scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1::uuid`, id)
+	require.Contains(t, exc, "SetupFailed: attempt 1 of rec could not be set up, so its handler never ran")
+	require.Contains(t, exc, "statement_timeout")
+	require.Equal(t, []attempt{{1, "W", "failed"}}, attemptsOf(t, db, id))
+	require.False(t, jobLive(t, db, id))
+
+	good := dispatch(t, db, `pgq.dispatch('rec', '{"n": "good"}')`)
+	waitUntil(t, 10*time.Second, "the next job ran", func() bool { return !jobLive(t, db, good) })
+	require.Equal(t, []string{"good"}, scalar[[]string](t, db, `SELECT array_agg(n) FROM app.runs`))
+	require.Equal(t, []attempt{{1, "W", "failed"}}, attemptsOf(t, db, id), "still one attempt")
+	require.Contains(t, w.logs(), "SetupFailed")
+}
