@@ -5,6 +5,7 @@ package sql_test
 // does it: a producer's login, the worker's, an admin's.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
@@ -257,6 +259,69 @@ func TestS92FailSetupFailsTheJobAtOnce(t *testing.T) {
 	again, err := pgx.CollectRows(rows, pgx.RowToMap)
 	require.NoError(t, err)
 	require.Empty(t, again, "a token that no longer holds its job is rejected (S15)")
+}
+
+// S93: only the role that dispatched a batch, a role it is a member of, and the
+// batch's running jobs (with their uuid and lease token) may add to it. Another
+// producer, a worker without a token, a token of another batch's job or of a job that
+// ended, and settings a session forged are refused with 42501, writing nothing. A batch
+// dispatched before the dispatcher was recorded takes members from any caller.
+func TestS93OnlyItsDispatcherAndItsRunningJobsAddToABatch(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	producer := db.ConnAs(t, pgqtest.ProducerRole)
+	other := db.ConnAs(t, pgqtest.OtherProducerRole)
+	var batch, foreign uuid.UUID
+	require.NoError(t, producer.QueryRow(ctx, `SELECT pgq.dispatch_batch('[{"job": "a"}, {"job": "a"}]')`).Scan(&batch))
+	require.NoError(t, other.QueryRow(ctx, `SELECT pgq.dispatch_batch('[{"job": "b"}]')`).Scan(&foreign))
+	require.Equal(t, pgqtest.ProducerRole, pgqtest.Scalar[string](t, db, `SELECT dispatched_by FROM pgq.job_batches WHERE id = $1`, batch))
+	total := func() int {
+		return pgqtest.Scalar[int](t, db, `SELECT total_jobs FROM pgq.batches WHERE id = $1`, batch)
+	}
+	type adder interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}
+	add := func(q adder, job, token any) error {
+		_, err := q.Exec(ctx, `SELECT pgq.add_to_batch($1, '[{"job": "a"}]', $2, $3)`, batch, job, token)
+		return err
+	}
+	refused := func(err error, who string) {
+		t.Helper()
+		require.Equal(t, "42501", pgCode(err), "%s: %v", who, err)
+	}
+
+	refused(add(other, nil, nil), "another producer")
+	refused(add(db.WorkerPool, nil, nil), "a worker without a running job")
+	require.Equal(t, 2, total(), "nothing written")
+	require.NoError(t, add(producer, nil, nil), "the producer that dispatched it")
+	require.NoError(t, add(db.Pool, nil, nil), "a superuser, a member of every role")
+	require.Equal(t, 4, total())
+
+	var mine, theirs reserved
+	for _, r := range reserve(t, db, "w1", clock()) {
+		switch pgqtest.Scalar[uuid.UUID](t, db, `SELECT batch_id FROM pgq.jobs WHERE uuid = $1`, r.UUID) {
+		case batch:
+			mine = r
+		case foreign:
+			theirs = r
+		}
+	}
+	require.NoError(t, add(db.WorkerPool, mine.UUID, mine.Token), "a running job of the batch")
+	require.Equal(t, 5, total())
+	refused(add(db.WorkerPool, theirs.UUID, theirs.Token), "a running job of another batch")
+	refused(add(db.WorkerPool, mine.UUID, theirs.Token), "a job with another's token")
+	refused(add(other, mine.UUID, uuid.New()), "a guessed token")
+	_, err := other.Exec(ctx, `SELECT set_config('pgq.job_uuid', $1, false), set_config('pgq.job_token', $2, false)`,
+		mine.UUID.String(), uuid.NewString())
+	require.NoError(t, err)
+	refused(add(other, nil, nil), "settings a producer forged")
+
+	require.True(t, complete(t, db, mine))
+	refused(add(db.WorkerPool, mine.UUID, mine.Token), "a job that ended")
+	require.Equal(t, 5, total(), "nothing written")
+
+	db.Exec(t, `UPDATE pgq.job_batches SET dispatched_by = NULL WHERE id = $1`, batch)
+	require.NoError(t, add(other, nil, nil), "a batch from before the dispatcher was recorded")
 }
 
 // S94 (S45): a callback that cannot be queued is told on pgq_events, which any role may

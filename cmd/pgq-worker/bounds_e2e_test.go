@@ -86,3 +86,39 @@ func TestS92E2ESetupFailureFailsTheJobOnce(t *testing.T) {
 	require.Equal(t, []attempt{{1, "W", "failed"}}, attemptsOf(t, db, id), "still one attempt")
 	require.Contains(t, w.logs(), "SetupFailed")
 }
+
+// S93: a SQL handler adds to its own batch with pgq.add_to_batch, its transaction
+// showing its job and lease token, though a producer's login dispatched the batch and
+// the handler runs as the worker's; the member it added runs, and the batch ends with
+// both.
+func TestS93E2ESQLHandlerAddsToItsBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgqtest.New(t)
+	db.Exec(t, `
+CREATE SCHEMA app;
+CREATE TABLE app.items (n int);
+CREATE FUNCTION app.part(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO app.items VALUES ((p->>'n')::int);
+    IF (p->>'more')::boolean THEN
+        PERFORM pgq.add_to_batch(pgq.job_batch(current_setting('pgq.job_uuid')::uuid), '[{"job": "part", "payload": {"n": 2}}]');
+    END IF;
+END
+$$;
+SELECT pgq.define_job('part', handler => 'app.part');
+`)
+	var batch string
+	require.NoError(t, db.ConnAs(t, pgqtest.ProducerRole).QueryRow(ctx,
+		`SELECT pgq.dispatch_batch('[{"job": "part", "payload": {"n": 1, "more": true}}]')::text`).Scan(&batch))
+	w := startWorker(t, db, "W", "--sleep", "1", "--stop-when-empty")
+	require.Equal(t, 0, w.waitExit(t, 30*time.Second))
+	require.Equal(t, []int{1, 2}, scalar[[]int](t, db, `SELECT array_agg(n ORDER BY n) FROM app.items`))
+	var total, succeeded int
+	var finished bool
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT total_jobs, succeeded_jobs, finished_at IS NOT NULL FROM pgq.batches WHERE id = $1::uuid`,
+		batch).Scan(&total, &succeeded, &finished))
+	require.Equal(t, 2, total)
+	require.Equal(t, 2, succeeded)
+	require.True(t, finished)
+}

@@ -317,6 +317,8 @@ type PgqJobBatch struct {
 	ThenAt     *time.Time
 	CatchAt    *time.Time
 	FinallyAt  *time.Time
+	// The login role that dispatched the batch: it, the roles that are members of it and the batch's running jobs may add to it (S93). NULL for a batch dispatched before it was recorded.
+	DispatchedBy *string
 }
 
 // Chains (pgq.dispatch_chain): the steps, the step now queued and its job, the state; exception says why a failed or cancelled chain stopped.

@@ -514,7 +514,9 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQ
 --   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
 --          connection, an admin cancel) is infrastructure: not the handler's fault.
 -- The handler reads its job from transaction-local settings: pgq.job_uuid,
--- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48.
+-- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48; and
+-- pgq.job_token, the attempt's lease token, by which pgq.add_to_batch knows a running
+-- member of a batch (S93).
 -- No dynamic SQL but the call: the handler is a regprocedure, so it cannot inject
 -- anything.
 CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
@@ -526,6 +528,7 @@ DECLARE
 BEGIN
     v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
+            set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
             set_config('pgq.worker', coalesce(v_job.worker, ''), true);
     BEGIN

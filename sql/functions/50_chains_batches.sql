@@ -341,7 +341,8 @@ COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb) IS 'Dispatches entrie
 -- cancelled). Each gets {"batch_id", "name", "total_jobs", "pending_jobs",
 -- "failed_jobs", "failed_job_ids", "cancelled"} (catch_job also "failed_job" and
 -- "exception"). Without allow_failures the first failure also cancels the batch
--- (pgq.cancel_batch). queue applies to members and callbacks that name none.
+-- (pgq.cancel_batch). queue applies to members and callbacks that name none. The login
+-- role that calls it is recorded (dispatched_by): it may add to the batch (S93).
 -- Raises 22023 for bad input, writing nothing.
 CREATE OR REPLACE FUNCTION pgq.dispatch_batch(
     jobs           jsonb,
@@ -372,8 +373,8 @@ BEGIN
         RAISE EXCEPTION 'pgq: a batch name is at most 1,000 characters, got %', length(dispatch_batch.name)
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.job_batches (id, name, options)
-    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name,
+    INSERT INTO pgq.job_batches (id, name, dispatched_by, options)
+    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name, session_user,
             jsonb_strip_nulls(jsonb_build_object(
                 'then_job', dispatch_batch.then_job, 'catch_job', dispatch_batch.catch_job,
                 'finally_job', dispatch_batch.finally_job,
@@ -391,22 +392,70 @@ $$;
 COMMENT ON FUNCTION pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text) IS
     'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
+-- pgq._may_add_to_batch: whether the caller may add to this batch (S93): a running
+-- member of it, which shows its job's uuid and lease token (a SQL handler's
+-- transaction has them in pgq.job_uuid and pgq.job_token, set by pgq.run_sql_job), or
+-- the login role that dispatched it, or a role that is a member of that one (which
+-- could act as it anyway; a superuser is). A batch dispatched before pgq recorded who
+-- dispatched it may be added to by any role that may call pgq.add_to_batch. The token
+-- is the proof: a setting any session may SET, it is worth only the lease token it
+-- names, which pgq gives to the worker that reserved the job and to no one else.
+CREATE OR REPLACE FUNCTION pgq._may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid) RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_batch.dispatched_by IS NULL
+       OR (to_regrole(quote_ident(p_batch.dispatched_by)) IS NOT NULL
+           AND pg_has_role(session_user, p_batch.dispatched_by, 'MEMBER')) THEN
+        RETURN true;
+    END IF;
+    RETURN p_job IS NOT NULL AND p_token IS NOT NULL AND EXISTS (
+        SELECT FROM pgq.jobs j
+        WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_job AND j.lease_token = p_token
+          AND j.batch_id = p_batch.id);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._may_add_to_batch(pgq.job_batches, uuid, uuid) IS
+    'Whether the caller may add to a batch: a running member of it (its job''s uuid and lease token), or the role that dispatched it or a member of that role (S93).';
+
 -- pgq.add_to_batch: adds jobs (as in pgq.dispatch_batch) to a batch that has not
--- finished and is not cancelled, e.g. from one of its running jobs. Returns how many
--- members were added. Raises 22023 for bad input, PQ003 when the batch has finished or
--- was cancelled, P0002 when there is no such batch.
-CREATE OR REPLACE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) RETURNS int
+-- finished and is not cancelled. Returns how many members were added. Only a running
+-- member of the batch, or the role that dispatched it, may add (S93): a running job
+-- shows its uuid and lease token as job and token (a SQL handler need not: its
+-- transaction's pgq.job_uuid and pgq.job_token are taken when both are NULL). Raises
+-- 22023 for bad input, 42501 when the caller may not add, PQ003 when the batch has
+-- finished or was cancelled, P0002 when there is no such batch; nothing is written then.
+CREATE OR REPLACE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid DEFAULT NULL, token uuid DEFAULT NULL)
+RETURNS int
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_batch pgq.job_batches;
+    v_job   uuid := add_to_batch.job;
+    v_token uuid := add_to_batch.token;
     v_n     int;
 BEGIN
     PERFORM pgq._check_entries('batch jobs', add_to_batch.jobs, true);
     SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = add_to_batch.batch;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgq: no batch %', add_to_batch.batch USING ERRCODE = 'P0002';
+    END IF;
+    IF v_job IS NULL AND v_token IS NULL THEN
+        -- a SQL handler's own job (pgq.run_sql_job); text a session set that is not a
+        -- uuid proves nothing, so it is no error either
+        v_job := CASE WHEN current_setting('pgq.job_uuid', true) ~* '^[0-9a-f-]{36}$'
+                      THEN current_setting('pgq.job_uuid', true)::uuid END;
+        v_token := CASE WHEN current_setting('pgq.job_token', true) ~* '^[0-9a-f-]{36}$'
+                        THEN current_setting('pgq.job_token', true)::uuid END;
+    END IF;
+    IF NOT pgq._may_add_to_batch(v_batch, v_job, v_token) THEN
+        RAISE EXCEPTION 'pgq: % may not add to batch %: only the role that dispatched it and its running jobs may',
+            session_user, add_to_batch.batch
+            USING ERRCODE = '42501',
+                  HINT = 'A running job of the batch passes its uuid and lease token (job =>, token =>); a SQL handler''s are taken from its transaction.';
     END IF;
     v_n := pgq._batch_add(v_batch, add_to_batch.jobs);
     -- Checked after counting, under the batch row's lock (taken last, like every path):
@@ -421,8 +470,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.add_to_batch(uuid, jsonb) IS
-    'Adds jobs (and chains) to a running batch (S73); PQ003 when it has finished or was cancelled. Returns how many members were added.';
+COMMENT ON FUNCTION pgq.add_to_batch(uuid, jsonb, uuid, uuid) IS
+    'Adds jobs (and chains) to a running batch (S73), from a running member of it (job, token) or the role that dispatched it (S93); 42501 for anyone else, PQ003 when it has finished or was cancelled. Returns how many members were added.';
 
 -- pgq._batch_callback: queues a batch callback job with the batch's figures.
 CREATE OR REPLACE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb DEFAULT '{}')
