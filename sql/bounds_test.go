@@ -95,9 +95,14 @@ func TestS90ADispatchLoosensItsClassOnlyToItsCeilings(t *testing.T) {
 		require.Equal(t, "22023", pgCode(err), "%s: %v", call, err)
 	}
 
+	// The README's example.
+	db.Exec(t, `SELECT pgq.define_job('sync', tries => 3, max_tries => 3)`)
+	_, err := producer.Exec(ctx, `SELECT pgq.dispatch('sync', tries => 0)`)
+	require.EqualError(t, err, "ERROR: pgq: a dispatch of sync may not set tries 0 (unlimited): its ceiling is max_tries 3 (SQLSTATE 22023)")
+
 	// A role that may define classes may dispatch anything it could declare on one.
 	const past = `SELECT pgq.dispatch('capped', tries => 0, backoff => '{0}', retry_until => 'infinity', timeout => 86400)`
-	_, err := db.ConnAs(t, pgqtest.AdminProducerRole).Exec(ctx, past)
+	_, err = db.ConnAs(t, pgqtest.AdminProducerRole).Exec(ctx, past)
 	require.NoError(t, err, "an admin that dispatches")
 	_, err = db.Pool.Exec(ctx, past)
 	require.NoError(t, err, "a superuser")
