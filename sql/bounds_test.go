@@ -221,7 +221,8 @@ func TestS91TheDatabaseCeilingsAreTheAdminsNotTheSessions(t *testing.T) {
 }
 
 // S92: a timeout longer than PostgreSQL's statement_timeout can hold is refused by
-// dispatch (an admin's too), define_job and schedule; the longest it can is accepted.
+// dispatch (a producer's and an admin's), define_job and schedule; the longest it can
+// is accepted.
 func TestS92TimeoutsTheServerCannotSetAreRefused(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -238,6 +239,9 @@ func TestS92TimeoutsTheServerCannotSetAreRefused(t *testing.T) {
 	}
 	db.Exec(t, `SELECT pgq.define_job('j', timeout => 2147483)`)
 	db.Exec(t, `SELECT pgq.dispatch('j', timeout => 2147483)`)
+	_, err := db.ConnAs(t, pgqtest.ProducerRole).Exec(ctx, `SELECT pgq.dispatch('j', timeout => 3000000)`)
+	require.Equal(t, "22023", pgCode(err), "the issue's timeout, from a producer: %v", err)
+	require.Contains(t, err.Error(), "timeout must be at most 2147483 seconds, the longest statement_timeout PostgreSQL can set, got 3000000")
 }
 
 // S92: pgq.fail_setup fails the job for good at once, whatever its tries: an attempt
