@@ -28,7 +28,7 @@ func setDatabase(t *testing.T, db *pgqtest.DB, name, value string) {
 
 // S90: a dispatch may set its options looser than its class's own only up to the
 // class's ceilings, or the database's where the class declares none; it may always set
-// them tighter. The issue's retry storm (tries 0, no backoff) and an endless deadline
+// them tighter. A retry storm (tries 0, no backoff) and an endless deadline
 // are refused; so are they from a batch, a chain's later step or dispatch_many. An
 // admin may dispatch past the ceilings.
 func TestS90ADispatchLoosensItsClassOnlyToItsCeilings(t *testing.T) {
@@ -240,7 +240,7 @@ func TestS92TimeoutsTheServerCannotSetAreRefused(t *testing.T) {
 	db.Exec(t, `SELECT pgq.define_job('j', timeout => 2147483)`)
 	db.Exec(t, `SELECT pgq.dispatch('j', timeout => 2147483)`)
 	_, err := db.ConnAs(t, pgqtest.ProducerRole).Exec(ctx, `SELECT pgq.dispatch('j', timeout => 3000000)`)
-	require.Equal(t, "22023", pgCode(err), "the issue's timeout, from a producer: %v", err)
+	require.Equal(t, "22023", pgCode(err), "a producer's timeout of 3,000,000 s: %v", err)
 	require.Contains(t, err.Error(), "timeout must be at most 2147483 seconds, the longest statement_timeout PostgreSQL can set, got 3000000")
 }
 
