@@ -222,13 +222,13 @@ func (e *executor) runSQL(ctx context.Context, a *active) error {
 }
 
 // setupOutcome sorts the error of the statement that sets a SQL handler's limits
-// (S92). The server refusing it for a reason of its own data (a value out of range,
-// a setting the role may not make: anything but the passing failures of transient)
-// would refuse every attempt of the job alike, so it is a *setupError and the job
-// fails at once. A lost connection or a restart meanwhile is infrastructure's, given
-// back as any interruption is (S35), and counted toward its limit, since the handler
-// never ran but a setup that keeps failing must not loop; a cancel by the worker keeps
-// its own ending.
+// (S92). When the server refused the statement's own values (one out of range, a
+// setting the role may not make: any error that transient does not call passing), it
+// would refuse every attempt of the job alike: that is a *setupError, and the job fails
+// at once. A lost connection or a restart meanwhile is infrastructure's and is given
+// back as any interruption is (S35), counted toward its limit: the handler never ran,
+// but a setup that keeps failing must not loop. A cancel by the worker keeps its own
+// ending.
 func setupOutcome(ctx context.Context, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
