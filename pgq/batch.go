@@ -88,12 +88,21 @@ func (c *Client) DispatchBatchTx(ctx context.Context, tx pgx.Tx, members []Batch
 	return dispatchJobBatch(ctx, c.q.WithTx(tx), members, o)
 }
 
-// AddToBatch adds members to a batch that has not finished and is not cancelled, e.g.
-// from one of its running jobs (S73), and returns how many were added. Errors wrap
-// ErrBatchClosed when the batch finished or was cancelled, ErrNotFound when there is
-// no such batch.
+// AddToBatch adds members to a batch that has not finished and is not cancelled (S73),
+// and returns how many were added. Only the role that dispatched the batch (or a
+// member of that role) may; a running job of the batch adds with AddToBatchAsJob
+// (S93). Errors wrap ErrBatchClosed when the batch finished or was cancelled,
+// ErrNotFound when there is no such batch, ErrPermission when the caller may not add.
 func (c *Client) AddToBatch(ctx context.Context, batch uuid.UUID, members []BatchMember) (int, error) {
-	return addToBatch(ctx, c.q, batch, members)
+	return addToBatch(ctx, c.q, batch, nil, nil, members)
+}
+
+// AddToBatchAsJob is AddToBatch for a running job of the batch, whatever role
+// dispatched it: job is the job's uuid and token the lease token of its attempt, which
+// only the worker running it holds (S93). A handler calls worker.JobBatch.Add, which
+// passes them. Errors as AddToBatch's.
+func (c *Client) AddToBatchAsJob(ctx context.Context, batch, job, token uuid.UUID, members []BatchMember) (int, error) {
+	return addToBatch(ctx, c.q, batch, &job, &token, members)
 }
 
 // CancelBatch cancels a batch (pgq.cancel_batch, S74): its waiting jobs now, later
@@ -204,12 +213,12 @@ func dispatchJobBatch(ctx context.Context, q *dbsqlc.Queries, members []BatchMem
 	return id, nil
 }
 
-func addToBatch(ctx context.Context, q *dbsqlc.Queries, batch uuid.UUID, members []BatchMember) (int, error) {
+func addToBatch(ctx context.Context, q *dbsqlc.Queries, batch uuid.UUID, job, token *uuid.UUID, members []BatchMember) (int, error) {
 	entries, err := memberEntries(members)
 	if err != nil {
 		return 0, fmt.Errorf("add to batch %s: %w", batch, err)
 	}
-	n, err := q.BatchAdd(ctx, dbsqlc.BatchAddParams{Batch: batch, Jobs: entries})
+	n, err := q.BatchAdd(ctx, dbsqlc.BatchAddParams{Batch: batch, Jobs: entries, Job: job, Token: token})
 	if err != nil {
 		return 0, fmt.Errorf("add to batch %s: %w", batch, MapError(err))
 	}

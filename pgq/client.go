@@ -242,8 +242,9 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 // DefineJob upserts the job class name (pgq.define_job): its queue (Queue, default
 // "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
 // FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
-// DebounceFor/DebounceBy/DebounceMaxWait, and WithMiddleware. The whole declaration is replaced. Jobs already
-// dispatched keep their settings (S1).
+// DebounceFor/DebounceBy/DebounceMaxWait, WithMiddleware, and the ceilings of what a
+// dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90).
+// The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
 	if err := s.classOnly(); err != nil {
@@ -270,6 +271,10 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 		DebounceBy:      s.debounceBy,
 		DebounceMaxWait: s.debounceMaxWait,
 		Middleware:      s.middleware,
+		MaxTries:        s.maxTries,
+		MaxRetryFor:     s.maxRetryFor,
+		MinBackoff:      s.minBackoff,
+		MaxTimeout:      s.maxTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("define job %s: %w", name, MapError(err))

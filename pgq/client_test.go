@@ -179,3 +179,41 @@ func TestS68DispatchManyByCopy(t *testing.T) {
 	_, err = c2.Exec(ctx, `SELECT pgq.dispatch_staged('load')`)
 	require.ErrorContains(t, err, "not the staging table of pgq.stage_dispatch")
 }
+
+// S90, S92 through the Go API: DefineJob declares a class's ceilings; a producer's
+// Dispatch past them, or with a timeout PostgreSQL cannot set, is ErrInvalidArgument;
+// the ceilings are DefineJob's only.
+func TestS90S92CeilingsFromGo(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	ctx := context.Background()
+	admin, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+	require.NoError(t, admin.DefineJob(ctx, "capped", pgq.Tries(2), pgq.MaxTries(5), pgq.MaxRetryFor(time.Hour),
+		pgq.MinBackoff(5*time.Second), pgq.MaxTimeout(2*time.Minute)))
+	var maxTries, minBackoff, maxTimeout int
+	var maxRetryFor time.Duration
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT max_tries, max_retry_for, min_backoff, max_timeout FROM pgq.job_classes WHERE name = 'capped'`).
+		Scan(&maxTries, &maxRetryFor, &minBackoff, &maxTimeout))
+	require.Equal(t, []any{5, time.Hour, 5, 120}, []any{maxTries, maxRetryFor, minBackoff, maxTimeout})
+	require.ErrorIs(t, admin.DefineJob(ctx, "contradiction", pgq.Tries(0), pgq.MaxTries(5)), pgq.ErrInvalidArgument)
+
+	producer, err := pgq.NewClient(db.PoolAs(t, pgqtest.ProducerRole))
+	require.NoError(t, err)
+	for _, opts := range [][]pgq.Option{
+		{pgq.Tries(6)},
+		{pgq.Tries(0)},
+		{pgq.RetryFor(2 * time.Hour)},
+		{pgq.Backoff(time.Second)},
+		{pgq.Timeout(3 * time.Minute)},
+		{pgq.Timeout(pgq.TimeoutLimit + time.Second)},
+		{pgq.Timeout(1 << 62)},
+	} {
+		_, err := producer.Dispatch(ctx, "capped", nil, opts...)
+		require.ErrorIs(t, err, pgq.ErrInvalidArgument)
+	}
+	_, err = producer.Dispatch(ctx, "capped", nil, pgq.Tries(5), pgq.RetryFor(time.Hour), pgq.Backoff(5*time.Second), pgq.Timeout(2*time.Minute))
+	require.NoError(t, err)
+	_, err = producer.Dispatch(ctx, "capped", nil, pgq.MaxTries(0))
+	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "a ceiling is the class's, not a dispatch's")
+}

@@ -28,6 +28,10 @@ var (
 	// ErrBatchClosed: a batch has finished or was cancelled, so no job can be added to
 	// it (SQLSTATE PQ003, pgq.add_to_batch). Nothing was written.
 	ErrBatchClosed = errors.New("pgq: batch finished or cancelled")
+	// ErrPermission: the login role may not make this call (SQLSTATE 42501), e.g. a
+	// role that neither dispatched a batch nor runs one of its jobs adding to it
+	// (pgq.add_to_batch, S93). Nothing was written.
+	ErrPermission = errors.New("pgq: permission denied")
 )
 
 // Error is a PostgreSQL error raised by a pgq function, mapped to one of the sentinel
@@ -77,6 +81,8 @@ func MapError(err error) error {
 		e.Kind = ErrBatchClosed
 	case "P0002":
 		e.Kind = ErrNotFound
+	case "42501":
+		e.Kind = ErrPermission
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package pgq
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -32,6 +33,11 @@ type settings struct {
 	debounceMaxWait *time.Duration
 	middleware      []byte
 	byCopy          bool
+
+	maxTries    *int32
+	maxRetryFor *time.Duration
+	minBackoff  *int32
+	maxTimeout  *int32
 }
 
 func collect(opts []Option) settings {
@@ -54,15 +60,20 @@ func Handler(function string) Option { return func(s *settings) { s.handler = &f
 func Delay(d time.Duration) Option { return func(s *settings) { s.delay = &d } }
 
 // Tries caps the attempts of the job (S5); 0 means unlimited. Unset, the worker's
-// --tries applies (default 1, S6).
-func Tries(n int) Option { return func(s *settings) { s.tries = ptr(int32(n)) } }
+// --tries applies (default 1, S6). At dispatch, more tries than the class's own are
+// refused beyond its ceiling (MaxTries, S90).
+func Tries(n int) Option { return func(s *settings) { s.tries = ptr(int32Of(int64(n))) } }
+
+// int32Of saturates v to an int32, so that a value out of range reaches PostgreSQL,
+// which refuses it naming it, rather than wrapping to another.
+func int32Of(v int64) int32 { return int32(max(min(v, math.MaxInt32), math.MinInt32)) }
 
 // Backoff sets the delays after exceptions, one per retry, the last repeating (S7).
 func Backoff(d ...time.Duration) Option {
 	return func(s *settings) {
 		s.backoff = make([]int32, len(d))
 		for i, v := range d {
-			s.backoff[i] = int32(v / time.Second)
+			s.backoff[i] = int32Of(int64(v / time.Second))
 		}
 	}
 }
@@ -75,13 +86,44 @@ func RetryUntil(t time.Time) Option { return func(s *settings) { s.retryUntil = 
 func RetryFor(d time.Duration) Option { return func(s *settings) { s.retryFor = &d } }
 
 // MaxExceptions fails the job at its n-th exception (S10).
-func MaxExceptions(n int) Option { return func(s *settings) { s.maxExceptions = ptr(int32(n)) } }
+func MaxExceptions(n int) Option {
+	return func(s *settings) { s.maxExceptions = ptr(int32Of(int64(n))) }
+}
+
+// MaxTries is the ceiling of the tries a dispatch may set beyond the class's own, and of
+// its max_exceptions (S90); 0 lets a dispatch set unlimited tries. Unset, the
+// database's applies (setting pgq.max_tries, 25 by default, S91). DefineJob only.
+func MaxTries(n int) Option { return func(s *settings) { s.maxTries = ptr(int32Of(int64(n))) } }
+
+// MaxRetryFor is the ceiling of a deadline a dispatch may set beyond the class's own,
+// from the dispatch (S90). Unset, the database's applies (pgq.max_retry_for, 1 day by
+// default, S91). DefineJob only.
+func MaxRetryFor(d time.Duration) Option { return func(s *settings) { s.maxRetryFor = &d } }
+
+// MinBackoff is the shortest backoff entry a dispatch may set, in whole seconds (S90).
+// Unset, the database's applies (pgq.min_backoff, 0 by default, S91). DefineJob only.
+func MinBackoff(d time.Duration) Option {
+	return func(s *settings) { s.minBackoff = ptr(int32Of(int64(d / time.Second))) }
+}
+
+// MaxTimeout is the ceiling of a timeout a dispatch may set beyond the class's own, in
+// whole seconds (S90). Unset, the database's applies (pgq.max_timeout, 3600 s by
+// default, S91). DefineJob only.
+func MaxTimeout(d time.Duration) Option {
+	return func(s *settings) { s.maxTimeout = ptr(int32Of(int64(d / time.Second))) }
+}
 
 // Timeout cancels the handler after d, rounded down to whole seconds (S13); 0 means
-// none. Unset, the worker's --timeout applies (default 60 s).
+// none (DefineJob only, S43). Unset, the worker's --timeout applies (default 60 s). At
+// most 2,147,483 s, the longest statement_timeout PostgreSQL can set (S92).
 func Timeout(d time.Duration) Option {
-	return func(s *settings) { s.timeout = ptr(int32(d / time.Second)) }
+	return func(s *settings) { s.timeout = ptr(int32Of(int64(d / time.Second))) }
 }
+
+// TimeoutLimit is the longest timeout of a job: 2,147,483 s, the longest
+// statement_timeout PostgreSQL can set for a SQL handler's transaction
+// (pgq._max_timeout(), S92). A longer one is refused with ErrInvalidArgument.
+const TimeoutLimit = 2147483 * time.Second
 
 // FailOnTimeout fails the job at its first timeout (S13).
 func FailOnTimeout() Option { return func(s *settings) { s.failOnTimeout = ptr(true) } }
@@ -161,8 +203,10 @@ func argOptions(args any) []Option {
 }
 
 func (s settings) dispatchOnly(call string) error {
-	if s.handler != nil || s.uniqueBy != nil || s.debounceBy != nil {
-		return fmt.Errorf("%w: %s: Handler, UniqueBy and DebounceBy apply to DefineJob only", ErrInvalidArgument, call)
+	if s.handler != nil || s.uniqueBy != nil || s.debounceBy != nil ||
+		s.maxTries != nil || s.maxRetryFor != nil || s.minBackoff != nil || s.maxTimeout != nil {
+		return fmt.Errorf("%w: %s: Handler, UniqueBy, DebounceBy, MaxTries, MaxRetryFor, MinBackoff and MaxTimeout apply to DefineJob only",
+			ErrInvalidArgument, call)
 	}
 	return nil
 }

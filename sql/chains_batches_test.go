@@ -283,18 +283,21 @@ func TestS74S75FailureCancelsTheBatch(t *testing.T) {
 }
 
 // pgq.cancel_batch: waiting jobs are cancelled now, running ones finish, then never
-// runs and finally runs once at the end (S74). The worker role may add to a batch; an
-// admin cancels.
-func TestS74CancelBatch(t *testing.T) {
+// runs and finally runs once at the end (S74). A running job of the batch adds to it
+// through the worker role, with its uuid and lease token (S93); an admin cancels.
+func TestS74S93CancelBatch(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	batch := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_batch('[{"job": "a"}, {"job": "a"}]', then_job => 'then', finally_job => 'finally')`)
-	_, err := db.WorkerPool.Exec(ctx, `SELECT pgq.add_to_batch($1, '[{"job": "a"}, {"job": "a"}, {"job": "a"}]')`, batch)
+	j := reserve(t, db, "w1", clock())
+	require.Len(t, j, 2)
+	_, err := db.WorkerPool.Exec(ctx, `SELECT pgq.add_to_batch($1, '[{"job": "a"}, {"job": "a"}, {"job": "a"}]', $2, $3)`,
+		batch, j[0].UUID, j[0].Token)
 	require.NoError(t, err)
 	_, err = db.WorkerPool.Exec(ctx, `SELECT pgq.cancel_batch($1)`, batch)
 	require.Equal(t, "42501", pgCode(err), "cancel_batch is for admins")
 
-	j := reserve(t, db, "w1", clock())
+	j = append(j, reserve(t, db, "w1", clock())...)
 	require.Len(t, j, 5)
 	db.Exec(t, `SELECT pgq.release($1, $2, 0)`, j[1].UUID, j[1].Token)
 	db.Exec(t, `SELECT pgq.release($1, $2, 0)`, j[2].UUID, j[2].Token)

@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/pgq-dev/pgq/internal/pgqtest"
 )
 
-// Hostile input (S43, S44): pgq.dispatch, as a producer, and pgq.define_job, as an
+// Hostile input (S43, S44, S90-S92): pgq.dispatch, as a producer, and pgq.define_job, as an
 // admin, either accept a call and leave a job or class a worker can handle, or refuse
 // it with a clear SQLSTATE: a data exception (class 22), an integrity violation (23), a
 // program limit (54), or for a handler a name that does not resolve (42601, 42602,
@@ -60,27 +61,60 @@ func fuzzWorker(t *testing.T, worker *pgx.Conn, id uuid.UUID, queue string) {
 	}
 }
 
+// The ceilings FuzzDispatch runs under (S90, S91): the database's, for jobs with no
+// class, and those of the class "known", which overrides them.
+const (
+	fuzzDBMaxTries, fuzzDBMaxRetryFor, fuzzDBMinBackoff, fuzzDBMaxTimeout             = 5, "1 hour", 1, 600
+	fuzzKnownMaxTries, fuzzKnownMaxRetryFor, fuzzKnownMinBackoff, fuzzKnownMaxTimeout = 3, "10 minutes", 2, 100
+)
+
+// FuzzDispatch: what a producer's dispatch accepts keeps within the ceilings of its
+// class or, with none, of the database (S90, S91), and within what the server can run
+// (S92): tries, max_exceptions (a deadline beyond the class's gets one), the deadline,
+// each backoff entry and the timeout. Everything else is refused with a clear code.
 func FuzzDispatch(f *testing.F) {
 	db := pgqtest.New(f)
-	db.Exec(f, `SELECT pgq.define_job('known', tries => 1)`)
+	db.Exec(f, fmt.Sprintf(`SELECT pgq.define_job('known', tries => 1, timeout => 50,
+		max_tries => %d, max_retry_for => '%s', min_backoff => %d, max_timeout => %d)`,
+		fuzzKnownMaxTries, fuzzKnownMaxRetryFor, fuzzKnownMinBackoff, fuzzKnownMaxTimeout))
+	dbName := pgx.Identifier{pgqtest.Scalar[string](f, db, `SELECT current_database()`)}.Sanitize()
+	db.Exec(f, fmt.Sprintf(`ALTER DATABASE %[1]s SET pgq.max_tries = %[2]d; ALTER DATABASE %[1]s SET pgq.max_retry_for = '%[3]s';
+		ALTER DATABASE %[1]s SET pgq.min_backoff = %[4]d; ALTER DATABASE %[1]s SET pgq.max_timeout = %[5]d`,
+		dbName, fuzzDBMaxTries, fuzzDBMaxRetryFor, fuzzDBMinBackoff, fuzzDBMaxTimeout))
 	producer := db.ConnAs(f, pgqtest.ProducerRole)
 	worker := db.ConnAs(f, pgqtest.WorkerRole)
-	f.Add("known", `{"product_id": 88}`, "", int64(0), int64(0), int64(0), "", "")
-	f.Add("", `null`, "q", int64(-1), int64(-1), int64(-1), "k", "")
-	f.Add("odd job\x00name", `{"a": "\u0000"}`, "", int64(101), int64(2147483648), int64(9223372036854775807), "", "d")
-	f.Add(strings.Repeat("j", 10000), strings.Repeat("[", 5000)+strings.Repeat("]", 5000), "", int64(-100), int64(1), int64(1), "", "")
-	f.Add("known", `{"s": "\xff\xfe"}`, "\xff", int64(100), int64(3600), int64(-9223372036854775808), "\xc3", "")
-	f.Add("known", `[1e999999, -0, 1.5e-400]`, "", int64(0), int64(0), int64(315569520000), strings.Repeat("k", 2000), "")
-	f.Fuzz(func(t *testing.T, job, payload, queue string, priority, timeout, delaySecs int64, uniqueKey, debounceKey string) {
+	f.Add("known", `{"product_id": 88}`, "", int64(0), int64(0), int64(0), "", "", "", "", "", "", "")
+	f.Add("", `null`, "q", int64(-1), int64(-1), int64(-1), "k", "", "-1", "{}", "-1 day", "", "-1")
+	f.Add("odd job\x00name", `{"a": "\u0000"}`, "", int64(101), int64(2147483648), int64(9223372036854775807), "", "d", "", "", "", "", "")
+	f.Add(strings.Repeat("j", 10000), strings.Repeat("[", 5000)+strings.Repeat("]", 5000), "", int64(-100), int64(1), int64(1), "", "", "", "", "", "", "")
+	f.Add("known", `{"s": "\xff\xfe"}`, "\xff", int64(100), int64(3600), int64(-9223372036854775808), "\xc3", "", "", "", "", "", "")
+	f.Add("known", `[1e999999, -0, 1.5e-400]`, "", int64(0), int64(0), int64(315569520000), strings.Repeat("k", 2000), "", "", "", "", "", "")
+	// The retry storm (no limit, no backoff), an endless deadline, and options at and
+	// past their ceilings, with a class and without.
+	f.Add("known", `{}`, "", int64(0), int64(0), int64(0), "", "", "0", "{0}", "", "", "")
+	f.Add("failer", `{}`, "", int64(0), int64(0), int64(0), "", "", "0", "{0}", "", "", "")
+	f.Add("failer", `{}`, "", int64(0), int64(0), int64(0), "", "", "", "", "", "infinity", "")
+	f.Add("known", `{}`, "", int64(5), int64(100), int64(1), "", "", "3", "{2,5}", "10 minutes", "", "3")
+	f.Add("known", `{}`, "", int64(5), int64(101), int64(1), "", "", "4", "{1}", "11 minutes", "", "4")
+	f.Add("failer", `{}`, "", int64(0), int64(600), int64(0), "", "", "5", "{1,1,1}", "", "2030-01-01 00:00:00+00", "5")
+	f.Add("failer", `{}`, "", int64(0), int64(2147484), int64(0), "", "", "6", "{0}", "59 minutes", "", "6")
+	f.Add("failer", `{}`, "", int64(0), int64(0), int64(0), "u", "", "", "", "", "-infinity", "")
+	f.Fuzz(func(t *testing.T, job, payload, queue string, priority, timeout, delaySecs int64, uniqueKey, debounceKey,
+		tries, backoff, retryFor, retryUntil, maxExceptions string) {
 		var id uuid.NullUUID
 		err := producer.QueryRow(ctx, `SELECT pgq.dispatch($1, $2::text::jsonb, queue => nullif($3, ''), priority => $4::bigint::int,
 				timeout => nullif($5::bigint, 0)::int, delay => make_interval(secs => $6),
-				unique_key => nullif($7, ''), unique_for => '1 minute',
-				debounce_key => nullif($8, ''), debounce_for => '1 second')`,
-			job, payload, queue, priority, timeout, float64(delaySecs), uniqueKey, debounceKey).Scan(&id)
+				unique_key => nullif($7, ''), unique_for => CASE WHEN $7 <> '' THEN interval '1 minute' END,
+				debounce_key => nullif($8, ''), debounce_for => CASE WHEN $8 <> '' THEN interval '1 second' END,
+				tries => nullif($9, '')::int, backoff => nullif($10, '')::int[], retry_for => nullif($11, '')::interval,
+				retry_until => nullif($12, '')::timestamptz, max_exceptions => nullif($13, '')::int)`,
+			job, payload, queue, priority, timeout, float64(delaySecs), uniqueKey, debounceKey,
+			tries, backoff, retryFor, retryUntil, maxExceptions).Scan(&id)
+		call := fmt.Sprintf("dispatch(%q, %q, queue %q, priority %d, timeout %d, delay %d, tries %q, backoff %q, retry_for %q, retry_until %q, max_exceptions %q)",
+			job, payload, queue, priority, timeout, delaySecs, tries, backoff, retryFor, retryUntil, maxExceptions)
 		if err != nil {
 			if !clearError(err) {
-				t.Fatalf("dispatch(%q, %q, queue %q, priority %d, timeout %d, delay %d): %v", job, payload, queue, priority, timeout, delaySecs, err)
+				t.Fatalf("%s: %v", call, err)
 			}
 			return
 		}
@@ -89,7 +123,28 @@ func FuzzDispatch(f *testing.F) {
 		}
 		var q string
 		if err := db.Pool.QueryRow(ctx, `SELECT queue FROM pgq.jobs WHERE uuid = $1 AND job = $2 AND priority = $3`, id.UUID, job, priority).Scan(&q); err != nil {
-			t.Fatalf("dispatch(%q) returned %s but no such job with priority %d: %v", job, id.UUID, priority, err)
+			t.Fatalf("%s returned %s but no such job with priority %d: %v", call, id.UUID, priority, err)
+		}
+		maxTries, maxRetryFor, minBackoff, maxTimeout := fuzzDBMaxTries, fuzzDBMaxRetryFor, fuzzDBMinBackoff, fuzzDBMaxTimeout
+		if job == "known" {
+			maxTries, maxRetryFor, minBackoff, maxTimeout = fuzzKnownMaxTries, fuzzKnownMaxRetryFor, fuzzKnownMinBackoff, fuzzKnownMaxTimeout
+		}
+		var escaped string
+		if err := db.Pool.QueryRow(ctx, `SELECT concat_ws('; ',
+				CASE WHEN $2 AND j.tries NOT BETWEEN 1 AND $3 THEN format('tries %s', j.tries) END,
+				CASE WHEN $4 AND (j.retry_until > j.created_at + $5::interval OR j.max_exceptions IS NULL OR j.max_exceptions > $3)
+				     THEN format('deadline %s after %s with max_exceptions %s', j.retry_until, j.created_at, j.max_exceptions) END,
+				CASE WHEN $6 AND j.max_exceptions > $3 THEN format('max_exceptions %s', j.max_exceptions) END,
+				CASE WHEN $7 AND EXISTS (SELECT FROM unnest(j.backoff) b WHERE b < $8) THEN format('backoff %s', j.backoff) END,
+				CASE WHEN j.timeout > $9 AND $10 THEN format('timeout %s', j.timeout) END,
+				CASE WHEN j.timeout > 2147483 THEN format('timeout %s, beyond statement_timeout', j.timeout) END)
+			FROM pgq.jobs j WHERE j.uuid = $1`,
+			id.UUID, tries != "", maxTries, retryFor != "" || retryUntil != "", maxRetryFor, maxExceptions != "",
+			backoff != "", minBackoff, maxTimeout, timeout != 0).Scan(&escaped); err != nil {
+			t.Fatalf("%s: reading job %s: %v", call, id.UUID, err)
+		}
+		if escaped != "" {
+			t.Fatalf("%s was accepted past its ceilings: %s", call, escaped)
 		}
 		fuzzWorker(t, worker, id.UUID, q)
 	})

@@ -89,10 +89,10 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, p
     pgq.dispatch_chain, pgq.dispatch_batch, pgq.add_to_batch TO {{ident .Producer}};
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
-    pgq.release, pgq.give_back, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
+    pgq.release, pgq.give_back, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
     pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch
     TO {{ident .Worker}};
--- A running job of a batch may add more to it (pgq.add_to_batch, S73).
+-- A running job of a batch may add more to it, showing its lease token (pgq.add_to_batch, S73, S93).
 GRANT EXECUTE ON FUNCTION pgq.add_to_batch TO {{ident .Worker}};
 -- PostgreSQL 17 lets a non-owner vacuum a table it holds MAINTAIN on; before that only
 -- the owner may, and workers that are not members of it leave pgq.jobs to autovacuum

@@ -894,7 +894,8 @@ CREATE TABLE pgq.job_batches (
     finished_at timestamp with time zone,
     then_at timestamp with time zone,
     catch_at timestamp with time zone,
-    finally_at timestamp with time zone
+    finally_at timestamp with time zone,
+    dispatched_by text
 );
 
 
@@ -917,6 +918,13 @@ COMMENT ON COLUMN pgq.job_batches.total_jobs IS 'Members dispatched into the bat
 --
 
 COMMENT ON COLUMN pgq.job_batches.finished_at IS 'When every member had finished (succeeded, failed for good or cancelled); cleared when pgq.retry_failed brings one back.';
+
+
+--
+-- Name: COLUMN job_batches.dispatched_by; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_batches.dispatched_by IS 'The login role that dispatched the batch: it, the roles that are members of it and the batch''s running jobs may add to it (S93). NULL for a batch dispatched before it was recorded.';
 
 
 --
@@ -1357,6 +1365,98 @@ COMMENT ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, 
 
 
 --
+-- Name: _ceiling(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._ceiling(p_name text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_prefix text := 'pgq.' || p_name || '=';
+    v_value  text;
+BEGIN
+    SELECT substr(e.entry, length(v_prefix) + 1) INTO v_value
+    FROM pg_db_role_setting d, unnest(d.setconfig) e(entry)
+    WHERE d.setdatabase = (SELECT b.oid FROM pg_database b WHERE b.datname = current_database())
+      AND d.setrole = 0
+      AND starts_with(e.entry, v_prefix);
+    RETURN coalesce(v_value, CASE p_name WHEN 'max_tries' THEN '25' WHEN 'max_retry_for' THEN '1 day'
+                                         WHEN 'min_backoff' THEN '0' WHEN 'max_timeout' THEN '3600' END);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _ceiling(p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._ceiling(p_name text) IS 'The database''s ceiling on a dispatch''s options (max_tries, max_retry_for, min_backoff, max_timeout): its ALTER DATABASE setting pgq.<name>, never the session''s, or the default (S91).';
+
+
+--
+-- Name: _ceiling_int(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._ceiling_int(p_name text) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_text text := pgq._ceiling(p_name);
+BEGIN
+    IF v_text !~ '^\s*[0-9]{1,9}\s*$' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.% of database % must be a whole number >= 0, got %',
+            p_name, current_database(), quote_literal(v_text)
+            USING ERRCODE = '22023', HINT = format('ALTER DATABASE %I SET pgq.%s = …', current_database(), p_name);
+    END IF;
+    RETURN v_text::int;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _ceiling_int(p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._ceiling_int(p_name text) IS 'pgq._ceiling as a whole number; 22023 naming the setting when it is not one (S91).';
+
+
+--
+-- Name: _ceiling_interval(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._ceiling_interval(p_name text) RETURNS interval
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_text  text := pgq._ceiling(p_name);
+    v_value interval;
+BEGIN
+    BEGIN
+        v_value := v_text::interval;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+        v_value := NULL;
+    END;
+    IF v_value IS NULL OR v_value <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.% of database % must be a positive interval, got %',
+            p_name, current_database(), quote_literal(v_text)
+            USING ERRCODE = '22023', HINT = format('ALTER DATABASE %I SET pgq.%s = ''1 day''', current_database(), p_name);
+    END IF;
+    RETURN v_value;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _ceiling_interval(p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._ceiling_interval(p_name text) IS 'pgq._ceiling as a positive interval; 22023 naming the setting when it is not one (S91).';
+
+
+--
 -- Name: job_chains; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -1395,7 +1495,7 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
     UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
     RETURN v_uuid;
 END;
@@ -1481,6 +1581,55 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text) IS 'Ends a chain as failed (dispatching on_failure) or cancelled (S71, S72, S74).';
+
+
+--
+-- Name: _check_ceilings(integer, integer[], integer, interval, integer, interval, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_max_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: max_tries must be >= 0 (0 allows unlimited tries), got %', p_max_tries USING ERRCODE = '22023';
+    END IF;
+    IF p_max_retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: max_retry_for must be positive, got %', p_max_retry_for USING ERRCODE = '22023';
+    END IF;
+    IF p_min_backoff < 0 THEN
+        RAISE EXCEPTION 'pgq: min_backoff must be seconds >= 0, got %', p_min_backoff USING ERRCODE = '22023';
+    END IF;
+    IF p_max_timeout NOT BETWEEN 1 AND pgq._max_timeout() THEN
+        RAISE EXCEPTION 'pgq: max_timeout must be seconds from 1 to %, got %', pgq._max_timeout(), p_max_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_tries > 0 AND p_tries NOT BETWEEN 1 AND p_max_tries THEN
+        RAISE EXCEPTION 'pgq: tries % is beyond the class''s own max_tries %', p_tries, p_max_tries USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_for > p_max_retry_for THEN
+        RAISE EXCEPTION 'pgq: retry_for % is beyond the class''s own max_retry_for %', p_retry_for, p_max_retry_for
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM unnest(p_backoff) b WHERE b < p_min_backoff) THEN
+        RAISE EXCEPTION 'pgq: backoff % is below the class''s own min_backoff %', p_backoff, p_min_backoff
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout = 0 AND p_max_timeout IS NOT NULL OR p_timeout > p_max_timeout THEN
+        RAISE EXCEPTION 'pgq: timeout % is beyond the class''s own max_timeout %',
+            CASE WHEN p_timeout = 0 THEN '0 (none)' ELSE p_timeout::text END, p_max_timeout
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) IS 'Raises 22023 for a bad ceiling of a job class, or class settings beyond their own ceilings (S90).';
 
 
 --
@@ -1779,6 +1928,11 @@ BEGIN
         RAISE EXCEPTION 'pgq: timeout must be seconds >= 0, got %', p_timeout
             USING ERRCODE = '22023';
     END IF;
+    IF p_timeout > pgq._max_timeout() THEN
+        RAISE EXCEPTION 'pgq: timeout must be at most % seconds, the longest statement_timeout PostgreSQL can set, got %',
+            pgq._max_timeout(), p_timeout
+            USING ERRCODE = '22023';
+    END IF;
     IF p_priority IS NULL THEN
         RAISE EXCEPTION 'pgq: priority must not be NULL' USING ERRCODE = '22023';
     END IF;
@@ -1790,7 +1944,7 @@ $$;
 -- Name: FUNCTION _check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout or priority (S4).';
+COMMENT ON FUNCTION pgq._check_settings(p_tries integer, p_backoff integer[], p_max_exceptions integer, p_timeout integer, p_priority integer) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout (negative, or longer than PostgreSQL can set) or priority (S4, S92).';
 
 
 --
@@ -2088,6 +2242,14 @@ CREATE TABLE pgq.job_classes (
     middleware jsonb,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    max_tries integer,
+    max_retry_for interval,
+    min_backoff integer,
+    max_timeout integer,
+    CONSTRAINT job_classes_max_retry_for_check CHECK ((max_retry_for > '00:00:00'::interval)),
+    CONSTRAINT job_classes_max_timeout_check CHECK (((max_timeout >= 1) AND (max_timeout <= 2147483))),
+    CONSTRAINT job_classes_max_tries_check CHECK ((max_tries >= 0)),
+    CONSTRAINT job_classes_min_backoff_check CHECK ((min_backoff >= 0)),
     CONSTRAINT job_classes_unique_until_check CHECK ((unique_until = ANY (ARRAY['processed'::text, 'processing'::text])))
 );
 
@@ -2100,10 +2262,38 @@ COMMENT ON TABLE pgq.job_classes IS 'Job class declarations (pgq.define_job). Co
 
 
 --
--- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: COLUMN job_classes.max_tries; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) RETURNS pgq.job_classes
+COMMENT ON COLUMN pgq.job_classes.max_tries IS 'The most tries a dispatch may set beyond the class''s own (0: unlimited allowed); NULL: the database''s pgq.max_tries (S90, S91).';
+
+
+--
+-- Name: COLUMN job_classes.max_retry_for; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_classes.max_retry_for IS 'The latest deadline a dispatch may set beyond the class''s own, from the dispatch; NULL: the database''s pgq.max_retry_for (S90, S91).';
+
+
+--
+-- Name: COLUMN job_classes.min_backoff; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_classes.min_backoff IS 'The shortest backoff entry, in seconds, a dispatch may set; NULL: the database''s pgq.min_backoff (S90, S91).';
+
+
+--
+-- Name: COLUMN job_classes.max_timeout; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_classes.max_timeout IS 'The longest timeout, in seconds, a dispatch may set beyond the class''s own; NULL: the database''s pgq.max_timeout (S90, S91).';
+
+
+--
+-- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) RETURNS pgq.job_classes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2121,16 +2311,21 @@ BEGIN
         _define_job.debounce_for IS NOT NULL OR _define_job.debounce_by IS NOT NULL OR _define_job.debounce_max_wait IS NOT NULL,
         _define_job.unique_for, _define_job.unique_until, _define_job.debounce_for, _define_job.debounce_max_wait);
     PERFORM pgq._check_middleware(_define_job.middleware);
+    PERFORM pgq._check_ceilings(_define_job.tries, _define_job.backoff, _define_job.timeout, _define_job.retry_for,
+                                _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
+                                _define_job.max_timeout);
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
-         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware,
+         max_tries, max_retry_for, min_backoff, max_timeout)
     VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
             _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
             _define_job.retry_for, _define_job.unique_for,
             CASE WHEN _define_job.unique_for IS NOT NULL OR _define_job.unique_by IS NOT NULL
                  THEN coalesce(_define_job.unique_until, 'processed') END,
             _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
-            _define_job.middleware)
+            _define_job.middleware, _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
+            _define_job.max_timeout)
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -2138,7 +2333,9 @@ BEGIN
             retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
             unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
-            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware,
+            max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
+            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
     RETURNING * INTO v_class;
     RETURN v_class;
 END;
@@ -2146,17 +2343,17 @@ $$;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
 
 
 --
--- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer) RETURNS SETOF uuid
+CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true) RETURNS SETOF uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2176,6 +2373,7 @@ DECLARE
     v_ukeys     text[];   -- the unique or debounce key of each payload
     v_explicit  text;
     v_by        text[];
+    v_max_exceptions int;  -- set by the ceilings (S90)
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -2197,6 +2395,12 @@ BEGIN
         RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
     END IF;
     PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    IF _dispatch.p_ceilings AND num_nonnulls(_dispatch.tries, _dispatch.backoff, _dispatch.retry_until, _dispatch.retry_for,
+                                             _dispatch.max_exceptions, _dispatch.timeout) > 0 THEN
+        v_max_exceptions := pgq._dispatch_ceilings(_dispatch.job, v_class, _dispatch.tries, _dispatch.backoff,
+                                                   coalesce(_dispatch.retry_until, now() + _dispatch.retry_for),
+                                                   _dispatch.max_exceptions, _dispatch.timeout);
+    END IF;
     v_unique := _dispatch.unique_key IS NOT NULL OR _dispatch.unique_for IS NOT NULL
              OR _dispatch.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
     v_debounce := _dispatch.debounce_key IS NOT NULL OR _dispatch.debounce_for IS NOT NULL
@@ -2216,7 +2420,7 @@ BEGIN
     v_job.handler := v_class.handler;
     v_job.tries := coalesce(_dispatch.tries, v_class.tries);
     v_job.backoff := coalesce(_dispatch.backoff, v_class.backoff);
-    v_job.max_exceptions := coalesce(_dispatch.max_exceptions, v_class.max_exceptions);
+    v_job.max_exceptions := coalesce(v_max_exceptions, _dispatch.max_exceptions, v_class.max_exceptions);
     v_job.timeout := coalesce(_dispatch.timeout, v_class.timeout);
     v_job.fail_on_timeout := coalesce(_dispatch.fail_on_timeout, v_class.fail_on_timeout, false);
     -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
@@ -2288,10 +2492,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
@@ -2307,7 +2511,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
     PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
-        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id', 'error', left(SQLERRM, 500))::text);
+        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
 END;
 $$;
 
@@ -2320,10 +2524,97 @@ COMMENT ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue 
 
 
 --
--- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_ceilings(text, pgq.job_classes, integer, integer[], timestamp with time zone, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    -- Each ceiling is read only when an option goes beyond the class's own value.
+    v_max_tries   int;
+    v_max_for     interval;
+    v_min_backoff int;
+    v_max_timeout int;
+    v_beyond      boolean := false;  -- the dispatch set a deadline beyond the class's own
+    v_problem     text;
+    v_ceiling     text;
+BEGIN
+    IF p_tries IS NOT NULL AND NOT coalesce(p_class.tries = 0 OR p_tries BETWEEN 1 AND p_class.tries, false) THEN
+        v_max_tries := coalesce(p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF NOT (v_max_tries = 0 OR p_tries BETWEEN 1 AND v_max_tries) THEN
+            v_ceiling := 'max_tries';
+            v_problem := format('tries %s: its ceiling is max_tries %s',
+                                CASE WHEN p_tries = 0 THEN '0 (unlimited)' ELSE p_tries::text END, v_max_tries);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_retry_until IS NOT NULL
+       AND NOT coalesce(p_retry_until <= now() + p_class.retry_for, false) THEN
+        v_beyond := true;
+        v_max_for := coalesce(p_class.max_retry_for, pgq._ceiling_interval('max_retry_for'));
+        IF p_retry_until > now() + v_max_for THEN
+            v_ceiling := 'max_retry_for';
+            v_problem := format('a retry deadline of %s: its ceiling is max_retry_for %s from now', p_retry_until, v_max_for);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_max_exceptions IS NOT NULL AND (v_beyond OR p_max_exceptions > p_class.max_exceptions) THEN
+        v_max_tries := coalesce(v_max_tries, p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF v_max_tries > 0 AND p_max_exceptions > v_max_tries THEN
+            v_ceiling := 'max_tries';
+            v_problem := format('max_exceptions %s: its ceiling is max_tries %s', p_max_exceptions, v_max_tries);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_backoff IS NOT NULL AND p_backoff IS DISTINCT FROM p_class.backoff THEN
+        v_min_backoff := coalesce(p_class.min_backoff, pgq._ceiling_int('min_backoff'));
+        IF EXISTS (SELECT FROM unnest(p_backoff) b WHERE b < v_min_backoff) THEN
+            v_ceiling := 'min_backoff';
+            v_problem := format('backoff %s: its ceiling is min_backoff %s seconds for every entry', p_backoff, v_min_backoff);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_timeout IS NOT NULL
+       AND NOT coalesce(p_class.timeout = 0 OR p_timeout <= p_class.timeout, false) THEN
+        v_max_timeout := coalesce(p_class.max_timeout, pgq._ceiling_int('max_timeout'));
+        IF p_timeout > v_max_timeout THEN
+            v_ceiling := 'max_timeout';
+            v_problem := format('timeout %s: its ceiling is max_timeout %s seconds', p_timeout, v_max_timeout);
+        END IF;
+    END IF;
+
+    IF v_problem IS NOT NULL THEN
+        IF pgq._may_exceed_ceilings() THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'pgq: a dispatch of % may not set %', p_job, v_problem
+            USING ERRCODE = '22023',
+                  HINT = CASE WHEN p_class.name IS NOT NULL
+                              THEN format('An admin may raise it on the job class: pgq.define_job(%L, …, %s => …).', p_job, v_ceiling)
+                              ELSE format('%s has no job class: its ceiling is the database''s, which an admin sets with ALTER DATABASE %I SET pgq.%s = …, or define a class for it.',
+                                          p_job, current_database(), v_ceiling) END;
+    END IF;
+    IF v_beyond THEN
+        v_max_tries := coalesce(v_max_tries, p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF v_max_tries > 0 AND NOT pgq._may_exceed_ceilings() THEN
+            RETURN least(coalesce(p_max_exceptions, p_class.max_exceptions, v_max_tries), v_max_tries);
+        END IF;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_ceilings(p_job text, p_class pgq.job_classes, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer) IS 'Raises 22023 when a dispatch''s own tries, deadline, max_exceptions, backoff or timeout is looser than its class allows (S90, S91); returns the max_exceptions of a job whose deadline the dispatch set beyond its class''s.';
+
+
+--
+-- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2363,7 +2654,7 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -2374,10 +2665,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 
 --
@@ -2479,13 +2770,14 @@ CREATE FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick tim
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq.dispatch(p_entry.job, p_entry.payload, queue => p_entry.queue, tries => p_entry.tries,
-                        backoff => p_entry.backoff, max_exceptions => p_entry.max_exceptions,
-                        timeout => p_entry.timeout, fail_on_timeout => p_entry.fail_on_timeout,
-                        priority => p_entry.priority, retry_for => p_entry.retry_for, middleware => p_entry.middleware,
-                        unique_key => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_tick_key(p_entry.name, p_tick) END,
-                        unique_for => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_unique_for() END,
-                        unique_until => CASE WHEN p_tick IS NOT NULL THEN 'processed' END);
+    SELECT u FROM pgq._dispatch(p_entry.job, ARRAY[p_entry.payload], queue => p_entry.queue, tries => p_entry.tries,
+                                backoff => p_entry.backoff, max_exceptions => p_entry.max_exceptions,
+                                timeout => p_entry.timeout, fail_on_timeout => p_entry.fail_on_timeout,
+                                priority => p_entry.priority, retry_for => p_entry.retry_for, middleware => p_entry.middleware,
+                                unique_key => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_tick_key(p_entry.name, p_tick) END,
+                                unique_for => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_unique_for() END,
+                                unique_until => CASE WHEN p_tick IS NOT NULL THEN 'processed' END,
+                                p_ceilings => false) u;
 $$;
 
 
@@ -3457,6 +3749,73 @@ CREATE FUNCTION pgq._max_key_bytes() RETURNS integer
 --
 
 COMMENT ON FUNCTION pgq._max_key_bytes() IS 'The longest key a dispatch may produce, in bytes: 1000 (S38).';
+
+
+--
+-- Name: _max_timeout(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._max_timeout() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 2147483 $$;
+
+
+--
+-- Name: FUNCTION _max_timeout(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._max_timeout() IS 'The longest job timeout in seconds: 2147483, the longest statement_timeout PostgreSQL can set (S92).';
+
+
+--
+-- Name: _may_add_to_batch(pgq.job_batches, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_batch.dispatched_by IS NULL
+       OR (to_regrole(quote_ident(p_batch.dispatched_by)) IS NOT NULL
+           AND pg_has_role(session_user, p_batch.dispatched_by, 'MEMBER')) THEN
+        RETURN true;
+    END IF;
+    RETURN p_job IS NOT NULL AND p_token IS NOT NULL AND EXISTS (
+        SELECT FROM pgq.jobs j
+        WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_job AND j.lease_token = p_token
+          AND j.batch_id = p_batch.id);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid) IS 'Whether the caller may add to a batch: a running member of it (its job''s uuid and lease token), or the role that dispatched it or a member of that role (S93).';
+
+
+--
+-- Name: _may_exceed_ceilings(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._may_exceed_ceilings() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT EXISTS (SELECT FROM pgq.roles r
+                   WHERE r.kind IN ('admin', 'owner') AND to_regrole(quote_ident(r.name)) IS NOT NULL
+                     AND pg_has_role(session_user, r.name, 'MEMBER'));
+$$;
+
+
+--
+-- Name: FUNCTION _may_exceed_ceilings(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._may_exceed_ceilings() IS 'Whether the login role may define job classes (admin, owner, superuser), and so dispatch past the ceilings (S90).';
 
 
 --
@@ -5258,21 +5617,37 @@ COMMENT ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) IS 'The
 
 
 --
--- Name: add_to_batch(uuid, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: add_to_batch(uuid, jsonb, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) RETURNS integer
+CREATE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid DEFAULT NULL::uuid, token uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     v_batch pgq.job_batches;
+    v_job   uuid := add_to_batch.job;
+    v_token uuid := add_to_batch.token;
     v_n     int;
 BEGIN
     PERFORM pgq._check_entries('batch jobs', add_to_batch.jobs, true);
     SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = add_to_batch.batch;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgq: no batch %', add_to_batch.batch USING ERRCODE = 'P0002';
+    END IF;
+    IF v_job IS NULL AND v_token IS NULL THEN
+        -- a SQL handler's own job (pgq.run_sql_job); text a session set that is not a
+        -- uuid proves nothing, so it is no error either
+        v_job := CASE WHEN current_setting('pgq.job_uuid', true) ~* '^[0-9a-f-]{36}$'
+                      THEN current_setting('pgq.job_uuid', true)::uuid END;
+        v_token := CASE WHEN current_setting('pgq.job_token', true) ~* '^[0-9a-f-]{36}$'
+                        THEN current_setting('pgq.job_token', true)::uuid END;
+    END IF;
+    IF NOT pgq._may_add_to_batch(v_batch, v_job, v_token) THEN
+        RAISE EXCEPTION 'pgq: % may not add to batch %: only the role that dispatched it and its running jobs may',
+            session_user, add_to_batch.batch
+            USING ERRCODE = '42501',
+                  HINT = 'A running job of the batch passes its uuid and lease token (job =>, token =>); a SQL handler''s are taken from its transaction.';
     END IF;
     v_n := pgq._batch_add(v_batch, add_to_batch.jobs);
     -- Checked after counting, under the batch row's lock (taken last, like every path):
@@ -5285,14 +5660,14 @@ BEGIN
     END IF;
     RETURN v_n;
 END;
-$$;
+$_$;
 
 
 --
--- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) IS 'Adds jobs (and chains) to a running batch (S73); PQ003 when it has finished or was cancelled. Returns how many members were added.';
+COMMENT ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid) IS 'Adds jobs (and chains) to a running batch (S73), from a running member of it (job, token) or the role that dispatched it (S93); 42501 for anyone else, PQ003 when it has finished or was cancelled. Returns how many members were added.';
 
 
 --
@@ -5639,10 +6014,10 @@ COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp wi
 
 
 --
--- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS pgq.job_classes
+CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer) RETURNS pgq.job_classes
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -5667,16 +6042,17 @@ BEGIN
     RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
                            define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
                            define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
-                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware);
+                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
+                           define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout);
 END;
 $_$;
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1, S44).';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout). New dispatches copy it (S1, S44, S90).';
 
 
 --
@@ -5844,8 +6220,8 @@ BEGIN
         RAISE EXCEPTION 'pgq: a batch name is at most 1,000 characters, got %', length(dispatch_batch.name)
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.job_batches (id, name, options)
-    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name,
+    INSERT INTO pgq.job_batches (id, name, dispatched_by, options)
+    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name, session_user,
             jsonb_strip_nulls(jsonb_build_object(
                 'then_job', dispatch_batch.then_job, 'catch_job', dispatch_batch.catch_job,
                 'finally_job', dispatch_batch.finally_job,
@@ -6205,6 +6581,42 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) IS 'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+
+
+--
+-- Name: fail_setup(uuid, uuid, text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_now  timestamptz := coalesce(fail_setup.as_of, now());
+    v_job  pgq.jobs;
+    v_text text;
+BEGIN
+    v_job := pgq._held('fail_setup', fail_setup.uuid, fail_setup.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
+    v_text := format('SetupFailed: attempt %s of %s could not be set up, so its handler never ran: %s',
+                     v_job.attempts, v_job.job, left(coalesce(nullif(fail_setup.reason, ''), 'unknown error'), 65536));
+    RETURN NEXT pgq._record(v_job, 'failed', v_now, v_text, p_final => true, p_started => false);
+    PERFORM pgq._bury(v_job, v_text, v_now);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone) IS 'Worker protocol: the server refused pgq''s own setup of this attempt for a reason of the job''s: it fails for good at once (SetupFailed), no exception counted (S92). Returns the attempt; no row when the lease was lost.';
 
 
 --
@@ -7285,6 +7697,7 @@ DECLARE
 BEGIN
     v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
+            set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
             set_config('pgq.worker', coalesce(v_job.worker, ''), true);
     BEGIN
@@ -10043,6 +10456,27 @@ REVOKE ALL ON FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zon
 
 
 --
+-- Name: FUNCTION _ceiling(p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._ceiling(p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _ceiling_int(p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._ceiling_int(p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _ceiling_interval(p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._ceiling_interval(p_name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _chain_dispatch_step(p_chain pgq.job_chains, p_step integer); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -10061,6 +10495,13 @@ REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure t
 --
 
 REVOKE ALL ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_job uuid, p_exception text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) FROM PUBLIC;
 
 
 --
@@ -10157,18 +10598,18 @@ GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) TO pgq_admin;
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) FROM PUBLIC;
 
 
 --
@@ -10179,10 +10620,17 @@ REVOKE ALL ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_que
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_ceilings(p_job text, p_class pgq.job_classes, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) FROM PUBLIC;
 
 
 --
@@ -10425,6 +10873,27 @@ REVOKE ALL ON FUNCTION pgq._max_give_backs() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._max_key_bytes() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _max_timeout(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._max_timeout() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _may_exceed_ceilings(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._may_exceed_ceilings() FROM PUBLIC;
 
 
 --
@@ -10850,12 +11319,12 @@ REVOKE ALL ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) FROM
 
 
 --
--- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) TO pgq_producer;
-GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid) TO pgq_producer;
+GRANT ALL ON FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid) TO pgq_worker;
 
 
 --
@@ -10908,11 +11377,11 @@ GRANT ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp 
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) TO pgq_admin;
 
 
 --
@@ -11015,6 +11484,14 @@ GRANT ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out 
 
 REVOKE ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fail_setup(uuid uuid, token uuid, reason text, as_of timestamp with time zone) TO pgq_worker;
 
 
 --

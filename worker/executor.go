@@ -152,13 +152,25 @@ type interruptedError struct {
 func (e *interruptedError) Error() string { return "interrupted: " + e.err.Error() }
 func (e *interruptedError) Unwrap() error { return e.err }
 
+// setupError ends an attempt whose SQL handler's transaction pgq could not set up: the
+// server refused the limits the worker sets from the job (a statement_timeout it
+// cannot hold, say) for a reason that trying again cannot change (S92). Neither the
+// handler's exception nor infrastructure's: its job fails for good at once
+// (pgq.fail_setup), so that it can neither use up its tries nor loop.
+type setupError struct{ err error }
+
+func (e *setupError) Error() string { return e.err.Error() }
+func (e *setupError) Unwrap() error { return e.err }
+
 // runSQL runs a SQL handler and completes its job in the same transaction, under a
 // statement_timeout of the job's timeout and an idle limit that ends the transaction
 // of a frozen worker (S37). It tells whose fault an attempt's end was (S35):
 // pgq.run_sql_job marks the handler's own exception PQ100; a statement timeout is the
-// job's timeout; anything else that ended the transaction (a lost connection, a
-// restart, a lock_timeout in pgq.complete, an overlap key still locked) comes back as
-// an *interruptedError, and the attempt is given back.
+// job's timeout; a setup of those limits that the server refused for good is the
+// job's own and comes back as a *setupError (S92); anything else that ended the
+// transaction (a lost connection, a restart, a lock_timeout in pgq.complete, an
+// overlap key still locked) comes back as an *interruptedError, and the attempt is
+// given back.
 //
 // The job's timeout is the handler's own (S13): it runs from when the handler has its
 // slot and its connection. The wait for them is infrastructure's (S35: a restart refuses
@@ -189,20 +201,44 @@ func (e *executor) runSQL(ctx context.Context, a *active) error {
 		t := time.AfterFunc(timeout+sqlTimeoutSlack, func() { e.cancel(a, errTimeout) })
 		defer t.Stop()
 	}
+	var setupErr error
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		q := dbsqlc.New(tx)
-		err := q.SessionSetHandlerLimits(ctx, dbsqlc.SessionSetHandlerLimitsParams{
+		setupErr = q.SessionSetHandlerLimits(ctx, dbsqlc.SessionSetHandlerLimitsParams{
 			Milliseconds: milliseconds(timeout), IdleMilliseconds: milliseconds(idleInTransaction),
 		})
-		if err != nil {
-			return err
+		if setupErr != nil {
+			return setupErr
 		}
 		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: a.token})
 	})
-	if err != nil {
+	switch {
+	case setupErr != nil:
+		return setupOutcome(ctx, setupErr)
+	case err != nil:
 		return sqlOutcome(ctx, err)
 	}
 	return errCompletedInTx
+}
+
+// setupOutcome sorts the error of the statement that sets a SQL handler's limits
+// (S92). When the server refused the statement's own values (one out of range, a
+// setting the role may not make: any error that transient does not call passing), it
+// would refuse every attempt of the job alike: that is a *setupError, and the job fails
+// at once. A lost connection or a restart meanwhile is infrastructure's and is given
+// back as any interruption is (S35), counted toward its limit: the handler never ran,
+// but a setup that keeps failing must not loop. A cancel by the worker keeps its own
+// ending.
+func setupOutcome(ctx context.Context, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case context.Cause(ctx) != nil && ctx.Err() != nil:
+		return err
+	case errors.As(err, &pgErr) && !transient(err):
+		return &setupError{err: fmt.Errorf("the server refused the limits of its transaction: %w", err)}
+	default:
+		return &interruptedError{err: fmt.Errorf("setting up the SQL handler's transaction: %w", err), started: true}
+	}
 }
 
 // sqlTimeoutSlack is how long past a SQL handler's timeout the worker cancels its

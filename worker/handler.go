@@ -24,19 +24,24 @@ type Job[T any] struct {
 	Args          T
 	ReservedUntil time.Time // the lease; the worker extends it while the handler runs
 
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	token uuid.UUID // the attempt's lease token: a running member's proof (S93)
 }
 
 // JobBatch is the batch a running job belongs to (S73).
 type JobBatch struct {
 	ID     uuid.UUID
 	client *pgq.Client
+	job    uuid.UUID // the running member, and its lease token
+	token  uuid.UUID
 }
 
-// Add adds members to the batch while it runs (pgq.add_to_batch) and returns how many
-// were added; errors wrap pgq.ErrBatchClosed when the batch finished or was cancelled.
+// Add adds members to the batch while it runs (pgq.add_to_batch, as the running job:
+// its uuid and lease token show it is a member, S93) and returns how many were added;
+// errors wrap pgq.ErrBatchClosed when the batch finished or was cancelled, and
+// pgq.ErrPermission once the job no longer holds its lease.
 func (b *JobBatch) Add(ctx context.Context, members ...pgq.BatchMember) (int, error) {
-	return b.client.AddToBatch(ctx, b.ID, members)
+	return b.client.AddToBatchAsJob(ctx, b.ID, b.job, b.token, members)
 }
 
 // Batch returns the batch the job belongs to, or nil when it belongs to none. It asks
@@ -50,7 +55,7 @@ func (j *Job[T]) Batch(ctx context.Context) (*JobBatch, error) {
 	if err != nil || id == uuid.Nil {
 		return nil, err
 	}
-	return &JobBatch{ID: id, client: client}, nil
+	return &JobBatch{ID: id, client: client, job: j.UUID, token: j.token}, nil
 }
 
 // Handler runs jobs of one name. Run is required. Failed, when set, runs once when
@@ -79,7 +84,7 @@ func Handle[T any](w *Worker, name string, h Handler[T]) {
 	}
 	decode := func(row *dbsqlc.JobReserveRow) (*Job[T], error) {
 		j := &Job[T]{UUID: row.Uuid, Name: row.Job, Queue: row.Queue, Attempt: int(row.Attempts), Payload: row.Payload,
-			ReservedUntil: row.ReservedUntil, pool: w.pool}
+			ReservedUntil: row.ReservedUntil, pool: w.pool, token: row.LeaseToken}
 		if raw, ok := any(&j.Args).(*json.RawMessage); ok {
 			*raw = row.Payload // already JSON: no decoding to do
 		} else if err := json.Unmarshal(row.Payload, &j.Args); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgq-dev/pgq/pgq"
 )
 
 // Option configures a Worker. Each mirrors a pgq-worker work flag.
@@ -115,10 +117,11 @@ func WithBackoff(d ...time.Duration) Option {
 }
 
 // WithTimeout sets the timeout of jobs that set none (S13). Default 60 s; 0 means none.
+// At most pgq.TimeoutLimit, which a SQL handler's statement_timeout can hold (S92).
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("WithTimeout: must be >= 0, got %s", d)
+		if d < 0 || d > pgq.TimeoutLimit {
+			return fmt.Errorf("WithTimeout: must be from 0 to %s, got %s", pgq.TimeoutLimit, d)
 		}
 		c.timeout = d
 		return nil

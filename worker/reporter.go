@@ -175,6 +175,7 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 	// Outcome calls must go through even when the worker is stopping.
 	rctx := context.WithoutCancel(ctx)
 	var interrupted *interruptedError
+	var setup *setupError
 	switch {
 	case errors.Is(err, errCompletedInTx):
 		r.logOutcome(a, "succeeded", nil)
@@ -197,6 +198,8 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 		r.cancelled(rctx, a)
 	case errors.As(err, &interrupted):
 		r.giveBack(rctx, a, interrupted.Error(), interrupted.started)
+	case errors.As(err, &setup):
+		r.failSetup(rctx, a, setup.Error())
 	default:
 		if rel, ok := asRelease(err); ok {
 			r.release(rctx, a, rel.Delay, nil)
@@ -231,6 +234,19 @@ func (r *reporter) giveBack(ctx context.Context, a *active, reason string, start
 	})
 }
 
+// failSetup fails the attempt's job for good at once: pgq's own setup of it was
+// refused for a reason of the job's (pgq.fail_setup, S92). The failed hook runs, as
+// for any job that fails for good (S17).
+func (r *reporter) failSetup(ctx context.Context, a *active, reason string) {
+	p := dbsqlc.JobFailSetupParams{Uuid: a.row.Uuid, Token: a.token, Reason: reason}
+	attempts := r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
+		return q.JobFailSetup(cctx, p)
+	})
+	if len(attempts) == 1 && attempts[0].Final {
+		r.runFailedHook(a, attempts[0])
+	}
+}
+
 // cancelled ends the attempt's job as cancelled, on an operator's request (pgq.cancelled).
 func (r *reporter) cancelled(ctx context.Context, a *active) {
 	p := dbsqlc.JobCancelledManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}}
@@ -239,8 +255,10 @@ func (r *reporter) cancelled(ctx context.Context, a *active) {
 	})
 }
 
-// sendOne delivers one attempt's release or give-back and writes its line.
-func (r *reporter) sendOne(ctx context.Context, a *active, call func(*dbsqlc.Queries, context.Context) ([]*dbsqlc.PgqAttempt, error)) {
+// sendOne delivers one attempt's release, give-back or failure, writes its line and
+// returns the attempt recorded (none when the lease was lost or the report given up).
+func (r *reporter) sendOne(ctx context.Context, a *active, call func(*dbsqlc.Queries, context.Context) ([]*dbsqlc.PgqAttempt, error)) []*dbsqlc.PgqAttempt {
+	var recorded []*dbsqlc.PgqAttempt
 	gaveUp, err := deliver([]*active{a}, func([]*active) error {
 		cctx, cancel := context.WithTimeout(ctx, reportTimeout)
 		defer cancel()
@@ -251,6 +269,7 @@ func (r *reporter) sendOne(ctx context.Context, a *active, call func(*dbsqlc.Que
 			return err
 		})
 		if err == nil {
+			recorded = attempts
 			r.logResult(a, attempts, nil)
 		}
 		return err
@@ -258,6 +277,7 @@ func (r *reporter) sendOne(ctx context.Context, a *active, call func(*dbsqlc.Que
 	if len(gaveUp) > 0 {
 		r.logResult(a, nil, err)
 	}
+	return recorded
 }
 
 // stillHeld tells whether the attempt's token still holds its job (a heartbeat that also

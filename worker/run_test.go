@@ -42,3 +42,13 @@ func TestRunStopsWhenNotMigrated(t *testing.T) {
 		})
 	}
 }
+
+// S92: a worker's default timeout is one a SQL handler's statement_timeout can hold.
+func TestS92WithTimeoutIsOneTheServerCanSet(t *testing.T) {
+	t.Parallel()
+	pool := pgqtest.NewEmpty(t).Pool
+	_, err := worker.New(pool, worker.WithTimeout(pgq.TimeoutLimit+time.Second))
+	require.ErrorContains(t, err, "WithTimeout: must be from 0 to")
+	_, err = worker.New(pool, worker.WithTimeout(pgq.TimeoutLimit))
+	require.NoError(t, err)
+}

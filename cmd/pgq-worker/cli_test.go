@@ -242,7 +242,8 @@ func TestCLIRejectsOutOfRangeNumbers(t *testing.T) {
 	}{
 		{"--tries", []string{"dispatch", "j", "--tries", "-5"}},
 		{"--timeout", []string{"dispatch", "j", "--timeout", "-3"}},
-		{"--timeout", []string{"dispatch", "j", "--timeout", "0"}}, // S43: only a class may say "no timeout"
+		{"--timeout", []string{"dispatch", "j", "--timeout", "0"}},       // S43: only a class may say "no timeout"
+		{"--timeout", []string{"dispatch", "j", "--timeout", "2147484"}}, // S92: past what statement_timeout holds
 		{"--delay", []string{"dispatch", "j", "--delay", "-1"}},
 		{"--backoff", []string{"dispatch", "j", "--backoff", "10,-1"}},
 		{"--backoff", []string{"dispatch", "j", "--backoff", ""}},
@@ -253,6 +254,7 @@ func TestCLIRejectsOutOfRangeNumbers(t *testing.T) {
 		{"--tries", []string{"work", "--tries", "-1"}},
 		{"--backoff", []string{"work", "--backoff", "-1"}},
 		{"--timeout", []string{"work", "--timeout", "-1"}},
+		{"--timeout", []string{"work", "--timeout", "2147484"}}, // S92
 		{"--sleep", []string{"work", "--sleep", "0"}},
 		{"--sleep", []string{"work", "--sleep", "-1"}},
 		{"--sleep", []string{"work", "--sleep", "NaN"}},

@@ -33,7 +33,7 @@ worker.`,
 	delay := f.Int("delay", 0, "`SECONDS` before the job may run, >= 0")
 	tries := f.Int("tries", 0, "attempts, >= 0 (0 = unlimited; default: the class's, else the worker's)")
 	backoff := f.String("backoff", "", "`SECONDS` to wait after each exception, e.g. 10,60,300 (default: the class's, else the worker's)")
-	timeout := f.Int("timeout", 0, "`SECONDS` the handler may run, >= 1 (default: the class's, else the worker's; only a class may say 0, no limit)")
+	timeout := f.Int("timeout", 0, "`SECONDS` the handler may run, 1 to 2147483 (default: the class's, else the worker's; only a class may say 0, no limit)")
 	priority := f.Int("priority", 0, "higher runs first within the queue; -100 to 100")
 
 	cmd.RunE = a.runE(func(cmd *cobra.Command, args []string) error {
@@ -52,7 +52,7 @@ worker.`,
 		if err := firstErr(
 			checkCount("delay", *delay, 0),
 			checkCount("tries", *tries, 0),
-			checkCount("timeout", *timeout, minTimeout),
+			checkInt("timeout", *timeout, minTimeout, int(pgq.TimeoutLimit/time.Second)),
 			checkInt("priority", *priority, -100, 100),
 		); err != nil {
 			return err

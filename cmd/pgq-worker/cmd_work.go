@@ -60,7 +60,7 @@ without using up their attempt, and exits 0.
 	concurrency := f.Int("concurrency", 100, "handlers running at once, >= 1 (SQL handlers: at most 32, one connection each)")
 	tries := f.Int("tries", 1, "attempts for jobs that set none, >= 0 (0 = unlimited)")
 	backoff := f.String("backoff", "0", "`SECONDS` to wait after an exception, for jobs that set none, e.g. 10,60,300")
-	timeout := f.Int("timeout", 60, "`SECONDS` a handler may run, for jobs that set none, >= 0 (0 = no limit)")
+	timeout := f.Int("timeout", 60, "`SECONDS` a handler may run, for jobs that set none, 0 to 2147483 (0 = no limit)")
 	sleep := f.Float64("sleep", 3, "`SECONDS` between polls when no notification arrives, > 0")
 	cooldown := f.Duration("fetch-cooldown", 5*time.Millisecond, "after a reserve that found fewer jobs than free slots, wait this long before the next")
 	once := f.Bool("once", false, "run a single job, then stop")
@@ -90,7 +90,7 @@ without using up their attempt, and exits 0.
 		if err := firstErr(
 			checkCount("concurrency", *concurrency, 1),
 			checkCount("tries", *tries, 0),
-			checkCount("timeout", *timeout, 0),
+			checkInt("timeout", *timeout, 0, int(pgq.TimeoutLimit/time.Second)),
 			checkDuration("fetch-cooldown", *cooldown),
 			checkCount("max-jobs", *maxJobs, 0),
 			checkCount("max-time", *maxTime, 0),

@@ -13,16 +13,25 @@ import (
 )
 
 const batchAdd = `-- name: BatchAdd :one
-SELECT pgq.add_to_batch(batch => $1::uuid, jobs => $2::jsonb)::int AS added
+SELECT pgq.add_to_batch(batch => $1::uuid, jobs => $2::jsonb, job => $3::uuid,
+                        token => $4::uuid)::int AS added
 `
 
 type BatchAddParams struct {
 	Batch uuid.UUID
 	Jobs  json.RawMessage
+	Job   *uuid.UUID
+	Token *uuid.UUID
 }
 
+// A running member of the batch passes its job's uuid and lease token (S93).
 func (q *Queries) BatchAdd(ctx context.Context, arg BatchAddParams) (int32, error) {
-	row := q.db.QueryRow(ctx, batchAdd, arg.Batch, arg.Jobs)
+	row := q.db.QueryRow(ctx, batchAdd,
+		arg.Batch,
+		arg.Jobs,
+		arg.Job,
+		arg.Token,
+	)
 	var added int32
 	err := row.Scan(&added)
 	return added, err

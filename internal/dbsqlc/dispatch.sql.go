@@ -14,7 +14,7 @@ import (
 )
 
 const jobClassDefine = `-- name: JobClassDefine :one
-SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware, created_at, updated_at FROM pgq.define_job(
+SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware, created_at, updated_at, max_tries, max_retry_for, min_backoff, max_timeout FROM pgq.define_job(
     name => $1::text,
     queue => $2::text,
     handler => $3::text,
@@ -30,7 +30,11 @@ SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_ti
     debounce_for => $13::interval,
     debounce_by => $14::text[],
     debounce_max_wait => $15::interval,
-    middleware => $16::jsonb
+    middleware => $16::jsonb,
+    max_tries => $17::int,
+    max_retry_for => $18::interval,
+    min_backoff => $19::int,
+    max_timeout => $20::int
 )
 `
 
@@ -51,6 +55,10 @@ type JobClassDefineParams struct {
 	DebounceBy      []string
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
+	MaxTries        *int32
+	MaxRetryFor     *time.Duration
+	MinBackoff      *int32
+	MaxTimeout      *int32
 }
 
 func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*PgqJobClass, error) {
@@ -71,6 +79,10 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.DebounceBy,
 		arg.DebounceMaxWait,
 		arg.Middleware,
+		arg.MaxTries,
+		arg.MaxRetryFor,
+		arg.MinBackoff,
+		arg.MaxTimeout,
 	)
 	var i PgqJobClass
 	err := row.Scan(
@@ -92,6 +104,10 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		&i.Middleware,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MaxTries,
+		&i.MaxRetryFor,
+		&i.MinBackoff,
+		&i.MaxTimeout,
 	)
 	return &i, err
 }

@@ -317,6 +317,8 @@ type PgqJobBatch struct {
 	ThenAt     *time.Time
 	CatchAt    *time.Time
 	FinallyAt  *time.Time
+	// The login role that dispatched the batch: it, the roles that are members of it and the batch's running jobs may add to it (S93). NULL for a batch dispatched before it was recorded.
+	DispatchedBy *string
 }
 
 // Chains (pgq.dispatch_chain): the steps, the step now queued and its job, the state; exception says why a failed or cancelled chain stopped.
@@ -354,6 +356,26 @@ type PgqJobClass struct {
 	Middleware      json.RawMessage
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// The most tries a dispatch may set beyond the class's own (0: unlimited allowed); NULL: the database's pgq.max_tries (S90, S91).
+	MaxTries *int32
+	// The latest deadline a dispatch may set beyond the class's own, from the dispatch; NULL: the database's pgq.max_retry_for (S90, S91).
+	MaxRetryFor *time.Duration
+	// The shortest backoff entry, in seconds, a dispatch may set; NULL: the database's pgq.min_backoff (S90, S91).
+	MinBackoff *int32
+	// The longest timeout, in seconds, a dispatch may set beyond the class's own; NULL: the database's pgq.max_timeout (S90, S91).
+	MaxTimeout *int32
+}
+
+// The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).
+type PgqJobEnd struct {
+	ID        int64
+	JobUuid   uuid.UUID
+	Outcome   string
+	Exception *string
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	EndedAt   time.Time
 }
 
 // The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).

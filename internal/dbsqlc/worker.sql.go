@@ -178,6 +178,54 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 	return items, nil
 }
 
+const jobFailSetup = `-- name: JobFailSetup :many
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.fail_setup(uuid => $1::uuid, token => $2::uuid, reason => $3::text)
+`
+
+type JobFailSetupParams struct {
+	Uuid   uuid.UUID
+	Token  uuid.UUID
+	Reason string
+}
+
+// pgq's own setup of the attempt was refused for a reason of the job's: it fails for good (S92).
+func (q *Queries) JobFailSetup(ctx context.Context, arg JobFailSetupParams) ([]*PgqAttempt, error) {
+	rows, err := q.db.Query(ctx, jobFailSetup, arg.Uuid, arg.Token, arg.Reason)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqAttempt
+	for rows.Next() {
+		var i PgqAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.Attempt,
+			&i.Worker,
+			&i.LeaseToken,
+			&i.ReservedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.Outcome,
+			&i.Middleware,
+			&i.Exception,
+			&i.Delay,
+			&i.Final,
+			&i.RejectedCalls,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobGiveBackMany = `-- name: JobGiveBackMany :many
 SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text, started => $4::boolean)
 `

@@ -157,7 +157,7 @@ func create(t testing.TB, migrated bool, loadMin int) *DB {
 }
 
 // templateVersion changes the template's name when what grantTestRoles does changes.
-const templateVersion = "2: a test login of every kind"
+const templateVersion = "3: a test login of every kind, a second producer, an admin that dispatches"
 
 // template returns the name of the migrated template database, creating it under an
 // advisory lock when no test process has yet.
@@ -221,6 +221,12 @@ const (
 	PayloadReaderRole = "pgq_test_payload_reader" // pgq_reader and pgq_payload_reader
 	AdminRole         = "pgq_test_admin"
 	NobodyRole        = "pgq_test_nobody" // no pgq role at all
+	// OtherProducerRole is a second producer: a batch one producer dispatched is not
+	// the other's (S93).
+	OtherProducerRole = "pgq_test_producer_other"
+	// AdminProducerRole may define classes and dispatch: the ceilings of a producer's
+	// dispatch are not its (S90).
+	AdminProducerRole = "pgq_test_admin_producer"
 )
 
 var testLogins = map[string][]string{
@@ -230,6 +236,8 @@ var testLogins = map[string][]string{
 	PayloadReaderRole: {"pgq_reader", "pgq_payload_reader"},
 	AdminRole:         {"pgq_admin"},
 	NobodyRole:        nil,
+	OtherProducerRole: {"pgq_producer"},
+	AdminProducerRole: {"pgq_admin", "pgq_producer"},
 }
 
 // grantTestRoles creates the test logins when the server has none (roles are the
@@ -267,6 +275,18 @@ func (db *DB) ConnAs(t testing.TB, login string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// PoolAs is ConnAs for a pool, closed at cleanup: for a client (pgq.NewClient) that
+// runs as one of the test logins.
+func (db *DB) PoolAs(t testing.TB, login string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), withUser(db.URL, login))
+	if err != nil {
+		t.Fatalf("pgqtest: pool as %s: %v", login, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 func withUser(raw, user string) string {

@@ -166,8 +166,18 @@ $$;
 
 COMMENT ON FUNCTION pgq._check_name(text, text) IS 'Raises 22023 unless a queue, job or limit name is 1-100 letters, digits, _ . : / - (S4).';
 
--- pgq._check_settings: the shared guard of define_job and dispatch (S4). Raises 22023
--- naming the bad value; returns nothing.
+-- pgq._max_timeout: the longest job timeout, in seconds, that a SQL handler's
+-- transaction can run under: statement_timeout is an int of milliseconds, at most
+-- 2,147,483,647 (S92). A longer one could only fail each attempt's setup.
+CREATE OR REPLACE FUNCTION pgq._max_timeout() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 2147483 $$;
+
+COMMENT ON FUNCTION pgq._max_timeout() IS 'The longest job timeout in seconds: 2147483, the longest statement_timeout PostgreSQL can set (S92).';
+
+-- pgq._check_settings: the shared guard of define_job and dispatch (S4, S92). Raises
+-- 22023 naming the bad value; returns nothing.
 CREATE OR REPLACE FUNCTION pgq._check_settings(
     p_tries int, p_backoff int[], p_max_exceptions int, p_timeout int, p_priority int DEFAULT 0
 ) RETURNS void
@@ -197,13 +207,91 @@ BEGIN
         RAISE EXCEPTION 'pgq: timeout must be seconds >= 0, got %', p_timeout
             USING ERRCODE = '22023';
     END IF;
+    IF p_timeout > pgq._max_timeout() THEN
+        RAISE EXCEPTION 'pgq: timeout must be at most % seconds, the longest statement_timeout PostgreSQL can set, got %',
+            pgq._max_timeout(), p_timeout
+            USING ERRCODE = '22023';
+    END IF;
     IF p_priority IS NULL THEN
         RAISE EXCEPTION 'pgq: priority must not be NULL' USING ERRCODE = '22023';
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._check_settings(int, int[], int, int, int) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout or priority (S4).';
+COMMENT ON FUNCTION pgq._check_settings(int, int[], int, int, int) IS 'Raises 22023 for bad tries, backoff, max_exceptions, timeout (negative, or longer than PostgreSQL can set) or priority (S4, S92).';
+
+-- pgq._ceiling: the database's ceiling p_name on what a dispatch may choose (S91): the
+-- setting pgq.<p_name> as ALTER DATABASE … SET made it, or the default when it is not
+-- set: max_tries 25 (0: unlimited), max_retry_for 1 day, min_backoff 0 seconds,
+-- max_timeout 3600 seconds. It is read from the database's own entry in
+-- pg_db_role_setting, never from the session: any session may SET a pgq.* setting, and
+-- any role may ALTER ROLE itself SET one, so current_setting would let a producer lift
+-- its own ceiling.
+CREATE OR REPLACE FUNCTION pgq._ceiling(p_name text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_prefix text := 'pgq.' || p_name || '=';
+    v_value  text;
+BEGIN
+    SELECT substr(e.entry, length(v_prefix) + 1) INTO v_value
+    FROM pg_db_role_setting d, unnest(d.setconfig) e(entry)
+    WHERE d.setdatabase = (SELECT b.oid FROM pg_database b WHERE b.datname = current_database())
+      AND d.setrole = 0
+      AND starts_with(e.entry, v_prefix);
+    RETURN coalesce(v_value, CASE p_name WHEN 'max_tries' THEN '25' WHEN 'max_retry_for' THEN '1 day'
+                                         WHEN 'min_backoff' THEN '0' WHEN 'max_timeout' THEN '3600' END);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._ceiling(text) IS 'The database''s ceiling on a dispatch''s options (max_tries, max_retry_for, min_backoff, max_timeout): its ALTER DATABASE setting pgq.<name>, never the session''s, or the default (S91).';
+
+-- pgq._ceiling_int: pgq._ceiling of a whole number (max_tries, min_backoff,
+-- max_timeout). Raises 22023 naming the setting when it is not one.
+CREATE OR REPLACE FUNCTION pgq._ceiling_int(p_name text) RETURNS int
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_text text := pgq._ceiling(p_name);
+BEGIN
+    IF v_text !~ '^\s*[0-9]{1,9}\s*$' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.% of database % must be a whole number >= 0, got %',
+            p_name, current_database(), quote_literal(v_text)
+            USING ERRCODE = '22023', HINT = format('ALTER DATABASE %I SET pgq.%s = …', current_database(), p_name);
+    END IF;
+    RETURN v_text::int;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._ceiling_int(text) IS 'pgq._ceiling as a whole number; 22023 naming the setting when it is not one (S91).';
+
+-- pgq._ceiling_interval: pgq._ceiling of an interval (max_retry_for). Raises 22023
+-- naming the setting when it is not a positive interval.
+CREATE OR REPLACE FUNCTION pgq._ceiling_interval(p_name text) RETURNS interval
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_text  text := pgq._ceiling(p_name);
+    v_value interval;
+BEGIN
+    BEGIN
+        v_value := v_text::interval;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+        v_value := NULL;
+    END;
+    IF v_value IS NULL OR v_value <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: the setting pgq.% of database % must be a positive interval, got %',
+            p_name, current_database(), quote_literal(v_text)
+            USING ERRCODE = '22023', HINT = format('ALTER DATABASE %I SET pgq.%s = ''1 day''', current_database(), p_name);
+    END IF;
+    RETURN v_value;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._ceiling_interval(text) IS 'pgq._ceiling as a positive interval; 22023 naming the setting when it is not one (S91).';
 
 -- pgq._check_unique_debounce: the guard of the unique and debounce settings (S25: they
 -- exclude each other). Raises 22023.

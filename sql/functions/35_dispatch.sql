@@ -52,9 +52,119 @@ $$;
 
 COMMENT ON FUNCTION pgq._check_dispatch_limits(int, int, jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
 
+-- pgq._may_exceed_ceilings: whether the login role may dispatch past the ceilings
+-- (S90): it may define job classes (a member of pgq's admin or owner role, or a
+-- superuser), so it could declare any value on a class anyway. session_user, as
+-- pgq.actions records it: inside pgq's functions current_user is pgq's owner.
+CREATE OR REPLACE FUNCTION pgq._may_exceed_ceilings() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM pgq.roles r
+                   WHERE r.kind IN ('admin', 'owner') AND to_regrole(quote_ident(r.name)) IS NOT NULL
+                     AND pg_has_role(session_user, r.name, 'MEMBER'));
+$$;
+
+COMMENT ON FUNCTION pgq._may_exceed_ceilings() IS 'Whether the login role may define job classes (admin, owner, superuser), and so dispatch past the ceilings (S90).';
+
+-- pgq._dispatch_ceilings: checks the options a dispatch set itself against what the job
+-- class allows (S90). Each is accepted when it is no looser than the class's own value,
+-- or within the class's ceiling, or, where the class declares none or there is no
+-- class, within the database's (S91): tries at most max_tries (0, unlimited, only under a
+-- ceiling of 0); a deadline at most max_retry_for from now ('infinity' never);
+-- max_exceptions at most max_tries; every backoff entry at least min_backoff; timeout at
+-- most max_timeout. Raises 22023 naming the option and its ceiling, unless the login
+-- role may define classes itself. Returns the max_exceptions the job gets when the
+-- dispatch set a deadline beyond its class's own: a deadline buys time, not attempts,
+-- so the job fails at its max_tries-th exception (S10) unless max_tries is 0. NULL
+-- otherwise: the job's max_exceptions is what the dispatch or the class says.
+CREATE OR REPLACE FUNCTION pgq._dispatch_ceilings(
+    p_job text, p_class pgq.job_classes, p_tries int, p_backoff int[], p_retry_until timestamptz,
+    p_max_exceptions int, p_timeout int
+) RETURNS int
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- Each ceiling is read only when an option goes beyond the class's own value.
+    v_max_tries   int;
+    v_max_for     interval;
+    v_min_backoff int;
+    v_max_timeout int;
+    v_beyond      boolean := false;  -- the dispatch set a deadline beyond the class's own
+    v_problem     text;
+    v_ceiling     text;
+BEGIN
+    IF p_tries IS NOT NULL AND NOT coalesce(p_class.tries = 0 OR p_tries BETWEEN 1 AND p_class.tries, false) THEN
+        v_max_tries := coalesce(p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF NOT (v_max_tries = 0 OR p_tries BETWEEN 1 AND v_max_tries) THEN
+            v_ceiling := 'max_tries';
+            v_problem := format('tries %s: its ceiling is max_tries %s',
+                                CASE WHEN p_tries = 0 THEN '0 (unlimited)' ELSE p_tries::text END, v_max_tries);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_retry_until IS NOT NULL
+       AND NOT coalesce(p_retry_until <= now() + p_class.retry_for, false) THEN
+        v_beyond := true;
+        v_max_for := coalesce(p_class.max_retry_for, pgq._ceiling_interval('max_retry_for'));
+        IF p_retry_until > now() + v_max_for THEN
+            v_ceiling := 'max_retry_for';
+            v_problem := format('a retry deadline of %s: its ceiling is max_retry_for %s from now', p_retry_until, v_max_for);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_max_exceptions IS NOT NULL AND (v_beyond OR p_max_exceptions > p_class.max_exceptions) THEN
+        v_max_tries := coalesce(v_max_tries, p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF v_max_tries > 0 AND p_max_exceptions > v_max_tries THEN
+            v_ceiling := 'max_tries';
+            v_problem := format('max_exceptions %s: its ceiling is max_tries %s', p_max_exceptions, v_max_tries);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_backoff IS NOT NULL AND p_backoff IS DISTINCT FROM p_class.backoff THEN
+        v_min_backoff := coalesce(p_class.min_backoff, pgq._ceiling_int('min_backoff'));
+        IF EXISTS (SELECT FROM unnest(p_backoff) b WHERE b < v_min_backoff) THEN
+            v_ceiling := 'min_backoff';
+            v_problem := format('backoff %s: its ceiling is min_backoff %s seconds for every entry', p_backoff, v_min_backoff);
+        END IF;
+    END IF;
+    IF v_problem IS NULL AND p_timeout IS NOT NULL
+       AND NOT coalesce(p_class.timeout = 0 OR p_timeout <= p_class.timeout, false) THEN
+        v_max_timeout := coalesce(p_class.max_timeout, pgq._ceiling_int('max_timeout'));
+        IF p_timeout > v_max_timeout THEN
+            v_ceiling := 'max_timeout';
+            v_problem := format('timeout %s: its ceiling is max_timeout %s seconds', p_timeout, v_max_timeout);
+        END IF;
+    END IF;
+
+    IF v_problem IS NOT NULL THEN
+        IF pgq._may_exceed_ceilings() THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'pgq: a dispatch of % may not set %', p_job, v_problem
+            USING ERRCODE = '22023',
+                  HINT = CASE WHEN p_class.name IS NOT NULL
+                              THEN format('An admin may raise it on the job class: pgq.define_job(%L, …, %s => …).', p_job, v_ceiling)
+                              ELSE format('%s has no job class: its ceiling is the database''s, which an admin sets with ALTER DATABASE %I SET pgq.%s = …, or define a class for it.',
+                                          p_job, current_database(), v_ceiling) END;
+    END IF;
+    IF v_beyond THEN
+        v_max_tries := coalesce(v_max_tries, p_class.max_tries, pgq._ceiling_int('max_tries'));
+        IF v_max_tries > 0 AND NOT pgq._may_exceed_ceilings() THEN
+            RETURN least(coalesce(p_max_exceptions, p_class.max_exceptions, v_max_tries), v_max_tries);
+        END IF;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._dispatch_ceilings(text, pgq.job_classes, int, int[], timestamptz, int, int) IS
+    'Raises 22023 when a dispatch''s own tries, deadline, max_exceptions, backoff or timeout is looser than its class allows (S90, S91); returns the max_exceptions of a job whose deadline the dispatch set beyond its class''s.';
+
 -- pgq._dispatch: the body of pgq.dispatch_many (see there), with the batch and chain the
 -- jobs belong to (pgq.dispatch_batch, pgq.dispatch_chain: S70-S76) written by the same
--- insert. Not SECURITY DEFINER: only pgq's own functions call it.
+-- insert. p_ceilings false skips the ceilings of S90, for options an admin chose (a
+-- schedule's) or that were checked when their chain was dispatched (its later steps,
+-- queued in a worker's transaction). Not SECURITY DEFINER: only pgq's own functions
+-- call it.
 CREATE OR REPLACE FUNCTION pgq._dispatch(
     job             text,
     payloads        jsonb[],
@@ -77,7 +187,8 @@ CREATE OR REPLACE FUNCTION pgq._dispatch(
     retry_for       interval DEFAULT NULL,
     p_batch_id      uuid DEFAULT NULL,
     p_chain_id      uuid DEFAULT NULL,
-    p_chain_step    int DEFAULT NULL
+    p_chain_step    int DEFAULT NULL,
+    p_ceilings      boolean DEFAULT true
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -98,6 +209,7 @@ DECLARE
     v_ukeys     text[];   -- the unique or debounce key of each payload
     v_explicit  text;
     v_by        text[];
+    v_max_exceptions int;  -- set by the ceilings (S90)
     i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
@@ -119,6 +231,12 @@ BEGIN
         RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
     END IF;
     PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    IF _dispatch.p_ceilings AND num_nonnulls(_dispatch.tries, _dispatch.backoff, _dispatch.retry_until, _dispatch.retry_for,
+                                             _dispatch.max_exceptions, _dispatch.timeout) > 0 THEN
+        v_max_exceptions := pgq._dispatch_ceilings(_dispatch.job, v_class, _dispatch.tries, _dispatch.backoff,
+                                                   coalesce(_dispatch.retry_until, now() + _dispatch.retry_for),
+                                                   _dispatch.max_exceptions, _dispatch.timeout);
+    END IF;
     v_unique := _dispatch.unique_key IS NOT NULL OR _dispatch.unique_for IS NOT NULL
              OR _dispatch.unique_until IS NOT NULL OR v_class.unique_until IS NOT NULL;
     v_debounce := _dispatch.debounce_key IS NOT NULL OR _dispatch.debounce_for IS NOT NULL
@@ -138,7 +256,7 @@ BEGIN
     v_job.handler := v_class.handler;
     v_job.tries := coalesce(_dispatch.tries, v_class.tries);
     v_job.backoff := coalesce(_dispatch.backoff, v_class.backoff);
-    v_job.max_exceptions := coalesce(_dispatch.max_exceptions, v_class.max_exceptions);
+    v_job.max_exceptions := coalesce(v_max_exceptions, _dispatch.max_exceptions, v_class.max_exceptions);
     v_job.timeout := coalesce(_dispatch.timeout, v_class.timeout);
     v_job.fail_on_timeout := coalesce(_dispatch.fail_on_timeout, v_class.fail_on_timeout, false);
     -- retry_for is turned into the retry_until timestamp here, by the database's clock (S1)
@@ -208,12 +326,13 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int) IS
-    'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int, boolean) IS
+    'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
 -- options, in the caller's transaction (S2). Per-dispatch options override the job
--- class; a job with no class is allowed (worker defaults apply). Napping workers of the
+-- class, looser than its own only up to its ceilings or the database's (S90, S91); a
+-- job with no class is allowed (worker defaults apply). Napping workers of the
 -- queue are woken by a NOTIFY sent on commit, unless the jobs are delayed (pgq._notify).
 -- Unique jobs (S21): each takes its lock row in this transaction; a job whose key is
 -- locked by a live holder is dropped and its uuid is NULL in the result. Debounced jobs

@@ -348,6 +348,39 @@ $$;
 COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
     'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
 
+-- pgq.fail_setup: pgq could not set up this attempt of a SQL handler: the server
+-- refused a setting the worker made from the job (its statement_timeout, say) for a
+-- reason that trying again cannot change (S92). The job fails for good at once, whatever
+-- its tries or deadline, with 'SetupFailed: …' and reason: its handler never ran, so
+-- no exception is counted, and it cannot loop. pgq.retry_failed brings it back once
+-- what was wrong is fixed. Returns the attempt recorded, or no row when the token lost
+-- its lease (recorded, S15). State change: reserved -> failed.
+CREATE OR REPLACE FUNCTION pgq.fail_setup(uuid uuid, token uuid, reason text, as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
+AS $$
+DECLARE
+    v_now  timestamptz := coalesce(fail_setup.as_of, now());
+    v_job  pgq.jobs;
+    v_text text;
+BEGIN
+    v_job := pgq._held('fail_setup', fail_setup.uuid, fail_setup.token, v_now);
+    IF v_job.id IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM pgq._release_overlap(ARRAY[v_job.uuid], v_job.overlap_keys);
+    v_text := format('SetupFailed: attempt %s of %s could not be set up, so its handler never ran: %s',
+                     v_job.attempts, v_job.job, left(coalesce(nullif(fail_setup.reason, ''), 'unknown error'), 65536));
+    RETURN NEXT pgq._record(v_job, 'failed', v_now, v_text, p_final => true, p_started => false);
+    PERFORM pgq._bury(v_job, v_text, v_now);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.fail_setup(uuid, uuid, text, timestamptz) IS
+    'Worker protocol: the server refused pgq''s own setup of this attempt for a reason of the job''s: it fails for good at once (SetupFailed), no exception counted (S92). Returns the attempt; no row when the lease was lost.';
+
 -- pgq.heartbeat: extends the lease of every job whose token still holds it to now + its
 -- queue's retry_after (S14), and renews the overlap leases of those jobs (S34). Returns
 -- the lease tokens that still hold their jobs; a token missing from the result has lost
@@ -480,7 +513,9 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQ
 --   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
 --          connection, an admin cancel) is infrastructure: not the handler's fault.
 -- The handler reads its job from transaction-local settings: pgq.job_uuid,
--- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48.
+-- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48; and
+-- pgq.job_token, the attempt's lease token, by which pgq.add_to_batch knows a running
+-- member of a batch (S93).
 -- No dynamic SQL but the call: the handler is a regprocedure, so it cannot inject
 -- anything.
 CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
@@ -492,6 +527,7 @@ DECLARE
 BEGIN
     v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
+            set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
             set_config('pgq.worker', coalesce(v_job.worker, ''), true);
     BEGIN

@@ -81,9 +81,10 @@ COMMENT ON FUNCTION pgq._check_entries(text, jsonb, boolean) IS 'Raises 22023 un
 
 -- pgq._dispatch_entries: dispatches entries (objects checked by pgq._check_entries, no
 -- chains) that share every option but the payload, in one pgq._dispatch call per set of
--- options; p_queue applies where an entry names no queue. Returns one uuid (NULL: a
--- unique duplicate dropped) per entry, in entry order.
-CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int)
+-- options; p_queue applies where an entry names no queue; p_ceilings as in pgq._dispatch
+-- (S90). Returns one uuid (NULL: a unique duplicate dropped) per entry, in entry order.
+CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int,
+                                                 p_ceilings boolean DEFAULT true)
 RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -124,7 +125,7 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -133,13 +134,16 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 -- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
 -- catch or finally) from inside the transaction that ends a job. A callback that cannot
 -- be queued (its class was changed since, say, and rejects the payload) must not make
 -- that transaction fail again and again, so the error becomes a WARNING and a
--- callback_failed event on pgq_events, and the callback is not queued.
+-- callback_failed event on pgq_events, and the callback is not queued. The event names
+-- the callback and its chain or batch, nothing more: any role of the database may
+-- LISTEN to pgq_events, and an error's text may quote the payload (S45, S94). The
+-- WARNING, which only the ending session sees, carries the error.
 CREATE OR REPLACE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -149,14 +153,17 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
     PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
-        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id', 'error', left(SQLERRM, 500))::text);
+        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq._dispatch_callback(text, jsonb, text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
 
 -- pgq._chain_dispatch_step: queues step p_step of a chain (its batch too). Returns the
--- job's uuid, or NULL when the step was dropped as a unique duplicate (S72).
+-- job's uuid, or NULL when the step was dropped as a unique duplicate (S72). The first
+-- step is queued by the dispatching call, within the ceilings of its role (S90); a later
+-- one was checked against them then (pgq._chain_start's trial), and is queued inside a
+-- worker's transaction, whose role is not the one that chose its options.
 CREATE OR REPLACE FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step int) RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -165,7 +172,7 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
     UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
     RETURN v_uuid;
 END;
@@ -334,7 +341,8 @@ COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb) IS 'Dispatches entrie
 -- cancelled). Each gets {"batch_id", "name", "total_jobs", "pending_jobs",
 -- "failed_jobs", "failed_job_ids", "cancelled"} (catch_job also "failed_job" and
 -- "exception"). Without allow_failures the first failure also cancels the batch
--- (pgq.cancel_batch). queue applies to members and callbacks that name none.
+-- (pgq.cancel_batch). queue applies to members and callbacks that name none. The login
+-- role that calls it is recorded (dispatched_by): it may add to the batch (S93).
 -- Raises 22023 for bad input, writing nothing.
 CREATE OR REPLACE FUNCTION pgq.dispatch_batch(
     jobs           jsonb,
@@ -365,8 +373,8 @@ BEGIN
         RAISE EXCEPTION 'pgq: a batch name is at most 1,000 characters, got %', length(dispatch_batch.name)
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.job_batches (id, name, options)
-    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name,
+    INSERT INTO pgq.job_batches (id, name, dispatched_by, options)
+    VALUES ((pgq._uuid7s(1))[1], dispatch_batch.name, session_user,
             jsonb_strip_nulls(jsonb_build_object(
                 'then_job', dispatch_batch.then_job, 'catch_job', dispatch_batch.catch_job,
                 'finally_job', dispatch_batch.finally_job,
@@ -384,22 +392,70 @@ $$;
 COMMENT ON FUNCTION pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text) IS
     'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
+-- pgq._may_add_to_batch: whether the caller may add to this batch (S93): a running
+-- member of it, which shows its job's uuid and lease token (a SQL handler's
+-- transaction has them in pgq.job_uuid and pgq.job_token, set by pgq.run_sql_job), or
+-- the login role that dispatched it, or a role that is a member of that one (which
+-- could act as it anyway; a superuser is). A batch dispatched before pgq recorded who
+-- dispatched it may be added to by any role that may call pgq.add_to_batch. The token
+-- is the proof: a setting any session may SET, it is worth only the lease token it
+-- names, which pgq gives to the worker that reserved the job and to no one else.
+CREATE OR REPLACE FUNCTION pgq._may_add_to_batch(p_batch pgq.job_batches, p_job uuid, p_token uuid) RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_batch.dispatched_by IS NULL
+       OR (to_regrole(quote_ident(p_batch.dispatched_by)) IS NOT NULL
+           AND pg_has_role(session_user, p_batch.dispatched_by, 'MEMBER')) THEN
+        RETURN true;
+    END IF;
+    RETURN p_job IS NOT NULL AND p_token IS NOT NULL AND EXISTS (
+        SELECT FROM pgq.jobs j
+        WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_job AND j.lease_token = p_token
+          AND j.batch_id = p_batch.id);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._may_add_to_batch(pgq.job_batches, uuid, uuid) IS
+    'Whether the caller may add to a batch: a running member of it (its job''s uuid and lease token), or the role that dispatched it or a member of that role (S93).';
+
 -- pgq.add_to_batch: adds jobs (as in pgq.dispatch_batch) to a batch that has not
--- finished and is not cancelled, e.g. from one of its running jobs. Returns how many
--- members were added. Raises 22023 for bad input, PQ003 when the batch has finished or
--- was cancelled, P0002 when there is no such batch.
-CREATE OR REPLACE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb) RETURNS int
+-- finished and is not cancelled. Returns how many members were added. Only a running
+-- member of the batch, or the role that dispatched it, may add (S93): a running job
+-- shows its uuid and lease token as job and token (a SQL handler need not: its
+-- transaction's pgq.job_uuid and pgq.job_token are taken when both are NULL). Raises
+-- 22023 for bad input, 42501 when the caller may not add, PQ003 when the batch has
+-- finished or was cancelled, P0002 when there is no such batch; nothing is written then.
+CREATE OR REPLACE FUNCTION pgq.add_to_batch(batch uuid, jobs jsonb, job uuid DEFAULT NULL, token uuid DEFAULT NULL)
+RETURNS int
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_batch pgq.job_batches;
+    v_job   uuid := add_to_batch.job;
+    v_token uuid := add_to_batch.token;
     v_n     int;
 BEGIN
     PERFORM pgq._check_entries('batch jobs', add_to_batch.jobs, true);
     SELECT * INTO v_batch FROM pgq.job_batches b WHERE b.id = add_to_batch.batch;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgq: no batch %', add_to_batch.batch USING ERRCODE = 'P0002';
+    END IF;
+    IF v_job IS NULL AND v_token IS NULL THEN
+        -- a SQL handler's own job (pgq.run_sql_job); text a session set that is not a
+        -- uuid proves nothing, so it is no error either
+        v_job := CASE WHEN current_setting('pgq.job_uuid', true) ~* '^[0-9a-f-]{36}$'
+                      THEN current_setting('pgq.job_uuid', true)::uuid END;
+        v_token := CASE WHEN current_setting('pgq.job_token', true) ~* '^[0-9a-f-]{36}$'
+                        THEN current_setting('pgq.job_token', true)::uuid END;
+    END IF;
+    IF NOT pgq._may_add_to_batch(v_batch, v_job, v_token) THEN
+        RAISE EXCEPTION 'pgq: % may not add to batch %: only the role that dispatched it and its running jobs may',
+            session_user, add_to_batch.batch
+            USING ERRCODE = '42501',
+                  HINT = 'A running job of the batch passes its uuid and lease token (job =>, token =>); a SQL handler''s are taken from its transaction.';
     END IF;
     v_n := pgq._batch_add(v_batch, add_to_batch.jobs);
     -- Checked after counting, under the batch row's lock (taken last, like every path):
@@ -414,8 +470,8 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.add_to_batch(uuid, jsonb) IS
-    'Adds jobs (and chains) to a running batch (S73); PQ003 when it has finished or was cancelled. Returns how many members were added.';
+COMMENT ON FUNCTION pgq.add_to_batch(uuid, jsonb, uuid, uuid) IS
+    'Adds jobs (and chains) to a running batch (S73), from a running member of it (job, token) or the role that dispatched it (S93); 42501 for anyone else, PQ003 when it has finished or was cancelled. Returns how many members were added.';
 
 -- pgq._batch_callback: queues a batch callback job with the batch's figures.
 CREATE OR REPLACE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb DEFAULT '{}')

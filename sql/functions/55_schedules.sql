@@ -277,17 +277,19 @@ $$;
 COMMENT ON FUNCTION pgq._schedule_tick_key(text, timestamptz) IS 'The unique key of a schedule tick''s job: schedule:tick in UTC (S61).';
 
 -- pgq._dispatch_scheduled: dispatches a schedule's job with its payload and options; a
--- tick's job is unique on schedule:tick (S61), a run now's is not unique. Raises what
--- pgq.dispatch raises.
+-- tick's job is unique on schedule:tick (S61), a run now's is not unique. The options
+-- are an admin's (pgq.schedule), so the ceilings of a producer's dispatch (S90) do not
+-- apply, though a worker fires the tick. Raises what pgq.dispatch raises.
 CREATE OR REPLACE FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick timestamptz) RETURNS uuid
 LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT pgq.dispatch(p_entry.job, p_entry.payload, queue => p_entry.queue, tries => p_entry.tries,
-                        backoff => p_entry.backoff, max_exceptions => p_entry.max_exceptions,
-                        timeout => p_entry.timeout, fail_on_timeout => p_entry.fail_on_timeout,
-                        priority => p_entry.priority, retry_for => p_entry.retry_for, middleware => p_entry.middleware,
-                        unique_key => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_tick_key(p_entry.name, p_tick) END,
-                        unique_for => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_unique_for() END,
-                        unique_until => CASE WHEN p_tick IS NOT NULL THEN 'processed' END);
+    SELECT u FROM pgq._dispatch(p_entry.job, ARRAY[p_entry.payload], queue => p_entry.queue, tries => p_entry.tries,
+                                backoff => p_entry.backoff, max_exceptions => p_entry.max_exceptions,
+                                timeout => p_entry.timeout, fail_on_timeout => p_entry.fail_on_timeout,
+                                priority => p_entry.priority, retry_for => p_entry.retry_for, middleware => p_entry.middleware,
+                                unique_key => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_tick_key(p_entry.name, p_tick) END,
+                                unique_for => CASE WHEN p_tick IS NOT NULL THEN pgq._schedule_unique_for() END,
+                                unique_until => CASE WHEN p_tick IS NOT NULL THEN 'processed' END,
+                                p_ceilings => false) u;
 $$;
 
 COMMENT ON FUNCTION pgq._dispatch_scheduled(pgq.schedule_entries, timestamptz) IS

@@ -26,6 +26,53 @@ $$;
 COMMENT ON FUNCTION pgq.define_queue(text, int, boolean) IS
     'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
 
+-- pgq._check_ceilings: the guard of a class's ceilings (S90): max_tries >= 0 (0:
+-- unlimited allowed), max_retry_for positive, min_backoff >= 0, max_timeout 1 to the
+-- longest PostgreSQL can set; and the class's own settings within them, since a class
+-- whose tries its own max_tries forbids says two things at once. Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_ceilings(
+    p_tries int, p_backoff int[], p_timeout int, p_retry_for interval,
+    p_max_tries int, p_max_retry_for interval, p_min_backoff int, p_max_timeout int
+) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_max_tries < 0 THEN
+        RAISE EXCEPTION 'pgq: max_tries must be >= 0 (0 allows unlimited tries), got %', p_max_tries USING ERRCODE = '22023';
+    END IF;
+    IF p_max_retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: max_retry_for must be positive, got %', p_max_retry_for USING ERRCODE = '22023';
+    END IF;
+    IF p_min_backoff < 0 THEN
+        RAISE EXCEPTION 'pgq: min_backoff must be seconds >= 0, got %', p_min_backoff USING ERRCODE = '22023';
+    END IF;
+    IF p_max_timeout NOT BETWEEN 1 AND pgq._max_timeout() THEN
+        RAISE EXCEPTION 'pgq: max_timeout must be seconds from 1 to %, got %', pgq._max_timeout(), p_max_timeout
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_max_tries > 0 AND p_tries NOT BETWEEN 1 AND p_max_tries THEN
+        RAISE EXCEPTION 'pgq: tries % is beyond the class''s own max_tries %', p_tries, p_max_tries USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_for > p_max_retry_for THEN
+        RAISE EXCEPTION 'pgq: retry_for % is beyond the class''s own max_retry_for %', p_retry_for, p_max_retry_for
+            USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT FROM unnest(p_backoff) b WHERE b < p_min_backoff) THEN
+        RAISE EXCEPTION 'pgq: backoff % is below the class''s own min_backoff %', p_backoff, p_min_backoff
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout = 0 AND p_max_timeout IS NOT NULL OR p_timeout > p_max_timeout THEN
+        RAISE EXCEPTION 'pgq: timeout % is beyond the class''s own max_timeout %',
+            CASE WHEN p_timeout = 0 THEN '0 (none)' ELSE p_timeout::text END, p_max_timeout
+            USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_ceilings(int, int[], int, interval, int, interval, int, int) IS
+    'Raises 22023 for a bad ceiling of a job class, or class settings beyond their own ceilings (S90).';
+
 -- pgq._define_job: pgq.define_job with pgq's privileges, the handler already resolved.
 CREATE OR REPLACE FUNCTION pgq._define_job(
     name            text,
@@ -43,7 +90,11 @@ CREATE OR REPLACE FUNCTION pgq._define_job(
     debounce_for    interval,
     debounce_by     text[],
     debounce_max_wait interval,
-    middleware      jsonb
+    middleware      jsonb,
+    max_tries       int,
+    max_retry_for   interval,
+    min_backoff     int,
+    max_timeout     int
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -62,16 +113,21 @@ BEGIN
         _define_job.debounce_for IS NOT NULL OR _define_job.debounce_by IS NOT NULL OR _define_job.debounce_max_wait IS NOT NULL,
         _define_job.unique_for, _define_job.unique_until, _define_job.debounce_for, _define_job.debounce_max_wait);
     PERFORM pgq._check_middleware(_define_job.middleware);
+    PERFORM pgq._check_ceilings(_define_job.tries, _define_job.backoff, _define_job.timeout, _define_job.retry_for,
+                                _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
+                                _define_job.max_timeout);
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
-         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware)
+         unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware,
+         max_tries, max_retry_for, min_backoff, max_timeout)
     VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
             _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
             _define_job.retry_for, _define_job.unique_for,
             CASE WHEN _define_job.unique_for IS NOT NULL OR _define_job.unique_by IS NOT NULL
                  THEN coalesce(_define_job.unique_until, 'processed') END,
             _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
-            _define_job.middleware)
+            _define_job.middleware, _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
+            _define_job.max_timeout)
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -79,17 +135,22 @@ BEGIN
             retry_for = EXCLUDED.retry_for, unique_for = EXCLUDED.unique_for,
             unique_until = EXCLUDED.unique_until, unique_by = EXCLUDED.unique_by,
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
-            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware, updated_at = now()
+            debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware,
+            max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
+            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
     RETURNING * INTO v_class;
     RETURN v_class;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb) IS
+COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int) IS
     'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
 
 -- pgq.define_job: upserts a job class. The whole declaration is replaced (a parameter
 -- left out becomes NULL/default). Jobs already dispatched keep their frozen settings (S1).
+-- max_tries, max_retry_for, min_backoff and max_timeout are the ceilings of what a
+-- dispatch may set beyond the class's own settings (S90); NULL takes the database's
+-- (S91).
 -- handler names a SQL function taking one jsonb argument, with its schema; it must exist,
 -- the caller must be allowed to execute it, and it is stored as that function
 -- (regprocedure), not as a name to look up later. Only pgq_admin may call this, so only
@@ -111,7 +172,11 @@ CREATE OR REPLACE FUNCTION pgq.define_job(
     debounce_for    interval DEFAULT NULL,
     debounce_by     text[] DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
-    middleware      jsonb DEFAULT NULL
+    middleware      jsonb DEFAULT NULL,
+    max_tries       int DEFAULT NULL,
+    max_retry_for   interval DEFAULT NULL,
+    min_backoff     int DEFAULT NULL,
+    max_timeout     int DEFAULT NULL
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -137,12 +202,13 @@ BEGIN
     RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
                            define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
                            define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
-                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware);
+                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
+                           define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb) IS
-    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_* and middleware. New dispatches copy it (S1, S44).';
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int) IS
+    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout). New dispatches copy it (S1, S44, S90).';
 
 -- pgq.define_limit: creates or updates a named rate limit of max hits per window,
 -- shared by every worker (S28).

@@ -9,7 +9,9 @@ SELECT pgq.dispatch_batch(jobs => @jobs::jsonb, name => sqlc.narg('name')::text,
                           queue => sqlc.narg('queue')::text)::uuid AS id;
 
 -- name: BatchAdd :one
-SELECT pgq.add_to_batch(batch => @batch::uuid, jobs => @jobs::jsonb)::int AS added;
+-- A running member of the batch passes its job's uuid and lease token (S93).
+SELECT pgq.add_to_batch(batch => @batch::uuid, jobs => @jobs::jsonb, job => sqlc.narg('job')::uuid,
+                        token => sqlc.narg('token')::uuid)::int AS added;
 
 -- name: BatchCancel :one
 SELECT coalesce(pgq.cancel_batch(batch => @batch::uuid), -1)::int AS cancelled;

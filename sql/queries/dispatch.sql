@@ -42,7 +42,11 @@ SELECT * FROM pgq.define_job(
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_by => sqlc.narg('debounce_by')::text[],
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
-    middleware => sqlc.narg('middleware')::jsonb
+    middleware => sqlc.narg('middleware')::jsonb,
+    max_tries => sqlc.narg('max_tries')::int,
+    max_retry_for => sqlc.narg('max_retry_for')::interval,
+    min_backoff => sqlc.narg('min_backoff')::int,
+    max_timeout => sqlc.narg('max_timeout')::int
 );
 
 -- name: QueueDefine :one

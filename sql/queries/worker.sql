@@ -19,6 +19,10 @@ SELECT pgq.unreserve(call => @call::uuid)::int AS given_back;
 -- Attempts that infrastructure interrupted: back to wait, not counted (up to 3 per job).
 SELECT * FROM pgq.give_back(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text, started => @started::boolean);
 
+-- name: JobFailSetup :many
+-- pgq's own setup of the attempt was refused for a reason of the job's: it fails for good (S92).
+SELECT * FROM pgq.fail_setup(uuid => @uuid::uuid, token => @token::uuid, reason => @reason::text);
+
 -- name: JobCompleteMany :many
 -- The cast makes the uuids values rather than pointers: pgq.complete returns no NULL.
 SELECT c.uuid::uuid AS completed FROM pgq.complete(uuids => @uuids::uuid[], tokens => @tokens::uuid[]) AS c(uuid);
