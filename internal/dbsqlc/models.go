@@ -378,18 +378,6 @@ type PgqJobEnd struct {
 	EndedAt   time.Time
 }
 
-// The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).
-type PgqJobEnd struct {
-	ID        int64
-	JobUuid   uuid.UUID
-	Outcome   string
-	Exception *string
-	BatchID   *uuid.UUID
-	ChainID   *uuid.UUID
-	ChainStep *int32
-	EndedAt   time.Time
-}
-
 // Each live job's frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.
 type PgqJobSetting struct {
 	Uuid                 uuid.UUID
