@@ -114,7 +114,7 @@ func (q *Queries) DashboardAttemptCount(ctx context.Context, jobUuid uuid.UUID) 
 }
 
 const dashboardAttemptList = `-- name: DashboardAttemptList :many
-SELECT a.id, a.job_uuid, a.job, a.queue, a.attempt, a.worker, a.lease_token, a.reserved_at, a.started_at, a.finished_at, a.outcome, a.middleware, a.exception, a.delay, a.final, a.rejected_calls
+SELECT a.id, a.job_uuid, a.job, a.queue, a.attempt, a.worker, a.lease_token, a.reserved_at, a.started_at, a.finished_at, a.outcome, a.middleware, a.exception, a.delay, a.final, a.rejected_calls, a.exception_detail, a.exception_hint
 FROM pgq.attempts a
 WHERE a.job_uuid = $1::uuid
 ORDER BY a.id DESC
@@ -153,6 +153,8 @@ func (q *Queries) DashboardAttemptList(ctx context.Context, arg DashboardAttempt
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -188,7 +190,7 @@ func (q *Queries) DashboardFailedCount(ctx context.Context, arg DashboardFailedC
 }
 
 const dashboardFailedJobGet = `-- name: DashboardFailedJobGet :one
-SELECT uuid, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, dispatched_at, failed_at, exception FROM pgq.failed_job_settings f WHERE f.uuid = $1::uuid
+SELECT uuid, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, dispatched_at, failed_at, exception, exception_detail, exception_hint, batch_id, chain_id, chain_step FROM pgq.failed_job_settings f WHERE f.uuid = $1::uuid
 `
 
 // One failed job's settings and failure (no payload).
@@ -215,6 +217,11 @@ func (q *Queries) DashboardFailedJobGet(ctx context.Context, argUuid uuid.UUID) 
 		&i.DispatchedAt,
 		&i.FailedAt,
 		&i.Exception,
+		&i.ExceptionDetail,
+		&i.ExceptionHint,
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
 	)
 	return &i, err
 }
@@ -292,7 +299,7 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 }
 
 const dashboardJobGet = `-- name: DashboardJobGet :one
-SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at, chunk FROM pgq.job_settings s
+SELECT uuid, state, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, exceptions, lease_expiries, interruptions, turn_aways, last_exception_attempt, last_exception, wait_reason, available_at, worker, reserved_at, started_at, lease_until, cancel_requested_at, cancel_requested_by, dispatched_at, chunk, batch_id, chain_id, chain_step FROM pgq.job_settings s
 WHERE s.uuid = $1::uuid AND s.chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of($1::uuid))
 `
 
@@ -335,6 +342,9 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqJ
 		&i.CancelRequestedBy,
 		&i.DispatchedAt,
 		&i.Chunk,
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
 	)
 	return &i, err
 }
