@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/internal/version"
+	"github.com/pgq-dev/pgq/pgq"
 )
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -27,6 +31,10 @@ func newStatusCommand(a *app) *cobra.Command {
 			return err
 		}
 		defer client.Pool().Close()
+		schema, err := dbsqlc.New(client.Pool()).SchemaVersion(ctx)
+		if err != nil {
+			return pgq.MapError(err)
+		}
 		for {
 			rows, err := client.Status(ctx)
 			if err != nil {
@@ -35,6 +43,7 @@ func newStatusCommand(a *app) *cobra.Command {
 			if every > 0 {
 				fmt.Fprintf(a.stdout, "\033[H\033[2J%s  (every %gs, Ctrl-C to stop)\n\n", time.Now().Format(time.TimeOnly), *watch)
 			}
+			fmt.Fprintf(a.stdout, "pgq-worker %s, schema version %d\n\n", version.String(), schema)
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tFAILED\tOLDEST WAIT\t")
 			for _, r := range rows {
