@@ -149,6 +149,13 @@ func TestS87WorkersRecordWhatTheyServe(t *testing.T) {
 	_, err = db.WorkerPool.Exec(ctx, `SELECT pgq.worker_stopped('host:1')`)
 	require.NoError(t, err)
 	require.Zero(t, count(t, db, "pgq.workers"))
+
+	// A worker that died without a word is pruned a day later.
+	_, err = db.WorkerPool.Exec(ctx, `SELECT pgq.worker_seen('gone:1', '{default}', '{}')`)
+	require.NoError(t, err)
+	db.Exec(t, `UPDATE pgq.workers SET seen_at = now() - interval '25 hours'`)
+	db.Exec(t, `SELECT pgq.prune_all('14 days')`)
+	require.Zero(t, count(t, db, "pgq.workers"))
 }
 
 // S88: an exception's DETAIL and HINT stay with the attempt (pgq.attempts), the failed
