@@ -9,7 +9,6 @@ import (
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/internal/version"
-	"github.com/pgq-dev/pgq/pgq"
 )
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -31,9 +30,11 @@ func newStatusCommand(a *app) *cobra.Command {
 			return err
 		}
 		defer client.Pool().Close()
-		schema, err := dbsqlc.New(client.Pool()).SchemaVersion(ctx)
-		if err != nil {
-			return pgq.MapError(err)
+		// The last migration applied; a schema that a release before pgq.goose_version
+		// migrated has none to show until it is migrated again.
+		schema := "unknown (pgq.goose_version is missing: run pgq-worker migrate)"
+		if v, err := dbsqlc.New(client.Pool()).SchemaVersion(ctx); err == nil {
+			schema = fmt.Sprint(v)
 		}
 		for {
 			rows, err := client.Status(ctx)
@@ -43,7 +44,7 @@ func newStatusCommand(a *app) *cobra.Command {
 			if every > 0 {
 				fmt.Fprintf(a.stdout, "\033[H\033[2J%s  (every %gs, Ctrl-C to stop)\n\n", time.Now().Format(time.TimeOnly), *watch)
 			}
-			fmt.Fprintf(a.stdout, "pgq-worker %s, schema version %d\n\n", version.String(), schema)
+			fmt.Fprintf(a.stdout, "pgq-worker %s, schema version %s\n\n", version.String(), schema)
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tFAILED\tOLDEST WAIT\t")
 			for _, r := range rows {

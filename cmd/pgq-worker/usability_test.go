@@ -188,6 +188,13 @@ func TestCLIJobsShowAndList(t *testing.T) {
 	require.Regexp(t, `(?m)^payload: +\{"account_id": 8\}$`, out)
 	require.Contains(t, out, "  none yet")
 
+	// A job of a batch says so.
+	member := scalar[string](t, db, `SELECT b::text FROM pgq.dispatch_batch('[{"job": "refresh_report", "payload": {}, "queue": "batched"}]', name => 'nightly') b`)
+	inBatch := scalar[string](t, db, `SELECT uuid::text FROM pgq.job_settings WHERE queue = 'batched'`)
+	out, errOut, code = cli(t, db, "jobs", "show", inBatch)
+	require.Zero(t, code, errOut)
+	require.Regexp(t, `(?m)^batch: +`+member+` "nightly": 0 of 1 finished, 0 failed$`, out)
+
 	_, errOut, code = cli(t, db, "failed", "show", ok)
 	require.Equal(t, 1, code)
 	require.Equal(t, "pgq-worker: job "+ok+" (refresh_report) is not a failed job: it is succeeded; pgq-worker jobs show "+ok+" tells its story\n", errOut)
@@ -209,10 +216,10 @@ func TestCLIJobsShowAndList(t *testing.T) {
 		}
 		return ids
 	}
-	require.Equal(t, []string{waiting, failed}, uuids(), "live and failed ones, state by state")
+	require.Equal(t, []string{inBatch, waiting, failed}, uuids(), "live and failed ones, state by state: ready, scheduled, …, failed")
 	require.Equal(t, []string{ok}, uuids("--state", "succeeded"))
 	require.Equal(t, []string{failed}, uuids("--queue", "mail"))
-	require.Equal(t, []string{waiting}, uuids("--job", "refresh_report"))
+	require.Equal(t, []string{inBatch, waiting}, uuids("--job", "refresh_report"))
 	require.Empty(t, uuids("--state", "running"))
 	_, errOut, code = cli(t, db, "jobs", "list", "--state", "done")
 	require.Equal(t, 2, code)
