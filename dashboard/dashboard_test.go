@@ -92,6 +92,10 @@ func TestDashboardScreens(t *testing.T) {
 		body := b.page(t, "/check")
 		require.Contains(t, body, "queue mail")
 		require.Contains(t, body, "timeout_reaches_retry_after")
+		require.Contains(t, body, "queue_unserved", "jobs wait in queues no live worker serves")
+		require.Contains(t, body, "job_unhandled", "and their names have no class and no live worker's handler")
+		// A worker that serves those queues and has handlers for those names.
+		db.Exec(t, `SELECT pgq.worker_seen('worker-b:1', '{default,flaky,mail,sync}', '{flaky,send_digest,send_invoice}')`)
 		body = b.page(t, "/check?timeout=10")
 		require.Contains(t, body, `id="no-findings"`, "with --timeout 10 every lease is long enough")
 		status, body := b.get(t, "/check?timeout=-1")
@@ -605,4 +609,39 @@ func TestS42S60S65DashboardSchedules(t *testing.T) {
 	require.NotContains(t, ro.page(t, "/schedules"), "Run now")
 	resp, _ = ro.post(t, "/schedules/sync/run-now", nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// S87, S88: what a new user needs to see: the workers running now with what they serve,
+// a banner for the jobs nothing will run and the queue with no worker, an exception's
+// DETAIL and HINT with the failure and the attempt; and no rule ids of SEMANTICS.md,
+// which mean nothing to a user.
+func TestS87S88DashboardShowsWorkersStuckJobsAndHints(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Options{})
+	db := b.db
+	id := dispatch(t, db, `pgq.dispatch('charge', '{}', tries => 1)`)
+	_, token := reserve(t, db, "test-worker:1", "default")
+	db.Exec(t, `SELECT pgq.fail($1::uuid, $2::uuid, 'card declined', detail => 'issuer said 05', hint => 'ask for another card')`, id, token)
+	dispatch(t, db, `pgq.dispatch('refresh_reprot', '{}', queue => 'reports')`)
+	db.Exec(t, `SELECT pgq.define_job('sync', middleware => '[{"without_overlapping": {"key": "k"}}]', unique_for => '1 hour', unique_by => '{a}')`)
+
+	body := b.page(t, "/jobs/"+id)
+	require.Contains(t, body, `<p class="exc-detail" id="failure-detail"><strong>Detail:</strong> issuer said 05</p>`)
+	require.Contains(t, body, `<p class="exc-hint" id="failure-hint"><strong>Hint:</strong> ask for another card</p>`)
+	require.Equal(t, 2, strings.Count(body, "ask for another card"), "the failure's and the attempt's")
+
+	body = b.page(t, "/")
+	require.Contains(t, body, `id="stuck"`)
+	require.Contains(t, body, "1 job named refresh_reprot waits in queue reports, but no job class defines refresh_reprot")
+	require.Contains(t, body, `title="no live worker serves this queue">no worker</span>`)
+
+	db.Exec(t, `SELECT pgq.worker_seen('host:7', '{reports}', '{refresh_reprot}', 'v9')`)
+	body = b.page(t, "/")
+	require.NotContains(t, body, `id="stuck"`, "a worker serves the queue and handles the name")
+	body = b.page(t, "/workers")
+	require.Contains(t, body, `<td class="mono">host:7</td><td>reports</td><td class="mono">refresh_reprot</td>`)
+
+	for _, path := range []string{"/", "/locks", "/workers", "/check", "/jobs?state=failed", "/jobs/" + id, "/schedules", "/history"} {
+		require.NotRegexp(t, `\bS\d{1,2}\b`, b.page(t, path), path)
+	}
 }

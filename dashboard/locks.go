@@ -9,9 +9,9 @@ import (
 
 // lockKinds are the sections of the locks page: pgq.locks' kinds.
 var lockKinds = []struct{ Kind, Title, About string }{
-	{"unique", "Unique locks", "One waiting-or-running copy per key (S21): the job holding each, until when."},
-	{"debounce", "Debounce tokens", "The current dispatch of each key (S24): only the job carrying the token runs."},
-	{"overlap", "Overlap leases", "without_overlapping keys held (S26, S34): the worker and since when; the lease ends unless the worker's heartbeat renews it."},
+	{"unique", "Unique locks", "One waiting-or-running copy per key: the job holding each, until when."},
+	{"debounce", "Debounce tokens", "The current dispatch of each key: only the job carrying the token runs."},
+	{"overlap", "Overlap leases", "without_overlapping keys held: the worker and since when; the lease ends unless the worker's heartbeat renews it."},
 }
 
 type lockSection struct {

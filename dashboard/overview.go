@@ -13,6 +13,10 @@ type overviewData struct {
 	Chart    chart
 	Actions  []*dbsqlc.PgqAction
 	Findings int
+	// Stuck are the findings about jobs that nothing will run: waiting in a queue no live
+	// worker serves, or named so that nothing handles them (S87); Unserved the queues.
+	Stuck    []*dbsqlc.PgqCheckFinding
+	Unserved map[string]bool
 	Now      time.Time
 }
 
@@ -49,5 +53,15 @@ func (s *server) overview(r *http.Request) (view, error) {
 		return view{}, err
 	}
 	d.Findings = len(findings)
+	d.Unserved = map[string]bool{}
+	for _, f := range findings {
+		switch f.Rule {
+		case "queue_unserved":
+			d.Unserved[deref(f.Queue).(string)] = true
+			d.Stuck = append(d.Stuck, f)
+		case "job_unhandled":
+			d.Stuck = append(d.Stuck, f)
+		}
+	}
 	return view{name: "overview", title: "Overview", data: d}, nil
 }

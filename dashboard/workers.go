@@ -21,14 +21,17 @@ type workerRow struct {
 }
 
 type workersData struct {
+	Live    []*dbsqlc.PgqLiveWorker // the workers running now, as they record themselves (S87)
 	Workers []workerRow
 	Napping []*dbsqlc.DashboardNapListRow
 	Window  time.Duration
 	Capped  bool
 }
 
-// workers: GET /workers. Workers running jobs or seen finishing one lately, what each
-// runs and when it last renewed a lease; and the idle sessions napping on each queue
+// workers: GET /workers. The workers running now, with the queues each serves and its
+// Go handlers (pgq.live_workers, S87); workers running jobs or seen finishing one
+// lately, what each runs and when it last renewed a lease; and the idle sessions
+// napping on each queue
 // (a worker with nothing to do holds no job and finishes no attempt: its nap is the
 // one trace it leaves).
 func (s *server) workers(r *http.Request) (view, error) {
@@ -56,6 +59,9 @@ func (s *server) workers(r *http.Request) (view, error) {
 		d.Workers = append(d.Workers, row)
 	}
 	if d.Napping, err = s.q.DashboardNapList(ctx); err != nil {
+		return view{}, err
+	}
+	if d.Live, err = s.q.LiveWorkerList(ctx); err != nil {
 		return view{}, err
 	}
 	return view{name: "workers", title: "Workers", data: d}, nil

@@ -1,5 +1,5 @@
-// Package docs holds pgq's documentation; its test keeps docs/SEMANTICS.md and the
-// tests in step.
+// Package docs holds pgq's documentation; its tests keep docs/SEMANTICS.md and the
+// tests in step, and every example of the manual (README.md and docs/*.md) running.
 package docs
 
 import (

@@ -2,7 +2,6 @@ package pgq
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,7 +60,7 @@ func MapError(err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return notFound{err}
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -86,3 +85,10 @@ func MapError(err error) error {
 	}
 	return e
 }
+
+// notFound is pgx.ErrNoRows as pgq reports it: ErrNotFound, without the driver's
+// wording, which says nothing to someone who asked for a job.
+type notFound struct{ err error }
+
+func (e notFound) Error() string   { return ErrNotFound.Error() }
+func (e notFound) Unwrap() []error { return []error{ErrNotFound, e.err} }

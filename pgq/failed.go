@@ -11,15 +11,19 @@ import (
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 )
 
-// FailedJob is a row of pgq.failed_jobs (S17).
+// FailedJob is a failed job (S17), as the view pgq.failed shows it.
 type FailedJob struct {
-	UUID      uuid.UUID
-	Job       string
-	Queue     string
+	UUID  uuid.UUID
+	Job   string
+	Queue string
+	// Payload is nil when the role may not read payloads (S45): only members of
+	// pgq_payload_reader see them.
 	Payload   json.RawMessage
 	Exception string
-	FailedAt  time.Time
-	Attempts  int
+	// Detail and Hint are the final exception's DETAIL and HINT, "" when it had none (S88).
+	Detail, Hint string
+	FailedAt     time.Time
+	Attempts     int
 }
 
 // Attempt is a row of pgq.attempts, the attempt history (S19).
@@ -31,14 +35,16 @@ type Attempt struct {
 	StartedAt     *time.Time
 	FinishedAt    time.Time
 	Exception     string
+	Detail, Hint  string // the exception's DETAIL and HINT, "" when it had none (S88)
 	Delay         *int
 	Final         bool
 	RejectedCalls []string
 }
 
-func failedJobFrom(r *dbsqlc.PgqFailedJob) FailedJob {
+func failedJobFrom(r *dbsqlc.FailedJobListRow) FailedJob {
 	return FailedJob{UUID: r.Uuid, Job: r.Job, Queue: r.Queue, Payload: r.Payload,
-		Exception: r.Exception, FailedAt: r.FailedAt, Attempts: int(r.Attempts)}
+		Exception: r.Exception, Detail: deref(r.ExceptionDetail), Hint: deref(r.ExceptionHint),
+		FailedAt: r.FailedAt, Attempts: int(r.Attempts)}
 }
 
 // FailedJobs lists up to max failed jobs, newest first, of queue ("" for all).
@@ -64,7 +70,7 @@ func (c *Client) FailedJob(ctx context.Context, id uuid.UUID) (FailedJob, error)
 	if err != nil {
 		return FailedJob{}, fmt.Errorf("failed job %s: %w", id, MapError(err))
 	}
-	return failedJobFrom(r), nil
+	return failedJobFrom((*dbsqlc.FailedJobListRow)(r)), nil
 }
 
 // Attempts returns the attempt history of a job, oldest first.
@@ -83,6 +89,7 @@ func (c *Client) Attempts(ctx context.Context, job uuid.UUID) ([]Attempt, error)
 		if r.Exception != nil {
 			a.Exception = *r.Exception
 		}
+		a.Detail, a.Hint = deref(r.ExceptionDetail), deref(r.ExceptionHint)
 		if r.Delay != nil {
 			a.Delay = ptr(int(*r.Delay))
 		}

@@ -57,7 +57,9 @@ type MigrateOption func(*Roles)
 func WithRoles(r Roles) MigrateOption { return func(c *Roles) { *c = r } }
 
 // Migrate brings the pgq schema up to date with the SQL embedded in this module: first
-// the goose migrations (tables, indexes, types), then, in one transaction, the roles
+// the schema itself and goose's version table in it (VersionTable; an earlier release's
+// public.pgq_goose_version is moved there with its history), then the goose migrations
+// (tables, indexes, types), then, in one transaction, the roles
 // (created NOLOGIN when missing, which needs CREATEROLE), the ownership of every object
 // by the owner role, every function and view of sql/functions re-created as the owner in
 // file-name order, and the grants of sql/privileges.sql. Concurrent migrators are safe:
@@ -87,6 +89,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...MigrateOption) (in
 	}
 	defer func() { _ = q.MigrateUnlock(context.WithoutCancel(ctx)) }()
 
+	bootstrap, err := fs.ReadFile(pgqsql.Files, "bootstrap.sql")
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := conn.Exec(ctx, string(bootstrap)); err != nil {
+		return 0, fmt.Errorf("migrate: bootstrap.sql: %w", err)
+	}
 	n, err := migrateTables(ctx, pool)
 	if err != nil {
 		return n, fmt.Errorf("migrate: %w", err)
@@ -97,6 +106,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...MigrateOption) (in
 	return n, nil
 }
 
+// VersionTable is where goose records the migrations applied: in schema pgq. Migrate
+// moves the table of earlier releases, public.pgq_goose_version, there (bootstrap.sql).
+const VersionTable = "pgq.goose_version"
+
 // migrateTables runs the goose migrations not yet applied.
 func migrateTables(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	fsys, err := fs.Sub(pgqsql.Files, "migrations")
@@ -105,7 +118,7 @@ func migrateTables(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName("pgq_goose_version"))
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName(VersionTable))
 	if err != nil {
 		return 0, err
 	}

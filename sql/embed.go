@@ -4,9 +4,10 @@ package sql
 
 import "embed"
 
-// Files holds migrations/*.sql, applied by goose in version order; functions/*.sql,
-// applied after them in file-name order on every migrate; and privileges.sql, the roles,
+// Files holds bootstrap.sql, run before the migrations (goose's version table in schema
+// pgq); migrations/*.sql, applied by goose in version order; functions/*.sql, applied
+// after them in file-name order on every migrate; and privileges.sql, the roles,
 // ownership and grants, a template of the role names (pgq.Migrate).
 //
-//go:embed migrations/*.sql functions/*.sql privileges.sql
+//go:embed migrations/*.sql functions/*.sql privileges.sql bootstrap.sql
 var Files embed.FS

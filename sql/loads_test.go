@@ -283,7 +283,7 @@ func TestS85S80LoadsAreTruncatedWithTheirSlot(t *testing.T) {
 // waiting rows (S80): as they were, so their jobs keep their uuids and their order.
 func TestS80S85ChunksMoveWhenNoSlotIsEmpty(t *testing.T) {
 	db := pgqtest.NewWithLoads(t, 100)
-	db.Exec(t, `SELECT pgq.pause_queue('held')`)
+	db.Exec(t, `SELECT pgq.define_queue('held', paused => true)`)
 	held := dispatchMany(t, db, 1, 150, `, queue => 'held'`)
 	for range 3 {
 		dispatch(t, db, `'later', '{}', delay => '1 hour'`) // keeps each slot from being truncated

@@ -87,10 +87,14 @@ GRANT USAGE ON SCHEMA pgq TO {{ident .Producer}}, {{ident .Worker}}, {{ident .Re
 
 GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, pgq.dispatch_staged,
     pgq.dispatch_chain, pgq.dispatch_batch, pgq.add_to_batch TO {{ident .Producer}};
+-- What would keep a dispatched job from running (no worker for its queue or name, S87):
+-- pgq-worker dispatch warns with it.
+GRANT EXECUTE ON FUNCTION pgq.dispatch_warnings TO {{ident .Producer}};
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
     pgq.release, pgq.give_back, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
-    pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch
+    pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch,
+    pgq.worker_seen, pgq.worker_stopped, pgq._handler_path_hint, pgq._proc_search_path
     TO {{ident .Worker}};
 -- A running job of a batch may add more to it, showing its lease token (pgq.add_to_batch, S73, S93).
 GRANT EXECUTE ON FUNCTION pgq.add_to_batch TO {{ident .Worker}};
@@ -112,9 +116,12 @@ GRANT SELECT ON pgq.queue_stats TO {{ident .Worker}};
 GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
     pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles,
     pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains,
-    pgq.job_storage, pgq.job_ends, pgq.live_jobs TO {{ident .Reader}};
-GRANT EXECUTE ON FUNCTION pgq.check, pgq._sees_payloads, pgq._default_retry_after, pgq._lock_space, pgq.live_job, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
+    pgq.job_storage, pgq.job_ends, pgq.live_jobs, pgq.workers, pgq.live_workers, pgq.handler_search_paths,
+    pgq.goose_version TO {{ident .Reader}};
+GRANT EXECUTE ON FUNCTION pgq.check, pgq.dispatch_warnings, pgq._worker_ttl, pgq._sees_payloads, pgq._default_retry_after,
+    pgq._lock_space, pgq.live_job, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
 
-GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job, pgq.define_limit, pgq.drop_limit, pgq.run_now, pgq.retry_failed,
+GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job,
+    pgq._proc_search_path, pgq._describe_class, pgq.define_limit, pgq.drop_limit, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue, pgq.cancel_batch,
     pgq.schedule, pgq.unschedule, pgq.pause_schedule, pgq.resume_schedule, pgq.run_schedule TO {{ident .Admin}};

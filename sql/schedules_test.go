@@ -83,9 +83,11 @@ func TestS60ScheduleFromPSQL(t *testing.T) {
 	db := pgqtest.New(t)
 	var state string
 	var next *time.Time
-	require.NoError(t, db.Pool.QueryRow(ctx, `
-		SELECT state, next_run_at FROM pgq.schedule('nightly_report', '30 2 * * *', 'report', '{"account": 7}',
-			timezone => 'Europe/Berlin', queue => 'reports', catch_up => 'all', tries => 3, backoff => '{60}')`).
+	said := pgqtest.Scalar[string](t, db, `
+		SELECT pgq.schedule('nightly_report', '30 2 * * *', 'report', '{"account": 7}',
+			timezone => 'Europe/Berlin', queue => 'reports', catch_up => 'all', tries => 3, backoff => '{60}')`)
+	require.Equal(t, "schedule nightly_report: job report at 30 2 * * * in Europe/Berlin, queue reports, catch_up all, pending: a running worker computes its next tick within a second", said)
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT state, next_run_at FROM pgq.schedules WHERE name = 'nightly_report'`).
 		Scan(&state, &next))
 	require.Equal(t, "pending", state)
 	require.Nil(t, next)
@@ -376,7 +378,7 @@ func TestS65PauseResumeRunNow(t *testing.T) {
 		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(action || '|' || schedule || '|' || coalesce(queue, '') ORDER BY id) FROM pgq.actions`))
 	require.Equal(t, id, pgqtest.Scalar[uuid.UUID](t, db, `SELECT job_uuid FROM pgq.actions WHERE action = 'run_now'`))
 	require.True(t, pgqtest.Scalar[bool](t, db,
-		`SELECT pgq.pause_schedule('nope') IS NULL AND pgq.resume_schedule('nope') IS NULL AND pgq.run_schedule('nope') IS NULL`))
+		`SELECT pgq.pause_schedule('nope') IS NULL AND pgq.resume_schedule('nope') IS NULL`))
 
 	// pgq.schedule(paused => ...) pauses and resumes too.
 	db.Exec(t, `SELECT pgq.schedule('s', '* * * * *', 'tick', paused => true)`)

@@ -61,7 +61,8 @@ CREATE TYPE pgq.check_finding AS (
 	object text,
 	rule text,
 	detail text,
-	fix text
+	fix text,
+	queue text
 );
 
 
@@ -1233,10 +1234,10 @@ COMMENT ON FUNCTION pgq._batches_prune(p_older_than interval) IS 'Retention: del
 
 
 --
--- Name: _bury(pgq.jobs, text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _bury(pgq.jobs, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) RETURNS void
+CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone, p_detail text DEFAULT NULL::text, p_hint text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1247,15 +1248,17 @@ BEGIN
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step)
+         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step,
+         exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
             p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
             p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at,
-            p_job.batch_id, p_job.chain_id, p_job.chain_step)
+            p_job.batch_id, p_job.chain_id, p_job.chain_step, nullif(p_detail, ''), nullif(p_hint, ''))
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
-            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts,
+            exception_detail = EXCLUDED.exception_detail, exception_hint = EXCLUDED.exception_hint;
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
         -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
         PERFORM pgq._record_ends('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
@@ -1268,10 +1271,10 @@ $$;
 
 
 --
--- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone, p_detail text, p_hint text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
+COMMENT ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone, p_detail text, p_hint text) IS 'Fails a job for good: pgq.failed_jobs row (with the exception''s DETAIL and HINT, S88), locks released, job_failed event (S17).';
 
 
 --
@@ -1295,6 +1298,8 @@ CREATE TABLE pgq.attempts (
     delay integer,
     final boolean DEFAULT false NOT NULL,
     rejected_calls text[],
+    exception_detail text,
+    exception_hint text,
     CONSTRAINT attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'released'::text, 'turned_away'::text, 'timed_out'::text, 'lease_expired'::text, 'debounced'::text, 'exhausted'::text, 'interrupted'::text, 'cancelled'::text])))
 );
 
@@ -1332,6 +1337,20 @@ COMMENT ON COLUMN pgq.attempts.final IS 'True when this attempt ended the job fo
 --
 
 COMMENT ON COLUMN pgq.attempts.rejected_calls IS 'Calls made with this attempt''s lease token after the lease was lost (S15 fencing).';
+
+
+--
+-- Name: COLUMN attempts.exception_detail; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.exception_detail IS 'The DETAIL of the attempt''s exception, when it had one (S88).';
+
+
+--
+-- Name: COLUMN attempts.exception_hint; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.attempts.exception_hint IS 'The HINT of the attempt''s exception, when it had one (S88).';
 
 
 --
@@ -2290,10 +2309,10 @@ COMMENT ON COLUMN pgq.job_classes.max_timeout IS 'The longest timeout, in second
 
 
 --
--- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) RETURNS pgq.job_classes
+CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) RETURNS pgq.job_classes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2337,16 +2356,74 @@ BEGIN
             max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
             min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
     RETURNING * INTO v_class;
+    -- The handler's search_path (S86): the one given, for a handler that pins none; the
+    -- last definition that names a handler decides it, for every class that names it.
+    IF _define_job.handler IS NOT NULL AND _define_job.search_path IS NOT NULL THEN
+        INSERT INTO pgq.handler_search_paths AS h (handler, search_path)
+        VALUES (_define_job.handler, _define_job.search_path)
+        ON CONFLICT ON CONSTRAINT handler_search_paths_pkey DO UPDATE
+            SET search_path = EXCLUDED.search_path, defined_by = EXCLUDED.defined_by, defined_at = EXCLUDED.defined_at;
+    ELSIF _define_job.handler IS NOT NULL THEN
+        DELETE FROM pgq.handler_search_paths h WHERE h.handler = _define_job.handler;
+    END IF;
     RETURN v_class;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
+
+
+--
+-- Name: _describe_class(pgq.job_classes, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT concat_ws(', ',
+        format('job class %s: queue %s', p_class.name, p_class.queue),
+        CASE WHEN p_class.handler IS NULL THEN 'no SQL handler (a Go worker''s handler runs it)'
+             ELSE format('handler %s', p_class.handler) END,
+        CASE WHEN p_search_path IS NOT NULL THEN format('run with search_path %s', p_search_path) END,
+        CASE WHEN p_class.tries IS NOT NULL THEN format('tries %s', p_class.tries) END,
+        CASE WHEN p_class.backoff IS NOT NULL THEN format('backoff %s', p_class.backoff) END,
+        CASE WHEN p_class.max_exceptions IS NOT NULL THEN format('max_exceptions %s', p_class.max_exceptions) END,
+        CASE WHEN p_class.timeout IS NOT NULL THEN format('timeout %s s', p_class.timeout) END,
+        CASE WHEN p_class.fail_on_timeout THEN 'fail_on_timeout' END,
+        CASE WHEN p_class.retry_for IS NOT NULL THEN format('retry_for %s', p_class.retry_for) END,
+        CASE WHEN p_class.unique_for IS NOT NULL OR p_class.unique_by IS NOT NULL
+             THEN format('unique until %s%s%s', p_class.unique_until,
+                         CASE WHEN p_class.unique_for IS NOT NULL THEN format(' for %s', p_class.unique_for) END,
+                         CASE WHEN p_class.unique_by IS NOT NULL THEN format(' by %s', p_class.unique_by) END) END,
+        CASE WHEN p_class.debounce_for IS NOT NULL OR p_class.debounce_by IS NOT NULL
+             THEN format('debounced%s%s%s',
+                         CASE WHEN p_class.debounce_for IS NOT NULL THEN format(' for %s', p_class.debounce_for) END,
+                         CASE WHEN p_class.debounce_by IS NOT NULL THEN format(' by %s', p_class.debounce_by) END,
+                         CASE WHEN p_class.debounce_max_wait IS NOT NULL THEN format(' at most %s', p_class.debounce_max_wait) END) END,
+        CASE WHEN num_nonnulls(p_class.max_tries, p_class.max_retry_for, p_class.min_backoff, p_class.max_timeout) > 0
+             THEN 'a dispatch may set ' || concat_ws(', ',
+                 CASE WHEN p_class.max_tries IS NOT NULL THEN format('tries up to %s', p_class.max_tries) END,
+                 CASE WHEN p_class.max_retry_for IS NOT NULL THEN format('retry_for up to %s', p_class.max_retry_for) END,
+                 CASE WHEN p_class.min_backoff IS NOT NULL THEN format('backoff from %s s', p_class.min_backoff) END,
+                 CASE WHEN p_class.max_timeout IS NOT NULL THEN format('timeout up to %s s', p_class.max_timeout) END) END,
+        CASE WHEN p_class.middleware IS NOT NULL
+             THEN 'middleware ' || (SELECT string_agg(k, ', ' ORDER BY n)
+                                    FROM jsonb_array_elements(p_class.middleware) WITH ORDINALITY AS m(e, n),
+                                         jsonb_object_keys(m.e) k) END);
+$$;
+
+
+--
+-- Name: FUNCTION _describe_class(p_class pgq.job_classes, p_search_path text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text) IS 'A job class as one line of text: what pgq.define_job returns.';
 
 
 --
@@ -2834,6 +2911,41 @@ COMMENT ON FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step integer)
 
 
 --
+-- Name: _edit_distance(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._edit_distance(a text, b text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE STRICT
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_prev int[];
+    v_cur  int[];
+    i int;
+    j int;
+BEGIN
+    v_prev := ARRAY(SELECT generate_series(0, length(b)));
+    FOR i IN 1 .. length(a) LOOP
+        v_cur := ARRAY[i];
+        FOR j IN 1 .. length(b) LOOP
+            v_cur := v_cur || least(v_prev[j + 1] + 1, v_cur[j] + 1,
+                                    v_prev[j] + CASE WHEN substr(a, i, 1) = substr(b, j, 1) THEN 0 ELSE 1 END);
+        END LOOP;
+        v_prev := v_cur;
+    END LOOP;
+    RETURN v_prev[length(b) + 1];
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _edit_distance(a text, b text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._edit_distance(a text, b text) IS 'The Levenshtein distance between two short names, for "did you mean" suggestions.';
+
+
+--
 -- Name: _exhausted_message(pgq.jobs, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2939,6 +3051,37 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._handing_over(p_job pgq.jobs) IS 'A picked job''s handler will run: its until-processing lock is released (S23) and its debounce burst ends.';
+
+
+--
+-- Name: _handler_path_hint(regprocedure, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._handler_path_hint(p_proc regprocedure, p_pinned text, p_message text) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE
+        WHEN pgq._proc_search_path(p_proc) IS NOT NULL THEN
+            format('%s runs with its own search_path = %s: add the schema there, or name %s with its schema',
+                   p_proc, pgq._proc_search_path(p_proc), coalesce(o.name, 'it'))
+        ELSE
+            format('handlers run with search_path = %s: name %s with its schema (%s.%s), or pin a search_path on the handler: ALTER FUNCTION %s SET search_path = %s',
+                   coalesce('pg_catalog, ' || p_pinned || ', pg_temp', 'pg_catalog, pg_temp'), coalesce(o.name, 'the table or function'),
+                   quote_ident(n.nspname), coalesce(o.name, 'name'), p_proc, coalesce(p_pinned, quote_ident(n.nspname)))
+        END
+    FROM pg_proc p
+    JOIN pg_namespace n ON n.oid = p.pronamespace
+    LEFT JOIN LATERAL (SELECT (regexp_match(p_message, '^(?:relation|function) "?([^"(]+)'))[1] AS name) o ON true
+    WHERE p.oid = p_proc;
+$$;
+
+
+--
+-- Name: FUNCTION _handler_path_hint(p_proc regprocedure, p_pinned text, p_message text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._handler_path_hint(p_proc regprocedure, p_pinned text, p_message text) IS 'The HINT of a handler''s "does not exist" error (42P01, 42883): its search_path and how to fix the name (S86).';
 
 
 --
@@ -3373,6 +3516,46 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) IS 'The lease tokens of jobs (slot, id) reserved by the call whose base is given, in order (S15).';
+
+
+--
+-- Name: workers; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.workers (
+    name text NOT NULL,
+    queues text[] NOT NULL,
+    handlers text[] DEFAULT '{}'::text[] NOT NULL,
+    version text,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE workers; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.workers IS 'Running workers: the queues each serves and its Go handlers'' job names, written at start and every few seconds; live while seen_at is recent (S87).';
+
+
+--
+-- Name: _live_workers(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._live_workers() RETURNS SETOF pgq.workers
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT * FROM pgq.workers w WHERE w.seen_at > now() - pgq._worker_ttl();
+$$;
+
+
+--
+-- Name: FUNCTION _live_workers(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._live_workers() IS 'The workers of pgq.workers seen within pgq._worker_ttl() (S87).';
 
 
 --
@@ -4517,28 +4700,50 @@ COMMENT ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now tim
 
 
 --
--- Name: _record(pgq.jobs, text, timestamp with time zone, text, integer, boolean, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _proc_search_path(regprocedure); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text DEFAULT NULL::text, p_delay integer DEFAULT NULL::integer, p_final boolean DEFAULT false, p_started boolean DEFAULT true) RETURNS pgq.attempts
+CREATE FUNCTION pgq._proc_search_path(p_proc regprocedure) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT substr(c, length('search_path=') + 1)
+    FROM pg_proc p, unnest(p.proconfig) c
+    WHERE p.oid = p_proc AND c LIKE 'search\_path=%'
+    LIMIT 1;
+$$;
+
+
+--
+-- Name: FUNCTION _proc_search_path(p_proc regprocedure); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._proc_search_path(p_proc regprocedure) IS 'The search_path a function pins itself; NULL when it pins none (S86).';
+
+
+--
+-- Name: _record(pgq.jobs, text, timestamp with time zone, text, integer, boolean, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text DEFAULT NULL::text, p_delay integer DEFAULT NULL::integer, p_final boolean DEFAULT false, p_started boolean DEFAULT true, p_detail text DEFAULT NULL::text, p_hint text DEFAULT NULL::text) RETURNS pgq.attempts
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
-         finished_at, outcome, exception, delay, final)
+         finished_at, outcome, exception, delay, final, exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
             p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
-            p_exception, p_delay, p_final)
+            p_exception, p_delay, p_final, nullif(p_detail, ''), nullif(p_hint, ''))
     RETURNING *;
 $$;
 
 
 --
--- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean, p_detail text, p_hint text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean) IS 'Appends one attempt row for a job as it is now (S19).';
+COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean, p_detail text, p_hint text) IS 'Appends one attempt row for a job as it is now (S19), with its exception''s DETAIL and HINT (S88).';
 
 
 --
@@ -4920,7 +5125,7 @@ COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot)
 -- Name: _sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) RETURNS record
+CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_custom_plan'
@@ -4955,15 +5160,16 @@ BEGIN
     payload := v_job.payload;
     worker := v_job.reserved_by;
     attempt := v_job.attempts;
+    search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) IS 'The handler and payload of a SQL job held by a lease token, its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
 
 
 --
@@ -5617,6 +5823,23 @@ COMMENT ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) IS 'The
 
 
 --
+-- Name: _worker_ttl(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._worker_ttl() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT interval '1 minute' $$;
+
+
+--
+-- Name: FUNCTION _worker_ttl(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._worker_ttl() IS 'How long a worker counts as live after it last wrote its row of pgq.workers (S87).';
+
+
+--
 -- Name: add_to_batch(uuid, jsonb, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5792,13 +6015,14 @@ COMMENT ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp w
 
 
 --
--- Name: check(integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: check(integer, integer, text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries integer DEFAULT 1) RETURNS SETOF pgq.check_finding
+CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries integer DEFAULT 1, queues text[] DEFAULT NULL::text[]) RETURNS SETOF pgq.check_finding
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+    SELECT f.* FROM (
     WITH classes AS (
         SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
                coalesce(c.tries, worker_tries) AS eff_tries,
@@ -5807,28 +6031,39 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
                pgq._middleware(c.middleware, 'without_overlapping') AS overlap
         FROM pgq.job_classes c
         LEFT JOIN pgq.queues q ON q.name = c.queue
+    ), live AS (
+        SELECT * FROM pgq._live_workers()
+    ), waiting AS (
+        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
+    ), nameless AS (
+        -- jobs with no SQL handler, by name and queue
+        SELECT j.job, j.queue, sum(j.n) AS n
+        FROM pgq._live_counted j
+        WHERE j.reserved_at IS NULL AND j.handler IS NULL
+        GROUP BY j.job, j.queue
     )
-    SELECT 'worker', 'timeout_zero',
-           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever',
-           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)'
+    SELECT 'worker' AS object, 'timeout_zero' AS rule,
+           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever' AS detail,
+           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)' AS fix, NULL::text AS queue
     WHERE worker_timeout = 0
     UNION ALL
     SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
            format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
                   worker_timeout, q.retry_after),
-           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10)
+           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10),
+           q.name
     FROM pgq.queues q
     WHERE worker_timeout >= q.retry_after
     UNION ALL
     SELECT 'job ' || c.name, 'timeout_zero',
            'timeout 0 disables the handler timeout for this job',
-           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after)
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after), c.queue
     FROM classes c WHERE c.timeout = 0
     UNION ALL
     SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
            format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
                   c.eff_timeout, c.retry_after, c.queue),
-           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout)
+           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout), c.queue
     FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
     UNION ALL
     SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
@@ -5836,7 +6071,8 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
                 ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
                             c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
            format('raise unique_for above %s s plus a realistic queue wait',
-                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window'))
+                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window')),
+           c.queue
     FROM classes c
     WHERE c.unique_for IS NOT NULL
       AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
@@ -5845,7 +6081,7 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
     SELECT 'job ' || c.name, 'backoff_past_retry_for',
            format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
                   c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
-           'shorten the backoffs or lengthen retry_for'
+           'shorten the backoffs or lengthen retry_for', c.queue
     FROM classes c
     WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
       AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
@@ -5854,7 +6090,8 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
            format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
                   c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
            format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
-                  c.eff_timeout, c.retry_after)
+                  c.eff_timeout, c.retry_after),
+           c.queue
     FROM classes c
     WHERE c.overlap ? 'expire_after'
       AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
@@ -5862,7 +6099,7 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
     SELECT 'job ' || c.name, 'backoff_longer_than_tries',
            format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
                   cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
-           'trim the backoff or raise tries'
+           'trim the backoff or raise tries', c.queue
     FROM classes c
     WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
     UNION ALL
@@ -5871,21 +6108,52 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
                   c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
                               WHERE k IN ('without_overlapping', 'rate_limited')),
                   (SELECT max(b) FROM unnest(c.backoff) b)),
-           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited'
+           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited', c.queue
     FROM classes c
     WHERE cardinality(c.backoff) > 1
       AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
       AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
                   WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
-    ORDER BY 1, 2;
+    UNION ALL
+    SELECT 'job ' || c.name, 'handler_without_search_path',
+           format('handler %s pins no search_path, and none was pinned for it when the class was defined: it runs with search_path pg_catalog, pg_temp, so a table or function it names without its schema is not found',
+                  c.handler),
+           format('ALTER FUNCTION %s SET search_path = %s, or define the class again from a session whose search_path has the schemas it uses',
+                  c.handler, (SELECT quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.oid = c.handler)),
+           c.queue
+    FROM classes c
+    WHERE c.handler IS NOT NULL AND EXISTS (SELECT FROM pg_proc p WHERE p.oid = c.handler)
+      AND pgq._proc_search_path(c.handler) IS NULL
+      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler)
+    UNION ALL
+    SELECT 'queue ' || w.queue, 'queue_unserved',
+           format('%s in queue %s, and no live worker serves it (none of the workers seen in the last %s s lists it)',
+                  CASE WHEN w.n = 1 THEN '1 job waits' ELSE w.n || ' jobs wait' END, w.queue, extract(epoch FROM pgq._worker_ttl())::int),
+           format('start a worker for it (pgq-worker work --queue %s), or dispatch to a queue a worker serves', w.queue),
+           w.queue
+    FROM waiting w
+    WHERE NOT EXISTS (SELECT FROM live l WHERE w.queue = ANY (l.queues))
+    UNION ALL
+    SELECT 'job ' || x.job, 'job_unhandled',
+           format('%s in queue %s, but no job class defines %s and no live worker has a handler for it: a worker that takes one fails it with "no handler"',
+                  CASE WHEN x.n = 1 THEN '1 job named ' || x.job || ' waits' ELSE x.n || ' jobs named ' || x.job || ' wait' END,
+                  x.queue, x.job),
+           format('define it (pgq.define_job(%L, handler => ''schema.function'')), run a worker that registers a Go handler for it, or cancel the jobs if the name is a typo', x.job),
+           x.queue
+    FROM nameless x
+    WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
+      AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
+    ) f
+    WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
+    ORDER BY 1, 2, 5;
 $$;
 
 
 --
--- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer, queues text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) IS 'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix), given the worker''s --timeout and --tries.';
+COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) IS 'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87).';
 
 
 --
@@ -6014,15 +6282,19 @@ COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp wi
 
 
 --
--- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer) RETURNS pgq.job_classes
+CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer, search_path text[] DEFAULT current_schemas(false)) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
-    v_proc regprocedure;
+    v_proc    regprocedure;
+    v_own     text;     -- the search_path the handler function pins itself
+    v_path    text;     -- the one pinned for it here
+    v_skipped text;     -- schemas of the caller's path left out: anyone may create in them
+    v_class   pgq.job_classes;
 BEGIN
     IF define_job.handler IS NOT NULL THEN
         IF define_job.handler !~ '^[^.]+\.[^.]+$' THEN
@@ -6038,50 +6310,49 @@ BEGIN
         IF NOT has_function_privilege(v_proc, 'EXECUTE') THEN
             RAISE EXCEPTION 'pgq: % may not execute handler %', current_user, v_proc USING ERRCODE = '42501';
         END IF;
+        v_own := pgq._proc_search_path(v_proc);
+        IF v_own IS NULL THEN
+            -- By default current_schemas(false): the caller's path as it resolves now
+            -- ("$user" and schemas that do not exist are gone; the implicit ones are not
+            -- listed).
+            SELECT string_agg(quote_ident(s), ', ' ORDER BY n) FILTER (WHERE NOT has_schema_privilege('public', s, 'CREATE')),
+                   string_agg(quote_ident(s), ', ' ORDER BY n) FILTER (WHERE has_schema_privilege('public', s, 'CREATE'))
+            INTO v_path, v_skipped
+            FROM unnest(define_job.search_path) WITH ORDINALITY AS c(s, n)
+            WHERE s NOT LIKE 'pg\_temp%' AND s NOT IN ('pgq', 'pg_catalog') AND to_regnamespace(quote_ident(s)) IS NOT NULL;
+            RAISE NOTICE '%', format('pgq: handler %s pins no search_path: ', v_proc)
+                || CASE WHEN v_path IS NOT NULL
+                        THEN format('it runs with search_path pg_catalog, %s, pg_temp', v_path)
+                        ELSE 'it runs with search_path pg_catalog, pg_temp: name its tables with their schema' END
+                || CASE WHEN v_skipped IS NOT NULL
+                        THEN format('; %s left out, since every role may create objects there', v_skipped) ELSE '' END
+                USING HINT = format('To pin one on the function itself: ALTER FUNCTION %s SET search_path = %s',
+                                    v_proc, coalesce(v_path, quote_ident((SELECT nspname FROM pg_namespace ns JOIN pg_proc p ON p.pronamespace = ns.oid WHERE p.oid = v_proc))));
+        END IF;
     END IF;
-    RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
-                           define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
-                           define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
-                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
-                           define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout);
+    v_class := pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
+                               define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
+                               define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
+                               define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
+                               define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout,
+                               v_path);
+    RETURN pgq._describe_class(v_class, coalesce(v_own, CASE WHEN v_path IS NOT NULL THEN 'pg_catalog, ' || v_path || ', pg_temp' END));
 END;
 $_$;
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout). New dispatches copy it (S1, S44, S90).';
-
-
---
--- Name: rate_limits; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.rate_limits (
-    name text NOT NULL,
-    max integer NOT NULL,
-    per interval NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT rate_limits_max_check CHECK ((max > 0)),
-    CONSTRAINT rate_limits_per_check CHECK ((per > '00:00:00'::interval))
-);
-
-
---
--- Name: TABLE rate_limits; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.rate_limits IS 'Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 
 --
 -- Name: define_limit(text, integer, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_limit(name text, max integer, per interval) RETURNS pgq.rate_limits
+CREATE FUNCTION pgq.define_limit(name text, max integer, per interval) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6098,7 +6369,7 @@ BEGIN
     INSERT INTO pgq.rate_limits AS l (name, max, per) VALUES (define_limit.name, define_limit.max, define_limit.per)
     ON CONFLICT ON CONSTRAINT rate_limits_pkey DO UPDATE SET max = EXCLUDED.max, per = EXCLUDED.per, updated_at = now()
     RETURNING * INTO v_limit;
-    RETURN v_limit;
+    RETURN format('limit %s: %s per %s, shared by every worker', v_limit.name, v_limit.max, v_limit.per);
 END;
 $$;
 
@@ -6107,42 +6378,14 @@ $$;
 -- Name: FUNCTION define_limit(name text, max integer, per interval); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_limit(name text, max integer, per interval) IS 'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28).';
-
-
---
--- Name: queues; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.queues (
-    name text NOT NULL,
-    retry_after integer DEFAULT 90 NOT NULL,
-    paused boolean DEFAULT false NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT queues_retry_after_check CHECK ((retry_after > 0))
-);
-
-
---
--- Name: TABLE queues; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.queues IS 'Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.';
-
-
---
--- Name: COLUMN queues.retry_after; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without a heartbeat before the job is handed to another worker.';
+COMMENT ON FUNCTION pgq.define_limit(name text, max integer, per interval) IS 'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28). Returns it as a line of text.';
 
 
 --
 -- Name: define_queue(text, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false) RETURNS pgq.queues
+CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6159,7 +6402,8 @@ BEGIN
     ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
         SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
     RETURNING * INTO v_queue;
-    RETURN v_queue;
+    RETURN format('queue %s: retry_after %s s%s', v_queue.name, v_queue.retry_after,
+                  CASE WHEN v_queue.paused THEN ', paused (pgq.resume_queue starts it)' ELSE '' END);
 END;
 $$;
 
@@ -6168,7 +6412,7 @@ $$;
 -- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
+COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations. Returns what it defined, as a line of text.';
 
 
 --
@@ -6375,6 +6619,50 @@ COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tr
 
 
 --
+-- Name: dispatch_warnings(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.dispatch_warnings(job text, queue text DEFAULT NULL::text) RETURNS SETOF text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_queue text := coalesce(dispatch_warnings.queue,
+                             (SELECT c.queue FROM pgq.job_classes c WHERE c.name = dispatch_warnings.job), 'default');
+    v_live  int := (SELECT count(*) FROM pgq._live_workers());
+    v_near  text;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = dispatch_warnings.job)
+       AND NOT EXISTS (SELECT FROM pgq._live_workers() w WHERE dispatch_warnings.job = ANY (w.handlers)) THEN
+        SELECT string_agg(n, ' or ' ORDER BY d, n) INTO v_near
+        FROM (SELECT n, pgq._edit_distance(n, dispatch_warnings.job) AS d
+              FROM (SELECT c.name FROM pgq.job_classes c
+                    UNION SELECT h FROM pgq._live_workers() w, unnest(w.handlers) h) k(n)) s
+        WHERE d <= greatest(2, length(dispatch_warnings.job) / 3);
+        RETURN NEXT format('no job class defines %s, and no live worker has a handler for it: the job fails with "no handler" unless one comes%s',
+                           dispatch_warnings.job,
+                           CASE WHEN v_near IS NOT NULL THEN format(' (did you mean %s?)', v_near) ELSE '' END);
+    END IF;
+    IF NOT EXISTS (SELECT FROM pgq._live_workers() w WHERE v_queue = ANY (w.queues)) THEN
+        RETURN NEXT format('no live worker serves queue %s%s: the job waits until one does (pgq-worker work --queue %s)',
+                           v_queue,
+                           CASE WHEN v_live = 0 THEN format(' (no worker was seen in the last %s s)', extract(epoch FROM pgq._worker_ttl())::int)
+                                ELSE format(' (%s live workers serve %s)', v_live,
+                                            (SELECT string_agg(DISTINCT q, ', ') FROM pgq._live_workers() w, unnest(w.queues) q)) END,
+                           v_queue);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION dispatch_warnings(job text, queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.dispatch_warnings(job text, queue text) IS 'What would keep a job of this name in this queue from running: no class and no live worker''s handler for the name, no live worker for the queue (S87). One sentence each; none when nothing is in the way.';
+
+
+--
 -- Name: drop_limit(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6444,10 +6732,10 @@ COMMENT ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon in
 
 
 --
--- Name: fail(uuid, uuid, text, boolean, integer, integer[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: fail(uuid, uuid, text, boolean, integer, integer[], timestamp with time zone, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean DEFAULT false, default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+CREATE FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean DEFAULT false, default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, detail text DEFAULT NULL::text, hint text DEFAULT NULL::text) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -6467,6 +6755,8 @@ DECLARE
     v_circuit text;
     v_decay   int;
     v_attempt pgq.attempts;
+    v_detail  text := left(fail.detail, 65536);  -- bounded as the exception is (S38)
+    v_hint    text := left(fail.hint, 65536);
 BEGIN
     PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
     v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
@@ -6501,7 +6791,7 @@ BEGIN
                 decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
                 last_exception = EXCLUDED.last_exception, updated_at = now();
         v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
-        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay, p_detail => v_detail, p_hint => v_hint);
         UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
         WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
         RETURNING * INTO v_attempt;
@@ -6522,14 +6812,14 @@ BEGIN
             OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
 
     IF v_final THEN
-        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
-        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true, p_detail => v_detail, p_hint => v_hint);
+        PERFORM pgq._bury(v_job, v_text, v_now, v_detail, v_hint);
         RETURN;
     END IF;
 
     v_backoff := coalesce(v_job.backoff, fail.default_backoff);
     v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
-    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay, p_detail => v_detail, p_hint => v_hint);
     UPDATE pgq.jobs j
     SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
         last_exception_attempt = v_job.last_exception_attempt,
@@ -6542,17 +6832,17 @@ $$;
 
 
 --
--- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone, detail text, hint text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) IS 'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
+COMMENT ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone, detail text, hint text) IS 'Worker protocol: records a failed or timed-out attempt (with its exception''s DETAIL and HINT, S88) and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
 
 
 --
--- Name: fail_many(uuid[], uuid[], text[], boolean[], integer, integer[]); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: fail_many(uuid[], uuid[], text[], boolean[], integer, integer[], text[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[]) RETURNS SETOF pgq.attempts
+CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer DEFAULT 1, default_backoff integer[] DEFAULT '{0}'::integer[], details text[] DEFAULT NULL::text[], hints text[] DEFAULT NULL::text[]) RETURNS SETOF pgq.attempts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -6562,25 +6852,28 @@ CREATE FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], ti
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
        OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
-       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out) THEN
-        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions and timed_out flags as uuids'
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out)
+       OR (fail_many.details IS NOT NULL AND cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.details))
+       OR (fail_many.hints IS NOT NULL AND cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.hints)) THEN
+        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions, timed_out flags (and details and hints, when given) as uuids'
             USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
         SELECT a.*
         FROM unnest(fail_many.uuids, fail_many.tokens, fail_many.exceptions, fail_many.timed_out)
-                 AS f(uuid, token, exception, timed_out),
+                 WITH ORDINALITY AS f(uuid, token, exception, timed_out, n),
              LATERAL pgq.fail(f.uuid, f.token, f.exception, f.timed_out,
-                              fail_many.default_tries, fail_many.default_backoff) a;
+                              fail_many.default_tries, fail_many.default_backoff,
+                              detail => fail_many.details[f.n], hint => fail_many.hints[f.n]) a;
 END;
 $$;
 
 
 --
--- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[], details text[], hints text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) IS 'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+COMMENT ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[], details text[], hints text[]) IS 'Worker protocol: pgq.fail for a batch of attempts in one transaction, with each exception''s DETAIL and HINT (S88); returns the attempts recorded (a missing uuid lost its lease).';
 
 
 --
@@ -7090,9 +7383,26 @@ CREATE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
     AS $$
 DECLARE
     v_was boolean;
+    v_known text;
 BEGIN
     PERFORM pgq._check_name('queue', pause_queue.queue);
     SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = pause_queue.queue FOR UPDATE;
+    IF NOT FOUND AND pause_queue.queue <> 'default'
+       AND NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq.schedule_entries e WHERE e.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq._live_counted j WHERE j.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.queue = pause_queue.queue) THEN
+        SELECT string_agg(n, ', ' ORDER BY d, n) INTO v_known
+        FROM (SELECT n, pgq._edit_distance(n, pause_queue.queue) AS d
+              FROM (SELECT q.name FROM pgq.queues q UNION SELECT c.queue FROM pgq.job_classes c
+                    UNION SELECT 'default') k(n)
+              ORDER BY 2, 1 LIMIT 3) s
+        WHERE d <= greatest(2, length(pause_queue.queue) / 3);
+        RAISE EXCEPTION 'pgq: no queue %: no pgq.queues row, job class, schedule or job names it', quote_literal(pause_queue.queue)
+            USING ERRCODE = '22023',
+                  HINT = CASE WHEN v_known IS NOT NULL THEN format('Did you mean %s? ', v_known) ELSE '' END
+                         || format('To create it paused: SELECT pgq.define_queue(%L, paused => true)', pause_queue.queue);
+    END IF;
     INSERT INTO pgq.queues AS q (name, paused) VALUES (pause_queue.queue, true)
     ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now();
     PERFORM pgq._record_action('pause', NULL, pause_queue.queue);
@@ -7105,7 +7415,7 @@ $$;
 -- Name: FUNCTION pause_queue(queue text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.pause_queue(queue text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. Recorded in pgq.actions.';
+COMMENT ON FUNCTION pgq.pause_queue(queue text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. A name no queue, class, schedule or job uses is refused (S89). Recorded in pgq.actions.';
 
 
 --
@@ -7244,6 +7554,9 @@ BEGIN
     DELETE FROM pgq.debounce_tokens d
     WHERE d.updated_at < now() - interval '1 hour'
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    DELETE FROM pgq.workers w WHERE w.seen_at < now() - interval '1 day';  -- died long ago (S87)
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
     v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
@@ -7666,7 +7979,8 @@ DECLARE
 BEGIN
     SELECT * INTO v_entry FROM pgq.schedule_entries e WHERE e.name = run_schedule.name FOR UPDATE;
     IF NOT FOUND THEN
-        RETURN NULL;
+        RAISE EXCEPTION 'pgq: no schedule %', quote_literal(run_schedule.name)
+            USING ERRCODE = 'P0002', HINT = 'SELECT name FROM pgq.schedules lists them.';
     END IF;
     v_uuid := pgq._dispatch_scheduled(v_entry, NULL);
     UPDATE pgq.schedule_entries e SET last_run_at = now(), last_job_uuid = v_uuid WHERE e.name = v_entry.name;
@@ -7681,7 +7995,7 @@ $$;
 -- Name: FUNCTION run_schedule(name text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_schedule(name text) IS 'Dispatches a schedule''s job now, once, without moving its ticks (S65); returns its uuid, NULL when there is no such schedule. Recorded in pgq.actions.';
+COMMENT ON FUNCTION pgq.run_schedule(name text) IS 'Dispatches a schedule''s job now, once, without moving its ticks (S65); returns its uuid; P0002 when there is no such schedule (S89). Recorded in pgq.actions.';
 
 
 --
@@ -7693,18 +8007,36 @@ CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
-    v_job record;
+    v_job    record;
+    v_call   text;
+    v_state  text;
+    v_msg    text;
+    v_detail text;
+    v_hint   text;
 BEGIN
     v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
             set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
             set_config('pgq.worker', coalesce(v_job.worker, ''), true);
+    -- Written under pgq's own search_path, where the handler's name always comes out
+    -- schema-qualified.
+    v_call := format('SELECT %s($1)', v_job.handler::regproc);
+    IF v_job.search_path IS NOT NULL THEN
+        -- For this call only: the function's own SET search_path ends with it (S86).
+        PERFORM set_config('search_path', 'pg_catalog, ' || v_job.search_path || ', pg_temp', true);
+    END IF;
     BEGIN
-        EXECUTE format('SELECT %s($1)', v_job.handler::regproc) USING v_job.payload;
+        EXECUTE v_call USING v_job.payload;
     EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
-        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT,
+                                v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+        IF v_state IN ('42P01', '42883') AND v_hint = '' THEN
+            v_hint := pgq._handler_path_hint(v_job.handler, v_job.search_path, v_msg);
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
+    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -7716,63 +8048,14 @@ $_$;
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';
-
-
---
--- Name: schedules; Type: VIEW; Schema: pgq; Owner: -
---
-
-CREATE VIEW pgq.schedules AS
- SELECT e.name,
-    e.cron,
-    e.timezone,
-    e.job,
-    e.queue,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN e.payload
-            ELSE NULL::jsonb
-        END AS payload,
-    e.catch_up,
-    e.paused,
-        CASE
-            WHEN e.paused THEN 'paused'::text
-            WHEN (e.next_run_at IS NULL) THEN 'pending'::text
-            ELSE 'active'::text
-        END AS state,
-    e.next_run_at,
-    e.last_tick,
-    e.last_run_at,
-    e.last_job_uuid,
-    e.skipped_ticks,
-    e.last_error,
-    e.last_error_at,
-    e.priority,
-    e.tries,
-    e.backoff,
-    e.max_exceptions,
-    e.timeout,
-    e.fail_on_timeout,
-    e.retry_for,
-    e.middleware,
-    e.version,
-    e.created_at,
-    e.updated_at
-   FROM pgq.schedule_entries e;
-
-
---
--- Name: VIEW schedules; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL unless the reader may see payloads, S45), state (active, pending, paused), next_run_at, the last tick handled, the last run and its job, ticks skipped, the last dispatch error.';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88).';
 
 
 --
 -- Name: schedule(text, text, text, jsonb, text, text, text, boolean, integer, integer, integer[], integer, integer, boolean, interval, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT NULL::text, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false, priority integer DEFAULT 0, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, retry_for interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS pgq.schedules
+CREATE FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, queue text DEFAULT NULL::text, catch_up text DEFAULT 'latest'::text, paused boolean DEFAULT false, priority integer DEFAULT 0, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, retry_for interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7841,7 +8124,12 @@ BEGIN
             next_run_at = CASE WHEN (e.cron, e.timezone, e.paused) IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.paused)
                                THEN NULL ELSE e.next_run_at END;
     SELECT * INTO v_row FROM pgq.schedules s WHERE s.name = schedule.name;
-    RETURN v_row;
+    RETURN format('schedule %s: job %s at %s in %s%s, catch_up %s, %s', v_row.name, v_row.job, v_row.cron,
+                  v_row.timezone, CASE WHEN v_row.queue IS NOT NULL THEN ', queue ' || v_row.queue ELSE '' END,
+                  v_row.catch_up,
+                  CASE v_row.state WHEN 'paused' THEN 'paused (pgq.resume_schedule starts it)'
+                                   WHEN 'pending' THEN 'pending: a running worker computes its next tick within a second'
+                                   ELSE format('next tick %s', v_row.next_run_at) END);
 END;
 $$;
 
@@ -7850,7 +8138,7 @@ $$;
 -- Name: FUNCTION schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) IS 'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option.';
+COMMENT ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) IS 'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option. Returns the schedule as a line of text.';
 
 
 --
@@ -7967,6 +8255,48 @@ COMMENT ON FUNCTION pgq.wake() IS 'Worker protocol: the session stops napping (s
 
 
 --
+-- Name: worker_seen(text, text[], text[], text, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.worker_seen(worker text, queues text[], handlers text[], version text DEFAULT NULL::text, starting boolean DEFAULT false) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO pgq.workers AS w (name, queues, handlers, version)
+    VALUES (worker_seen.worker, coalesce(worker_seen.queues, '{}'), coalesce(worker_seen.handlers, '{}'), worker_seen.version)
+    ON CONFLICT (name) DO UPDATE
+        SET queues = EXCLUDED.queues, handlers = EXCLUDED.handlers, version = EXCLUDED.version, seen_at = now(),
+            started_at = CASE WHEN worker_seen.starting THEN now() ELSE w.started_at END;
+$$;
+
+
+--
+-- Name: FUNCTION worker_seen(worker text, queues text[], handlers text[], version text, starting boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.worker_seen(worker text, queues text[], handlers text[], version text, starting boolean) IS 'Worker protocol: records that a worker runs, the queues it serves and its Go handlers'' job names (S87).';
+
+
+--
+-- Name: worker_stopped(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.worker_stopped(worker text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    DELETE FROM pgq.workers w WHERE w.name = worker_stopped.worker;
+$$;
+
+
+--
+-- Name: FUNCTION worker_stopped(worker text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.worker_stopped(worker text) IS 'Worker protocol: a stopping worker deletes its row of pgq.workers (S87).';
+
+
+--
 -- Name: _live_counted; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -7975,14 +8305,18 @@ CREATE VIEW pgq._live_counted AS
     j.reserved_at,
     j.available_at,
     j.attempts,
-    (1)::bigint AS n
+    (1)::bigint AS n,
+    j.job,
+    j.handler
    FROM pgq.jobs j
 UNION ALL
  SELECT l.queue,
     NULL::timestamp with time zone AS reserved_at,
     l.available_at,
     0 AS attempts,
-    ((l.n - l.next))::bigint AS n
+    ((l.n - l.next))::bigint AS n,
+    l.job,
+    l.handler
    FROM pgq.loads l;
 
 
@@ -8225,7 +8559,9 @@ CREATE TABLE pgq.failed_jobs (
     dispatched_at timestamp with time zone NOT NULL,
     batch_id uuid,
     chain_id uuid,
-    chain_step integer
+    chain_step integer,
+    exception_detail text,
+    exception_hint text
 );
 
 
@@ -8234,6 +8570,20 @@ CREATE TABLE pgq.failed_jobs (
 --
 
 COMMENT ON TABLE pgq.failed_jobs IS 'Jobs that failed for good (S17), with Laravel''s columns plus job name and attempts used.';
+
+
+--
+-- Name: COLUMN failed_jobs.exception_detail; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.failed_jobs.exception_detail IS 'The DETAIL of the final exception, when it had one (S88).';
+
+
+--
+-- Name: COLUMN failed_jobs.exception_hint; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.failed_jobs.exception_hint IS 'The HINT of the final exception, when it had one (S88).';
 
 
 --
@@ -8252,9 +8602,11 @@ CREATE VIEW pgq.failed AS
             WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN f.payload
             ELSE NULL::jsonb
         END AS payload,
-    ( SELECT jsonb_agg(jsonb_build_object('attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker, 'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay) ORDER BY a.id) AS jsonb_agg
+    ( SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker, 'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay, 'detail', a.exception_detail, 'hint', a.exception_hint)) ORDER BY a.id) AS jsonb_agg
            FROM pgq.attempts a
-          WHERE (a.job_uuid = f.uuid)) AS history
+          WHERE (a.job_uuid = f.uuid)) AS history,
+    f.exception_detail,
+    f.exception_hint
    FROM pgq.failed_jobs f;
 
 
@@ -8262,7 +8614,7 @@ CREATE VIEW pgq.failed AS
 -- Name: VIEW failed; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception) as history.';
+COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception, with its detail and hint when it had them) as history; the final exception''s DETAIL and HINT (S88).';
 
 
 --
@@ -8288,7 +8640,12 @@ CREATE VIEW pgq.failed_job_settings AS
     f.attempts,
     f.dispatched_at,
     f.failed_at,
-    f.exception
+    f.exception,
+    f.exception_detail,
+    f.exception_hint,
+    f.batch_id,
+    f.chain_id,
+    f.chain_step
    FROM pgq.failed_jobs f;
 
 
@@ -8296,7 +8653,7 @@ CREATE VIEW pgq.failed_job_settings AS
 -- Name: VIEW failed_job_settings; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.failed_job_settings IS 'Each failed job''s frozen settings (S1) and its failure (failed_at, exception), without its payload.';
+COMMENT ON VIEW pgq.failed_job_settings IS 'Each failed job''s frozen settings (S1), its failure (failed_at, exception with its DETAIL and HINT) and its batch or chain, without its payload.';
 
 
 --
@@ -8311,6 +8668,58 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+
+--
+-- Name: goose_version; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.goose_version (
+    id integer NOT NULL,
+    version_id bigint NOT NULL,
+    is_applied boolean NOT NULL,
+    tstamp timestamp without time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE goose_version; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.goose_version IS 'The migrations applied (goose''s version table): pgq-worker status shows the last one.';
+
+
+--
+-- Name: goose_version_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.goose_version ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME pgq.goose_version_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: handler_search_paths; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.handler_search_paths (
+    handler regprocedure NOT NULL,
+    search_path text NOT NULL,
+    defined_by text DEFAULT SESSION_USER NOT NULL,
+    defined_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE handler_search_paths; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.handler_search_paths IS 'The search_path each SQL handler that pins none of its own runs with: its admin''s when pgq.define_job named it (S86).';
 
 
 --
@@ -8388,7 +8797,10 @@ CREATE VIEW pgq.job_settings AS
     l.reserved_until AS lease_until,
     l.cancel_requested_at,
     l.cancel_requested_by,
-    l.created_at AS dispatched_at
+    l.created_at AS dispatched_at,
+    l.batch_id,
+    l.chain_id,
+    l.chain_step
    FROM pgq.live_jobs l;
 
 
@@ -8396,7 +8808,7 @@ CREATE VIEW pgq.job_settings AS
 -- Name: VIEW job_settings; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.job_settings IS 'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
+COMMENT ON VIEW pgq.job_settings IS 'Each live job''s frozen settings (S1), counters, state (ready, scheduled, retrying, running) and its batch or chain, without its payload.';
 
 
 --
@@ -8753,6 +9165,28 @@ COMMENT ON TABLE pgq.rate_limit_windows IS 'The current fixed window of each rat
 
 
 --
+-- Name: rate_limits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.rate_limits (
+    name text NOT NULL,
+    max integer NOT NULL,
+    per interval NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT rate_limits_max_check CHECK ((max > 0)),
+    CONSTRAINT rate_limits_per_check CHECK ((per > '00:00:00'::interval))
+);
+
+
+--
+-- Name: TABLE rate_limits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.rate_limits IS 'Named rate limits (pgq.define_limit): max hits per window, one budget shared by every worker (S28).';
+
+
+--
 -- Name: limits; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -8804,6 +9238,28 @@ UNION ALL
 --
 
 COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
+
+
+--
+-- Name: live_workers; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.live_workers AS
+ SELECT w.name,
+    w.queues,
+    w.handlers,
+    w.version,
+    w.started_at,
+    w.seen_at
+   FROM pgq.workers w
+  WHERE (w.seen_at > (now() - pgq._worker_ttl()));
+
+
+--
+-- Name: VIEW live_workers; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.live_workers IS 'Workers seen in the last minute: the queues each serves, its Go handlers'' job names, its version (S87).';
 
 
 --
@@ -9183,6 +9639,34 @@ COMMENT ON TABLE pgq.overlap_locks_2 IS 'Generation 2 of pgq.overlap_locks (pgq.
 
 
 --
+-- Name: queues; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.queues (
+    name text NOT NULL,
+    retry_after integer DEFAULT 90 NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queues_retry_after_check CHECK ((retry_after > 0))
+);
+
+
+--
+-- Name: TABLE queues; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.queues IS 'Queues. retry_after is the lease in seconds (S14); a queue with no row uses 90.';
+
+
+--
+-- Name: COLUMN queues.retry_after; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without a heartbeat before the job is handed to another worker.';
+
+
+--
 -- Name: queue_overview; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -9391,6 +9875,55 @@ COMMENT ON VIEW pgq.scheduled IS 'Jobs waiting out a dispatch delay (never attem
 
 
 --
+-- Name: schedules; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.schedules AS
+ SELECT e.name,
+    e.cron,
+    e.timezone,
+    e.job,
+    e.queue,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN e.payload
+            ELSE NULL::jsonb
+        END AS payload,
+    e.catch_up,
+    e.paused,
+        CASE
+            WHEN e.paused THEN 'paused'::text
+            WHEN (e.next_run_at IS NULL) THEN 'pending'::text
+            ELSE 'active'::text
+        END AS state,
+    e.next_run_at,
+    e.last_tick,
+    e.last_run_at,
+    e.last_job_uuid,
+    e.skipped_ticks,
+    e.last_error,
+    e.last_error_at,
+    e.priority,
+    e.tries,
+    e.backoff,
+    e.max_exceptions,
+    e.timeout,
+    e.fail_on_timeout,
+    e.retry_for,
+    e.middleware,
+    e.version,
+    e.created_at,
+    e.updated_at
+   FROM pgq.schedule_entries e;
+
+
+--
+-- Name: VIEW schedules; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL unless the reader may see payloads, S45), state (active, pending, paused), next_run_at, the last tick handled, the last run and its job, ticks skipped, the last dispatch error.';
+
+
+--
 -- Name: jobs_0; Type: TABLE ATTACH; Schema: pgq; Owner: -
 --
 
@@ -9528,6 +10061,22 @@ ALTER TABLE ONLY pgq.failed_jobs
 
 ALTER TABLE ONLY pgq.failed_jobs
     ADD CONSTRAINT failed_jobs_uuid_key UNIQUE (uuid);
+
+
+--
+-- Name: goose_version goose_version_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.goose_version
+    ADD CONSTRAINT goose_version_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: handler_search_paths handler_search_paths_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.handler_search_paths
+    ADD CONSTRAINT handler_search_paths_pkey PRIMARY KEY (handler);
 
 
 --
@@ -9704,6 +10253,14 @@ ALTER TABLE ONLY pgq.schedule_entries
 
 ALTER TABLE ONLY pgq.unique_locks
     ADD CONSTRAINT unique_locks_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: workers workers_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (name);
 
 
 --
@@ -10435,10 +10992,10 @@ REVOKE ALL ON FUNCTION pgq._batches_prune(p_older_than interval) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone, p_detail text, p_hint text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with time zone, p_detail text, p_hint text) FROM PUBLIC;
 
 
 --
@@ -10598,11 +11155,19 @@ GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION _describe_class(p_class pgq.job_classes, p_search_path text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text) TO pgq_admin;
 
 
 --
@@ -10655,6 +11220,13 @@ REVOKE ALL ON FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step integ
 
 
 --
+-- Name: FUNCTION _edit_distance(a text, b text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._edit_distance(a text, b text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _exhausted_message(p_job pgq.jobs, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -10673,6 +11245,14 @@ REVOKE ALL ON FUNCTION pgq._give_back(p_job pgq.jobs, p_reason text, p_now times
 --
 
 REVOKE ALL ON FUNCTION pgq._handing_over(p_job pgq.jobs) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _handler_path_hint(p_proc regprocedure, p_pinned text, p_message text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._handler_path_hint(p_proc regprocedure, p_pinned text, p_message text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._handler_path_hint(p_proc regprocedure, p_pinned text, p_message text) TO pgq_worker;
 
 
 --
@@ -10765,6 +11345,20 @@ REVOKE ALL ON FUNCTION pgq._lease_call_range(p_call uuid, OUT lo uuid, OUT hi uu
 --
 
 REVOKE ALL ON FUNCTION pgq._lease_tokens(p_base text, p_slots smallint[], p_ids bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: TABLE workers; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.workers TO pgq_reader;
+
+
+--
+-- Name: FUNCTION _live_workers(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._live_workers() FROM PUBLIC;
 
 
 --
@@ -11030,10 +11624,19 @@ REVOKE ALL ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now 
 
 
 --
--- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _proc_search_path(p_proc regprocedure); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._proc_search_path(p_proc regprocedure) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._proc_search_path(p_proc regprocedure) TO pgq_worker;
+GRANT ALL ON FUNCTION pgq._proc_search_path(p_proc regprocedure) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION _record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean, p_detail text, p_hint text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text, p_delay integer, p_final boolean, p_started boolean, p_detail text, p_hint text) FROM PUBLIC;
 
 
 --
@@ -11157,11 +11760,11 @@ REVOKE ALL ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapsh
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) TO pgq_worker;
 
 
 --
@@ -11319,6 +11922,14 @@ REVOKE ALL ON FUNCTION pgq._window_lock_ids(p_limits text[], p_keys text[]) FROM
 
 
 --
+-- Name: FUNCTION _worker_ttl(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._worker_ttl() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._worker_ttl() TO pgq_reader;
+
+
+--
 -- Name: FUNCTION add_to_batch(batch uuid, jobs jsonb, job uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11360,12 +11971,12 @@ GRANT ALL ON FUNCTION pgq.cancelled(uuids uuid[], tokens uuid[], as_of timestamp
 
 
 --
--- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer, queues text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) TO pgq_worker;
-GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer) TO pgq_reader;
+REVOKE ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) TO pgq_worker;
+GRANT ALL ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) TO pgq_reader;
 
 
 --
@@ -11377,18 +11988,11 @@ GRANT ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp 
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer) TO pgq_admin;
-
-
---
--- Name: TABLE rate_limits; Type: ACL; Schema: pgq; Owner: -
---
-
-GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
+REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) TO pgq_admin;
 
 
 --
@@ -11397,13 +12001,6 @@ GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
 
 REVOKE ALL ON FUNCTION pgq.define_limit(name text, max integer, per interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.define_limit(name text, max integer, per interval) TO pgq_admin;
-
-
---
--- Name: TABLE queues; Type: ACL; Schema: pgq; Owner: -
---
-
-GRANT SELECT ON TABLE pgq.queues TO pgq_reader;
 
 
 --
@@ -11455,6 +12052,15 @@ GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, 
 
 
 --
+-- Name: FUNCTION dispatch_warnings(job text, queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_producer;
+GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_reader;
+
+
+--
 -- Name: FUNCTION drop_limit(name text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11471,19 +12077,19 @@ GRANT ALL ON FUNCTION pgq.due_schedules(as_of timestamp with time zone, horizon 
 
 
 --
--- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone, detail text, hint text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone, detail text, hint text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fail(uuid uuid, token uuid, exception text, timed_out boolean, default_tries integer, default_backoff integer[], as_of timestamp with time zone, detail text, hint text) TO pgq_worker;
 
 
 --
--- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[], details text[], hints text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[]) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[], details text[], hints text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.fail_many(uuids uuid[], tokens uuid[], exceptions text[], timed_out boolean[], default_tries integer, default_backoff integer[], details text[], hints text[]) TO pgq_worker;
 
 
 --
@@ -11678,13 +12284,6 @@ GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
 
 
 --
--- Name: TABLE schedules; Type: ACL; Schema: pgq; Owner: -
---
-
-GRANT SELECT ON TABLE pgq.schedules TO pgq_reader;
-
-
---
 -- Name: FUNCTION schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11725,6 +12324,22 @@ GRANT ALL ON FUNCTION pgq.wake() TO pgq_worker;
 
 
 --
+-- Name: FUNCTION worker_seen(worker text, queues text[], handlers text[], version text, starting boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.worker_seen(worker text, queues text[], handlers text[], version text, starting boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.worker_seen(worker text, queues text[], handlers text[], version text, starting boolean) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION worker_stopped(worker text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.worker_stopped(worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.worker_stopped(worker text) TO pgq_worker;
+
+
+--
 -- Name: TABLE actions; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11760,6 +12375,20 @@ GRANT SELECT ON TABLE pgq.failed_job_settings TO pgq_reader;
 
 
 --
+-- Name: TABLE goose_version; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.goose_version TO pgq_reader;
+
+
+--
+-- Name: TABLE handler_search_paths; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.handler_search_paths TO pgq_reader;
+
+
+--
 -- Name: TABLE job_ends; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11781,6 +12410,13 @@ GRANT SELECT ON TABLE pgq.job_storage TO pgq_reader;
 
 
 --
+-- Name: TABLE rate_limits; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
+
+
+--
 -- Name: TABLE limits; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11788,10 +12424,24 @@ GRANT SELECT ON TABLE pgq.limits TO pgq_reader;
 
 
 --
+-- Name: TABLE live_workers; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.live_workers TO pgq_reader;
+
+
+--
 -- Name: TABLE locks; Type: ACL; Schema: pgq; Owner: -
 --
 
 GRANT SELECT ON TABLE pgq.locks TO pgq_reader;
+
+
+--
+-- Name: TABLE queues; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.queues TO pgq_reader;
 
 
 --
@@ -11842,6 +12492,13 @@ GRANT SELECT ON TABLE pgq.running TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.scheduled TO pgq_reader;
+
+
+--
+-- Name: TABLE schedules; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.schedules TO pgq_reader;
 
 
 --

@@ -18,7 +18,8 @@ import (
 
 // An installation of the last release whose functions lived in its migrations (version
 // 7), holding jobs in every state, is migrated by the current code: every row of every
-// table is kept, the schema comes out as a new installation's, and the jobs go on.
+// table is kept, goose's version table moves from public into schema pgq with its
+// history, the schema comes out as a new installation's, and the jobs go on.
 func TestUpgradeFromRelease7(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.NewEmpty(t)
@@ -66,9 +67,19 @@ func TestUpgradeFromRelease7(t *testing.T) {
 	before := tableFingerprints(t, db, columns)
 	require.Equal(t, "1", before["failed_jobs"][:1], "one failed job before the upgrade")
 
+	oldVersions := pgqtest.Scalar[string](t, db, `SELECT string_agg(version_id || ' ' || is_applied || ' ' || tstamp, ', ' ORDER BY id) FROM public.pgq_goose_version`)
 	_, err = pgq.Migrate(ctx, db.Pool)
 	require.NoError(t, err)
 	require.Equal(t, before, tableFingerprints(t, db, columns), "every row of every table is kept")
+	// goose's version table moved into schema pgq with its history, and went on there.
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT to_regclass('public.pgq_goose_version') IS NULL`))
+	require.Equal(t, oldVersions, pgqtest.Scalar[string](t, db,
+		`SELECT string_agg(version_id || ' ' || is_applied || ' ' || tstamp, ', ' ORDER BY id) FROM pgq.goose_version WHERE version_id <= 7`))
+	require.Equal(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM (SELECT DISTINCT version_id FROM pgq.goose_version) v`),
+		pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.goose_version`), "no migration applied twice")
+	n, err := pgq.Migrate(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Zero(t, n, "a second migrate finds every migration applied")
 	require.Equal(t, schemaDump(t, pgqtest.New(t).URL), schemaDump(t, db.URL),
 		"the upgraded schema is a new installation's")
 

@@ -136,8 +136,9 @@ func (e *executor) invoke(ctx context.Context, a *active) (err error) {
 // errCompletedInTx marks a SQL job whose handler and completion committed together.
 var errCompletedInTx = errors.New("completed in handler transaction")
 
-// sqlHandlerError is the exception a SQL handler raised: the attempt's own.
-type sqlHandlerError struct{ message, sqlState string }
+// sqlHandlerError is the exception a SQL handler raised: the attempt's own, with its
+// DETAIL and HINT (S88).
+type sqlHandlerError struct{ message, detail, hint string }
 
 func (e *sqlHandlerError) Error() string { return e.message }
 
@@ -293,7 +294,7 @@ func sqlOutcome(ctx context.Context, err error) error {
 	case !errors.As(err, &pgErr):
 		return &interruptedError{err: err, started: true} // the connection or the server went away
 	case pgErr.Code == "PQ100":
-		return &sqlHandlerError{message: pgErr.Message, sqlState: strings.TrimPrefix(pgErr.Detail, "SQLSTATE ")}
+		return &sqlHandlerError{message: pgErr.Message, detail: pgErr.Detail, hint: pgErr.Hint}
 	case pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"),
 		pgErr.Code == "42883", pgErr.Code == "PQ001":
 		return pgq.MapError(err) // the job's timeout, a missing handler, a lost lease

@@ -31,10 +31,11 @@ type maintenance struct {
 }
 
 // checkConfig runs the ordering linter (pgq.check, S16) with this worker's defaults and
-// logs each problem as a warning.
+// logs each problem about the queues it serves, or about its own settings, as a
+// warning: another queue's classes are the business of its workers.
 func (m *maintenance) checkConfig(ctx context.Context) {
 	findings, err := m.q.CheckList(ctx, dbsqlc.CheckListParams{
-		WorkerTimeout: int32(m.cfg.timeout / time.Second), WorkerTries: int32(m.cfg.tries),
+		WorkerTimeout: int32(m.cfg.timeout / time.Second), WorkerTries: int32(m.cfg.tries), Queues: m.cfg.queues,
 	})
 	if err != nil {
 		m.log.Warn("configuration check failed", "err", err)

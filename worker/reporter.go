@@ -39,9 +39,10 @@ type reporter struct {
 
 // failure is an attempt whose handler raised (or timed out), waiting for pgq.fail_many.
 type failure struct {
-	a         *active
-	exception string
-	timedOut  bool
+	a            *active
+	exception    string
+	detail, hint string // the exception's DETAIL and HINT, when it carried them (S88)
+	timedOut     bool
 }
 
 // start runs the two batchers until the returned func is called; that func returns once
@@ -208,7 +209,8 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 		// Every other error is the attempt's exception. If the lease was lost meanwhile,
 		// fail is rejected and recorded (S15).
 		timedOut := errors.Is(cause, errTimeout) || isQueryCanceled(err) && !errors.Is(cause, pgq.ErrLeaseLost)
-		r.failures <- failure{a: a, exception: err.Error(), timedOut: timedOut} // batched; the slot frees then
+		detail, hint := detailAndHint(err)
+		r.failures <- failure{a: a, exception: err.Error(), detail: detail, hint: hint, timedOut: timedOut} // batched; the slot frees then
 		return
 	}
 	r.finish(a)
@@ -363,9 +365,11 @@ func (r *reporter) fail(batch []failure) error {
 		Uuids: make([]uuid.UUID, len(batch)), Tokens: make([]uuid.UUID, len(batch)),
 		Exceptions: make([]string, len(batch)), TimedOut: make([]bool, len(batch)),
 		DefaultTries: int32(r.cfg.tries), DefaultBackoff: r.cfg.backoff,
+		Details: make([]string, len(batch)), Hints: make([]string, len(batch)),
 	}
 	for i, f := range batch {
 		p.Uuids[i], p.Tokens[i], p.Exceptions[i], p.TimedOut[i] = f.a.row.Uuid, f.a.token, f.exception, f.timedOut
+		p.Details[i], p.Hints[i] = f.detail, f.hint
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
@@ -454,6 +458,9 @@ func (r *reporter) logResult(a *active, attempts []*dbsqlc.PgqAttempt, err error
 		if at.Exception != nil {
 			exc = errors.New(*at.Exception)
 		}
+		if at.ExceptionHint != nil {
+			attrs = append(attrs, "hint", *at.ExceptionHint)
+		}
 		outcome := at.Outcome
 		switch {
 		case at.Final:
@@ -506,4 +513,18 @@ func (r *reporter) logPickup(row *dbsqlc.JobReserveRow) {
 	}
 	r.log.Log(context.Background(), level, "job "+pickup+": "+deref(row.PickupNote), attrs...)
 	r.metrics.outcome(row.Job, row.Queue, pickup, 0)
+}
+
+// detailAndHint returns the DETAIL and HINT an exception carries (S88): a SQL handler's,
+// or a PostgreSQL error a Go handler returned (*pgconn.PgError, wrapped or not).
+func detailAndHint(err error) (detail, hint string) {
+	var sqlErr *sqlHandlerError
+	if errors.As(err, &sqlErr) {
+		return sqlErr.detail, sqlErr.hint
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Detail, pgErr.Hint
+	}
+	return "", ""
 }

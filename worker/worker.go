@@ -69,6 +69,7 @@ type Worker struct {
 	heartbeater *heartbeater
 	listener    *listener
 	maintenance *maintenance
+	registry    *registry
 
 	// freed: a handler slot came free, or an attempt was finished. Signalled by handler
 	// goroutines and the reporter; received by the fetcher, then by shutdown.
@@ -137,6 +138,7 @@ func (w *Worker) wire() {
 	w.heartbeater = &heartbeater{conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
 	w.listener = &listener{conns: w.conns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
 	w.maintenance = &maintenance{q: w.q, cfg: &w.cfg, log: w.log}
+	w.registry = &registry{q: w.q, cfg: &w.cfg, log: w.log, handlers: w.handlers}
 }
 
 // Run serves the queues until ctx is done (graceful stop, S32), or until --max-jobs,
@@ -154,9 +156,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer close(w.executor.stopped) // last: waiting handler goroutines exit
 	defer w.session.close(ctx)
-	stopServices := w.startServices(ctx)
+	// Recorded before the configuration check, which reads what the live workers serve
+	// (S87), and removed once every outcome is reported.
+	w.registry.seen(ctx, true)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		w.registry.stopped(rctx)
+	}()
+	stopServices, checked := w.startServices(ctx)
 	defer stopServices()
 	w.log.Info("worker started", "queues", w.cfg.queues, "concurrency", w.cfg.concurrency)
+	// The configuration check's warnings come before the first job's line, and before
+	// "worker stopped" of a worker that finds nothing to do, unless the check is slow.
+	select {
+	case <-checked:
+	case <-time.After(checkWait):
+	case <-ctx.Done():
+	}
 	stopErr := w.serve(ctx)
 	if err := w.shutdown(); err != nil {
 		return err
@@ -164,11 +181,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	return stopErr
 }
 
+// checkWait is how long Run waits for the configuration check before it takes jobs.
+const checkWait = 2 * time.Second
+
 // startServices starts the listener, the heartbeater, the maintenance loops, the
-// configuration check and the reporter's batchers. The returned func stops them: first
-// the batchers, once they have reported everything sent to them (nothing runs by then),
-// then the rest; it returns once the configuration check has written its warnings.
-func (w *Worker) startServices(ctx context.Context) (stop func()) {
+// registry, the configuration check and the reporter's batchers. The returned func
+// stops them: first the batchers, once they have reported everything sent to them
+// (nothing runs by then), then the rest; it returns once the configuration check has
+// written its warnings. checked is closed once it has.
+func (w *Worker) startServices(ctx context.Context) (stop func(), checked <-chan struct{}) {
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { w.listener.run(bg) })
@@ -176,15 +197,16 @@ func (w *Worker) startServices(ctx context.Context) (stop func()) {
 	wg.Go(func() { w.maintenance.retain(bg) })
 	wg.Go(func() { w.maintenance.vacuum(bg) })
 	wg.Go(func() { w.maintenance.rotate(bg) })
+	wg.Go(func() { w.registry.run(bg) })
 	if w.cfg.schedules {
 		s := newSchedules(w.q, w.log)
 		wg.Go(func() { s.run(bg) })
 	}
 	// The configuration check only logs: jobs need not wait for it, but Run does not
 	// return before its warnings are written.
-	checked := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(checked)
+		defer close(done)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		w.maintenance.checkConfig(cctx)
@@ -194,8 +216,8 @@ func (w *Worker) startServices(ctx context.Context) (stop func()) {
 		stopReporter()
 		stopBackground()
 		wg.Wait()
-		<-checked
-	}
+		<-done
+	}, done
 }
 
 // serve runs the fetcher until ctx is done, WithMaxTime, WithMaxJobs or

@@ -368,13 +368,13 @@ func TestCLIInvalidUUIDNamesArgument(t *testing.T) {
 func TestCLIUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
-	db.Exec(t, `DROP SCHEMA pgq CASCADE; DROP TABLE pgq_goose_version`)
+	db.Exec(t, `DROP SCHEMA pgq CASCADE`)
 	const id = "0f8e2c1a-5b7d-4e8f-9a3b-2c1d0e9f8a7b"
 	for _, args := range [][]string{
 		{"work", "--sleep", "0.2"}, {"work", "--stop-when-empty"}, {"work", "--once"},
 		{"dispatch", "j"}, {"status"}, {"check"},
 		{"failed", "list"}, {"failed", "show", id}, {"failed", "retry", id}, {"failed", "retry", "all"},
-		{"failed", "forget", id}, {"failed", "flush", "--all"},
+		{"failed", "forget", id}, {"failed", "flush", "--all"}, {"jobs", "list"}, {"jobs", "show", id},
 		{"batches", "list"}, {"batches", "show", id}, {"batches", "cancel", id},
 	} {
 		out, errOut, code := cli(t, db, args...)

@@ -70,7 +70,6 @@ refuses them all; connect as a role that may only read (pgq_reader) to be sure.`
 			if user == "" || password == "" {
 				return usagef("--auth basic needs $%s and $%s set (not empty)", envDashboardUser, envDashboardPassword)
 			}
-			a.secrets = append(a.secrets, password)
 		default:
 			return usagef("--auth must be none or basic, got %q", *auth)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
 	"github.com/pgq-dev/pgq/pgq"
 )
 
@@ -18,7 +19,8 @@ func newDispatchCommand(a *app) *cobra.Command {
 		Long: `Queue a job named JOB with the JSON payload PAYLOAD (default {}) and print its uuid:
 the nil uuid (all zeros) when a unique lock dropped it as a duplicate. A flag given
 overrides the job class's setting; a flag not given leaves it to the class, then to the
-worker.`,
+worker. It warns (on stderr, exit 0) when no job class defines JOB and no running
+worker has a handler for it, or when no running worker serves the job's queue.`,
 		Example: `  pgq-worker dispatch send_invoice '{"invoice": 7}' --queue mail --tries 4 --backoff 10,60,300`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
@@ -90,6 +92,19 @@ worker.`,
 			return err
 		}
 		fmt.Fprintln(a.stdout, id)
+		// A job name without a class is allowed (a Go worker's handler may run it), so
+		// a name or queue that nothing serves is a warning, not an error (S87).
+		var q *string
+		if given("queue") {
+			q = queue
+		}
+		warnings, err := dbsqlc.New(client.Pool()).DispatchWarningList(cmd.Context(), dbsqlc.DispatchWarningListParams{Job: args[0], Queue: q})
+		if err != nil {
+			return nil // the job is queued; the warnings are a courtesy
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(a.stderr, "pgq-worker: warning:", w)
+		}
 		return nil
 	})
 	return cmd

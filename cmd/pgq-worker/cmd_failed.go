@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -25,6 +27,16 @@ attempt history, put them back on their queue, or delete them.`,
 	cmd.AddCommand(newFailedListCommand(a, db), newFailedShowCommand(a, db), newFailedRetryCommand(a, db),
 		newFailedForgetCommand(a, db), newFailedFlushCommand(a, db))
 	return cmd
+}
+
+// notFailed is the error for a uuid that names no failed job: what became of the job
+// instead, if anything did.
+func notFailed(ctx context.Context, client *pgq.Client, id uuid.UUID) error {
+	j, err := lookupJob(ctx, client, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("job %s (%s) is not a failed job: it is %s; pgq-worker jobs show %s tells its story", id, j.job, j.state, id)
 }
 
 // jobUUID parses a job uuid argument.
@@ -116,11 +128,25 @@ func newFailedShowCommand(a *app, db *database) *cobra.Command {
 		}
 		defer client.Pool().Close()
 		j, err := client.FailedJob(cmd.Context(), id)
+		if errors.Is(err, pgq.ErrNotFound) {
+			return notFailed(cmd.Context(), client, id)
+		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stdout, "uuid:      %s\njob:       %s\nqueue:     %s\nattempts:  %d\nfailed at: %s\npayload:   %s\nexception: %s\n\nattempts:\n",
-			j.UUID, j.Job, j.Queue, j.Attempts, j.FailedAt.Format(time.RFC3339), j.Payload, j.Exception)
+		payload := string(j.Payload)
+		if j.Payload == nil {
+			payload = "hidden (needs pgq_payload_reader)"
+		}
+		fmt.Fprintf(a.stdout, "uuid:      %s\njob:       %s\nqueue:     %s\nattempts:  %d\nfailed at: %s\npayload:   %s\nexception: %s\n",
+			j.UUID, j.Job, j.Queue, j.Attempts, j.FailedAt.Format(time.RFC3339), payload, j.Exception)
+		if j.Detail != "" {
+			fmt.Fprintf(a.stdout, "detail:    %s\n", j.Detail)
+		}
+		if j.Hint != "" {
+			fmt.Fprintf(a.stdout, "hint:      %s\n", j.Hint)
+		}
+		fmt.Fprint(a.stdout, "\nattempts:\n")
 		history, err := client.Attempts(cmd.Context(), id)
 		if err != nil {
 			return err
@@ -134,6 +160,9 @@ func newFailedShowCommand(a *app, db *database) *cobra.Command {
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", at.Attempt, at.Outcome, at.Worker,
 				at.FinishedAt.Format(time.RFC3339), delay, firstLine(at.Exception, 80))
+			if at.Hint != "" {
+				fmt.Fprintf(tw, "\t\t\t\t\thint: %s\n", at.Hint)
+			}
 		}
 		return tw.Flush()
 	})
@@ -177,7 +206,11 @@ with their attempts reset and their settings as dispatched. Their attempt histor
 				return err
 			}
 			defer client.Pool().Close()
-			if err := client.RetryFailed(cmd.Context(), id); err != nil {
+			err = client.RetryFailed(cmd.Context(), id)
+			if errors.Is(err, pgq.ErrNotFound) {
+				return notFailed(cmd.Context(), client, id)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%s put back on its queue\n", id)
@@ -215,7 +248,11 @@ func newFailedForgetCommand(a *app, db *database) *cobra.Command {
 			return err
 		}
 		defer client.Pool().Close()
-		if err := client.ForgetFailed(cmd.Context(), id); err != nil {
+		err = client.ForgetFailed(cmd.Context(), id)
+		if errors.Is(err, pgq.ErrNotFound) {
+			return notFailed(cmd.Context(), client, id)
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s forgotten\n", id)

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pgq-dev/pgq/internal/dbsqlc"
+	"github.com/pgq-dev/pgq/internal/version"
 )
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -27,6 +30,12 @@ func newStatusCommand(a *app) *cobra.Command {
 			return err
 		}
 		defer client.Pool().Close()
+		// The last migration applied; a schema that a release before pgq.goose_version
+		// migrated has none to show until it is migrated again.
+		schema := "unknown (pgq.goose_version is missing: run pgq-worker migrate)"
+		if v, err := dbsqlc.New(client.Pool()).SchemaVersion(ctx); err == nil {
+			schema = fmt.Sprint(v)
+		}
 		for {
 			rows, err := client.Status(ctx)
 			if err != nil {
@@ -35,6 +44,7 @@ func newStatusCommand(a *app) *cobra.Command {
 			if every > 0 {
 				fmt.Fprintf(a.stdout, "\033[H\033[2J%s  (every %gs, Ctrl-C to stop)\n\n", time.Now().Format(time.TimeOnly), *watch)
 			}
+			fmt.Fprintf(a.stdout, "pgq-worker %s, schema version %s\n\n", version.String(), schema)
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tFAILED\tOLDEST WAIT\t")
 			for _, r := range rows {

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"maps"
-	"net/url"
 	"os"
 	"regexp"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,14 +39,14 @@ func (d *database) connect(ctx context.Context, maxConns int32, params map[strin
 	if raw == "" {
 		return nil, usagef("no database: set DATABASE_URL or pass --database-url")
 	}
-	d.app.secrets = append(d.app.secrets, passwordsIn(raw)...)
+	d.app.urls = append(d.app.urls, raw)
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		// pgx masks the password only as far as it can tell where it is in a malformed
-		// string; exit also masks what passwordsIn found.
+		// string; exit masks the connection string wherever it appears, and the password
+		// of whatever else looks like one.
 		return nil, usagef("database url: %s", err)
 	}
-	d.app.secrets = append(d.app.secrets, cfg.ConnConfig.Password) // also from a PGPASSWORD or a passfile
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
@@ -69,9 +67,11 @@ func (d *database) connect(ctx context.Context, maxConns int32, params map[strin
 }
 
 // client connects and checks that the database is migrated: the start of every command
-// but migrate and work. Close the client's pool when done.
+// but migrate and work. Close the client's pool when done. Its sessions' search_path is
+// pg_catalog alone: every name the commands use is schema-qualified, and so is every
+// function name PostgreSQL prints for them (a SQL handler's).
 func (d *database) client(ctx context.Context) (*pgq.Client, error) {
-	pool, err := d.connect(ctx, 0, nil)
+	pool, err := d.connect(ctx, 0, map[string]string{"search_path": "pg_catalog"})
 	if err != nil {
 		return nil, err
 	}
@@ -86,37 +86,19 @@ func (d *database) client(ctx context.Context) (*pgq.Client, error) {
 	return client, nil
 }
 
-var keywordPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&]*)`)
+var (
+	// keywordPassword is a password=… value: of the keyword/value form, or a URL's query
+	// parameter; quoted or not.
+	keywordPassword = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'"]*)`)
+	// userinfoPassword is the password of a URL's user info. User info runs to the last
+	// @ before the path: a password may hold an unescaped / or @.
+	userinfoPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)(\S*)@`)
+)
 
-// passwordsIn returns what may be passwords in a connection string, parsable or not:
-// the password of a URL's user info, and every password=… value (keyword/value form,
-// or a URL query parameter), quoted and unquoted. It errs towards masking too much.
-func passwordsIn(raw string) []string {
-	var out []string
-	add := func(s string) {
-		if s != "" {
-			out = append(out, s)
-			if u, err := url.PathUnescape(s); err == nil && u != s {
-				out = append(out, u)
-			}
-		}
-	}
-	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		// User info runs to the last @: a password may hold an unescaped / or @.
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-				add(pw)
-			}
-		}
-	}
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			add(pw)
-		}
-	}
-	for _, m := range keywordPassword.FindAllStringSubmatch(raw, -1) {
-		add(m[1])
-		add(strings.Trim(m[1], "'"))
-	}
-	return out
+// maskConnString masks the passwords of the connection strings in s: a URL's user info
+// password and every password=… value become xxxxx. It errs towards masking too much,
+// but touches nothing else.
+func maskConnString(s string) string {
+	s = userinfoPassword.ReplaceAllString(s, "${1}xxxxx@")
+	return keywordPassword.ReplaceAllString(s, "${1}xxxxx")
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
+	"github.com/pgq-dev/pgq/internal/version"
 	"github.com/pgq-dev/pgq/pgq"
 )
 
@@ -24,8 +26,9 @@ type app struct {
 	// running is set when a command's RunE starts: cobra has parsed and checked the
 	// command line by then, so an error from before is a usage error.
 	running bool
-	// secrets are the passwords of the database URL, masked in every error message.
-	secrets []string
+	// urls are the connection strings given (flag or $DATABASE_URL): wherever one appears
+	// in an error message, it is shown with its password masked.
+	urls []string
 }
 
 // usageError is a wrong command line found by a command itself (a flag value out of
@@ -65,18 +68,28 @@ func (a *app) exit(cmd *cobra.Command, err error) int {
 		return exitUsage
 	default:
 		fmt.Fprintln(a.stderr, "pgq-worker:", a.redact(err.Error()))
+		// PostgreSQL's hint says how to fix what it refused: pgq's functions give one
+		// wherever there is a fix to name.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Hint != "" {
+			fmt.Fprintln(a.stderr, "hint:", a.redact(pgErr.Hint))
+		}
 		return exitFailure
 	}
 }
 
-// redact masks the database password wherever it appears in s.
+// redact masks the password of every connection string in s: a connection string given
+// to this run wherever it appears, and, in whatever else looks like one, the password of
+// a URL's user info and every password=… value. Only those spans change: the password
+// is never searched for as a bare substring, which would garble the rest of the message
+// (a password "r" would turn "permission" into "pexxxxxmission").
 func (a *app) redact(s string) string {
-	for _, secret := range a.secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "xxxxx")
+	for _, u := range a.urls {
+		if u != "" {
+			s = strings.ReplaceAll(s, u, maskConnString(u))
 		}
 	}
-	return s
+	return maskConnString(s)
 }
 
 // runE wraps a command's work: from here on errors are runtime failures unless they are
@@ -103,12 +116,14 @@ Exit codes: 0 success, 1 runtime failure (check: problems found), 2 usage error.
 		RunE:          groupRunE,
 		SilenceErrors: true, // exit prints them
 		SilenceUsage:  true,
+		Version:       version.String(),
 	}
+	root.SetVersionTemplate("pgq-worker {{.Version}}\n")
 	cobra.EnableCommandSorting = false // the order below: the order of use
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetUsageTemplate(usageTemplate)
-	root.AddCommand(newMigrateCommand(a), newWorkCommand(a), newDispatchCommand(a), newFailedCommand(a),
+	root.AddCommand(newMigrateCommand(a), newWorkCommand(a), newDispatchCommand(a), newJobsCommand(a), newFailedCommand(a),
 		newSchedulesCommand(a), newBatchesCommand(a), newStatusCommand(a), newCheckCommand(a), newDashboardCommand(a))
 	return root
 }

@@ -114,7 +114,7 @@ func (q *Queries) DashboardAttemptCount(ctx context.Context, jobUuid uuid.UUID) 
 }
 
 const dashboardAttemptList = `-- name: DashboardAttemptList :many
-SELECT a.id, a.job_uuid, a.job, a.queue, a.attempt, a.worker, a.lease_token, a.reserved_at, a.started_at, a.finished_at, a.outcome, a.middleware, a.exception, a.delay, a.final, a.rejected_calls
+SELECT a.id, a.job_uuid, a.job, a.queue, a.attempt, a.worker, a.lease_token, a.reserved_at, a.started_at, a.finished_at, a.outcome, a.middleware, a.exception, a.delay, a.final, a.rejected_calls, a.exception_detail, a.exception_hint
 FROM pgq.attempts a
 WHERE a.job_uuid = $1::uuid
 ORDER BY a.id DESC
@@ -153,6 +153,8 @@ func (q *Queries) DashboardAttemptList(ctx context.Context, arg DashboardAttempt
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -188,7 +190,7 @@ func (q *Queries) DashboardFailedCount(ctx context.Context, arg DashboardFailedC
 }
 
 const dashboardFailedJobGet = `-- name: DashboardFailedJobGet :one
-SELECT uuid, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, dispatched_at, failed_at, exception FROM pgq.failed_job_settings f WHERE f.uuid = $1::uuid
+SELECT uuid, job, queue, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_until, debounce_key, middleware, attempts, dispatched_at, failed_at, exception, exception_detail, exception_hint, batch_id, chain_id, chain_step FROM pgq.failed_job_settings f WHERE f.uuid = $1::uuid
 `
 
 // One failed job's settings and failure (no payload).
@@ -215,6 +217,11 @@ func (q *Queries) DashboardFailedJobGet(ctx context.Context, argUuid uuid.UUID) 
 		&i.DispatchedAt,
 		&i.FailedAt,
 		&i.Exception,
+		&i.ExceptionDetail,
+		&i.ExceptionHint,
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
 	)
 	return &i, err
 }
@@ -297,7 +304,8 @@ SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backof
        l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
        l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
        l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
-       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at,
+       l.batch_id, l.chain_id, l.chain_step
 FROM pgq.live_job($1::uuid) l
 `
 
@@ -334,6 +342,9 @@ type DashboardJobGetRow struct {
 	CancelRequestedAt    *time.Time
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
+	BatchID              *uuid.UUID
+	ChainID              *uuid.UUID
+	ChainStep            *int32
 }
 
 // One live job's settings and state (no payload): pgq.job_settings's columns, for one job.
@@ -373,6 +384,9 @@ func (q *Queries) DashboardJobGet(ctx context.Context, argUuid uuid.UUID) (*Dash
 		&i.CancelRequestedAt,
 		&i.CancelRequestedBy,
 		&i.DispatchedAt,
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
 	)
 	return &i, err
 }

@@ -14,7 +14,7 @@ import (
 )
 
 const jobClassDefine = `-- name: JobClassDefine :one
-SELECT name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware, created_at, updated_at, max_tries, max_retry_for, min_backoff, max_timeout FROM pgq.define_job(
+SELECT define_job FROM pgq.define_job(
     name => $1::text,
     queue => $2::text,
     handler => $3::text,
@@ -61,7 +61,7 @@ type JobClassDefineParams struct {
 	MaxTimeout      *int32
 }
 
-func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*PgqJobClass, error) {
+func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*string, error) {
 	row := q.db.QueryRow(ctx, jobClassDefine,
 		arg.Name,
 		arg.Queue,
@@ -84,32 +84,9 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.MinBackoff,
 		arg.MaxTimeout,
 	)
-	var i PgqJobClass
-	err := row.Scan(
-		&i.Name,
-		&i.Queue,
-		&i.Handler,
-		&i.Tries,
-		&i.Backoff,
-		&i.MaxExceptions,
-		&i.Timeout,
-		&i.FailOnTimeout,
-		&i.RetryFor,
-		&i.UniqueFor,
-		&i.UniqueUntil,
-		&i.UniqueBy,
-		&i.DebounceFor,
-		&i.DebounceBy,
-		&i.DebounceMaxWait,
-		&i.Middleware,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.MaxTries,
-		&i.MaxRetryFor,
-		&i.MinBackoff,
-		&i.MaxTimeout,
-	)
-	return &i, err
+	var define_job *string
+	err := row.Scan(&define_job)
+	return define_job, err
 }
 
 const jobDispatchMany = `-- name: JobDispatchMany :many
@@ -284,7 +261,7 @@ func (q *Queries) JobStageDispatch(ctx context.Context) (string, error) {
 }
 
 const limitDefine = `-- name: LimitDefine :one
-SELECT name, max, per, created_at, updated_at FROM pgq.define_limit(name => $1::text, max => $2::int, per => $3::interval)
+SELECT define_limit FROM pgq.define_limit(name => $1::text, max => $2::int, per => $3::interval)
 `
 
 type LimitDefineParams struct {
@@ -293,21 +270,15 @@ type LimitDefineParams struct {
 	Per  time.Duration
 }
 
-func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (*PgqRateLimit, error) {
+func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (*string, error) {
 	row := q.db.QueryRow(ctx, limitDefine, arg.Name, arg.Max, arg.Per)
-	var i PgqRateLimit
-	err := row.Scan(
-		&i.Name,
-		&i.Max,
-		&i.Per,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return &i, err
+	var define_limit *string
+	err := row.Scan(&define_limit)
+	return define_limit, err
 }
 
 const queueDefine = `-- name: QueueDefine :one
-SELECT name, retry_after, paused, created_at, updated_at FROM pgq.define_queue(name => $1::text, retry_after => $2::int, paused => $3::boolean)
+SELECT define_queue FROM pgq.define_queue(name => $1::text, retry_after => $2::int, paused => $3::boolean)
 `
 
 type QueueDefineParams struct {
@@ -316,15 +287,9 @@ type QueueDefineParams struct {
 	Paused     bool
 }
 
-func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (*PgqQueue, error) {
+func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (*string, error) {
 	row := q.db.QueryRow(ctx, queueDefine, arg.Name, arg.RetryAfter, arg.Paused)
-	var i PgqQueue
-	err := row.Scan(
-		&i.Name,
-		&i.RetryAfter,
-		&i.Paused,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return &i, err
+	var define_queue *string
+	err := row.Scan(&define_queue)
+	return define_queue, err
 }

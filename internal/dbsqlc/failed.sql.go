@@ -7,13 +7,14 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
-	"time"
 )
 
 const attemptListByJob = `-- name: AttemptListByJob :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.attempts WHERE job_uuid = $1::uuid ORDER BY id
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.attempts WHERE job_uuid = $1::uuid ORDER BY id
 `
 
 func (q *Queries) AttemptListByJob(ctx context.Context, jobUuid uuid.UUID) ([]*PgqAttempt, error) {
@@ -42,6 +43,8 @@ func (q *Queries) AttemptListByJob(ctx context.Context, jobUuid uuid.UUID) ([]*P
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -94,49 +97,48 @@ func (q *Queries) FailedJobForget(ctx context.Context, argUuid uuid.UUID) (bool,
 }
 
 const failedJobGet = `-- name: FailedJobGet :one
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step FROM pgq.failed_jobs WHERE uuid = $1::uuid
+SELECT f.uuid, f.job, f.queue, f.payload::jsonb AS payload, f.exception, f.failed_at, f.attempts,
+       f.exception_detail, f.exception_hint
+FROM pgq.failed f
+WHERE f.uuid = $1::uuid
 `
 
-func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (*PgqFailedJob, error) {
+type FailedJobGetRow struct {
+	Uuid            uuid.UUID
+	Job             string
+	Queue           string
+	Payload         json.RawMessage
+	Exception       string
+	FailedAt        time.Time
+	Attempts        int32
+	ExceptionDetail *string
+	ExceptionHint   *string
+}
+
+// Through the view pgq.failed, as FailedJobList.
+func (q *Queries) FailedJobGet(ctx context.Context, argUuid uuid.UUID) (*FailedJobGetRow, error) {
 	row := q.db.QueryRow(ctx, failedJobGet, argUuid)
-	var i PgqFailedJob
+	var i FailedJobGetRow
 	err := row.Scan(
-		&i.ID,
 		&i.Uuid,
-		&i.Connection,
+		&i.Job,
 		&i.Queue,
 		&i.Payload,
 		&i.Exception,
 		&i.FailedAt,
-		&i.Job,
 		&i.Attempts,
-		&i.Priority,
-		&i.Handler,
-		&i.Tries,
-		&i.Backoff,
-		&i.MaxExceptions,
-		&i.Timeout,
-		&i.FailOnTimeout,
-		&i.RetryUntil,
-		&i.UniqueKey,
-		&i.UniqueToken,
-		&i.UniqueUntil,
-		&i.DebounceKey,
-		&i.DebounceToken,
-		&i.Middleware,
-		&i.DispatchedAt,
-		&i.BatchID,
-		&i.ChainID,
-		&i.ChainStep,
+		&i.ExceptionDetail,
+		&i.ExceptionHint,
 	)
 	return &i, err
 }
 
 const failedJobList = `-- name: FailedJobList :many
-SELECT id, uuid, connection, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step
-FROM pgq.failed_jobs
-WHERE $1::text IS NULL OR queue = $1::text
-ORDER BY failed_at DESC, id DESC
+SELECT f.uuid, f.job, f.queue, f.payload::jsonb AS payload, f.exception, f.failed_at, f.attempts,
+       f.exception_detail, f.exception_hint
+FROM pgq.failed f
+WHERE $1::text IS NULL OR f.queue = $1::text
+ORDER BY f.failed_at DESC, f.id DESC
 LIMIT $2::int
 `
 
@@ -145,43 +147,39 @@ type FailedJobListParams struct {
 	Max   int32
 }
 
-func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([]*PgqFailedJob, error) {
+type FailedJobListRow struct {
+	Uuid            uuid.UUID
+	Job             string
+	Queue           string
+	Payload         json.RawMessage
+	Exception       string
+	FailedAt        time.Time
+	Attempts        int32
+	ExceptionDetail *string
+	ExceptionHint   *string
+}
+
+// Through the view pgq.failed, which pgq_reader may read (people on call use the CLI as
+// readers): the payload shows only to payload readers (S45).
+func (q *Queries) FailedJobList(ctx context.Context, arg FailedJobListParams) ([]*FailedJobListRow, error) {
 	rows, err := q.db.Query(ctx, failedJobList, arg.Queue, arg.Max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*PgqFailedJob
+	var items []*FailedJobListRow
 	for rows.Next() {
-		var i PgqFailedJob
+		var i FailedJobListRow
 		if err := rows.Scan(
-			&i.ID,
 			&i.Uuid,
-			&i.Connection,
+			&i.Job,
 			&i.Queue,
 			&i.Payload,
 			&i.Exception,
 			&i.FailedAt,
-			&i.Job,
 			&i.Attempts,
-			&i.Priority,
-			&i.Handler,
-			&i.Tries,
-			&i.Backoff,
-			&i.MaxExceptions,
-			&i.Timeout,
-			&i.FailOnTimeout,
-			&i.RetryUntil,
-			&i.UniqueKey,
-			&i.UniqueToken,
-			&i.UniqueUntil,
-			&i.DebounceKey,
-			&i.DebounceToken,
-			&i.Middleware,
-			&i.DispatchedAt,
-			&i.BatchID,
-			&i.ChainID,
-			&i.ChainStep,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}

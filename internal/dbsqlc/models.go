@@ -97,6 +97,10 @@ type PgqAttempt struct {
 	Final bool
 	// Calls made with this attempt's lease token after the lease was lost (S15 fencing).
 	RejectedCalls []string
+	// The DETAIL of the attempt's exception, when it had one (S88).
+	ExceptionDetail *string
+	// The HINT of the attempt's exception, when it had one (S88).
+	ExceptionHint *string
 }
 
 // Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.
@@ -151,6 +155,7 @@ type PgqCheckFinding struct {
 	Rule   string
 	Detail string
 	Fix    string
+	Queue  *string
 }
 
 // Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.
@@ -173,17 +178,19 @@ type PgqDebounceToken struct {
 	UpdatedAt      time.Time
 }
 
-// Failed jobs with every previous attempt (outcome and exception) as history.
+// Failed jobs with every previous attempt (outcome and exception, with its detail and hint when it had them) as history; the final exception's DETAIL and HINT (S88).
 type PgqFailed struct {
-	ID        int64
-	Uuid      uuid.UUID
-	Job       string
-	Queue     string
-	Attempts  int32
-	FailedAt  time.Time
-	Exception string
-	Payload   interface{}
-	History   json.RawMessage
+	ID              int64
+	Uuid            uuid.UUID
+	Job             string
+	Queue           string
+	Attempts        int32
+	FailedAt        time.Time
+	Exception       string
+	Payload         interface{}
+	History         json.RawMessage
+	ExceptionDetail *string
+	ExceptionHint   *string
 }
 
 // Jobs that failed for good (S17), with Laravel's columns plus job name and attempts used.
@@ -215,29 +222,53 @@ type PgqFailedJob struct {
 	BatchID       *uuid.UUID
 	ChainID       *uuid.UUID
 	ChainStep     *int32
+	// The DETAIL of the final exception, when it had one (S88).
+	ExceptionDetail *string
+	// The HINT of the final exception, when it had one (S88).
+	ExceptionHint *string
 }
 
-// Each failed job's frozen settings (S1) and its failure (failed_at, exception), without its payload.
+// Each failed job's frozen settings (S1), its failure (failed_at, exception with its DETAIL and HINT) and its batch or chain, without its payload.
 type PgqFailedJobSetting struct {
-	Uuid          uuid.UUID
-	Job           string
-	Queue         string
-	Priority      int32
-	Handler       interface{}
-	Tries         *int32
-	Backoff       []int32
-	MaxExceptions *int32
-	Timeout       *int32
-	FailOnTimeout bool
-	RetryUntil    *time.Time
-	UniqueKey     *string
-	UniqueUntil   *string
-	DebounceKey   *string
-	Middleware    json.RawMessage
-	Attempts      int32
-	DispatchedAt  time.Time
-	FailedAt      time.Time
-	Exception     string
+	Uuid            uuid.UUID
+	Job             string
+	Queue           string
+	Priority        int32
+	Handler         interface{}
+	Tries           *int32
+	Backoff         []int32
+	MaxExceptions   *int32
+	Timeout         *int32
+	FailOnTimeout   bool
+	RetryUntil      *time.Time
+	UniqueKey       *string
+	UniqueUntil     *string
+	DebounceKey     *string
+	Middleware      json.RawMessage
+	Attempts        int32
+	DispatchedAt    time.Time
+	FailedAt        time.Time
+	Exception       string
+	ExceptionDetail *string
+	ExceptionHint   *string
+	BatchID         *uuid.UUID
+	ChainID         *uuid.UUID
+	ChainStep       *int32
+}
+
+type PgqGooseVersion struct {
+	ID        int32
+	VersionID int64
+	IsApplied bool
+	Tstamp    pgtype.Timestamp
+}
+
+// The search_path each SQL handler that pins none of its own runs with: its admin's when pgq.define_job named it (S86).
+type PgqHandlerSearchPath struct {
+	Handler    interface{}
+	SearchPath string
+	DefinedBy  string
+	DefinedAt  time.Time
 }
 
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).
@@ -378,7 +409,7 @@ type PgqJobEnd struct {
 	EndedAt   time.Time
 }
 
-// Each live job's frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.
+// Each live job's frozen settings (S1), counters, state (ready, scheduled, retrying, running) and its batch or chain, without its payload.
 type PgqJobSetting struct {
 	Uuid                 uuid.UUID
 	State                string
@@ -412,6 +443,9 @@ type PgqJobSetting struct {
 	CancelRequestedAt    *time.Time
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
+	BatchID              *uuid.UUID
+	ChainID              *uuid.UUID
+	ChainStep            *int32
 }
 
 // The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.
@@ -709,6 +743,8 @@ type PgqLiveCounted struct {
 	AvailableAt time.Time
 	Attempts    int32
 	N           int64
+	Job         string
+	Handler     interface{}
 }
 
 // Every live job (waiting or running) with its frozen settings, counters and state, however it is kept; payload for payload readers only. One job: pgq.live_job(uuid).
@@ -752,6 +788,16 @@ type PgqLiveJob struct {
 	ChainStep            *int32
 	SortID               int64
 	Chunk                *uuid.UUID
+}
+
+// Workers seen in the last minute: the queues each serves, its Go handlers' job names, its version (S87).
+type PgqLiveWorker struct {
+	Name      string
+	Queues    []string
+	Handlers  []string
+	Version   *string
+	StartedAt time.Time
+	SeenAt    time.Time
 }
 
 // Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.
@@ -1213,4 +1259,14 @@ type PgqUniqueLock struct {
 	JobUuid   uuid.UUID
 	ExpiresAt *time.Time
 	CreatedAt time.Time
+}
+
+// Running workers: the queues each serves and its Go handlers' job names, written at start and every few seconds; live while seen_at is recent (S87).
+type PgqWorker struct {
+	Name      string
+	Queues    []string
+	Handlers  []string
+	Version   *string
+	StartedAt time.Time
+	SeenAt    time.Time
 }

@@ -14,7 +14,7 @@ import (
 )
 
 const scheduleDefine = `-- name: ScheduleDefine :one
-SELECT name, cron, timezone, job, queue, payload, catch_up, paused, state, next_run_at, last_tick, last_run_at, last_job_uuid, skipped_ticks, last_error, last_error_at, priority, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, middleware, version, created_at, updated_at FROM pgq.schedule(
+SELECT schedule FROM pgq.schedule(
     name => $1::text,
     cron => $2::text,
     job => $3::text,
@@ -53,7 +53,7 @@ type ScheduleDefineParams struct {
 	Middleware    json.RawMessage
 }
 
-func (q *Queries) ScheduleDefine(ctx context.Context, arg ScheduleDefineParams) (*PgqSchedule, error) {
+func (q *Queries) ScheduleDefine(ctx context.Context, arg ScheduleDefineParams) (*string, error) {
 	row := q.db.QueryRow(ctx, scheduleDefine,
 		arg.Name,
 		arg.Cron,
@@ -72,37 +72,9 @@ func (q *Queries) ScheduleDefine(ctx context.Context, arg ScheduleDefineParams) 
 		arg.RetryFor,
 		arg.Middleware,
 	)
-	var i PgqSchedule
-	err := row.Scan(
-		&i.Name,
-		&i.Cron,
-		&i.Timezone,
-		&i.Job,
-		&i.Queue,
-		&i.Payload,
-		&i.CatchUp,
-		&i.Paused,
-		&i.State,
-		&i.NextRunAt,
-		&i.LastTick,
-		&i.LastRunAt,
-		&i.LastJobUuid,
-		&i.SkippedTicks,
-		&i.LastError,
-		&i.LastErrorAt,
-		&i.Priority,
-		&i.Tries,
-		&i.Backoff,
-		&i.MaxExceptions,
-		&i.Timeout,
-		&i.FailOnTimeout,
-		&i.RetryFor,
-		&i.Middleware,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return &i, err
+	var schedule *string
+	err := row.Scan(&schedule)
+	return schedule, err
 }
 
 const scheduleDelete = `-- name: ScheduleDelete :one

@@ -12,16 +12,19 @@ import (
 )
 
 const checkList = `-- name: CheckList :many
-SELECT object, rule, detail, fix FROM pgq.check(worker_timeout => $1::int, worker_tries => $2::int)
+SELECT object, rule, detail, fix, queue FROM pgq.check(worker_timeout => $1::int, worker_tries => $2::int,
+                        queues => $3::text[])
 `
 
 type CheckListParams struct {
 	WorkerTimeout int32
 	WorkerTries   int32
+	Queues        []string
 }
 
+// queues NULL: every finding; else those about these queues and the workers' settings.
 func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]*PgqCheckFinding, error) {
-	rows, err := q.db.Query(ctx, checkList, arg.WorkerTimeout, arg.WorkerTries)
+	rows, err := q.db.Query(ctx, checkList, arg.WorkerTimeout, arg.WorkerTries, arg.Queues)
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +37,7 @@ func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]*PgqChe
 			&i.Rule,
 			&i.Detail,
 			&i.Fix,
+			&i.Queue,
 		); err != nil {
 			return nil, err
 		}

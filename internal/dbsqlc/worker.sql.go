@@ -39,7 +39,7 @@ func (q *Queries) JobCancelRequests(ctx context.Context, worker string) ([]uuid.
 }
 
 const jobCancelledMany = `-- name: JobCancelledMany :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.cancelled(uuids => $1::uuid[], tokens => $2::uuid[])
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.cancelled(uuids => $1::uuid[], tokens => $2::uuid[])
 `
 
 type JobCancelledManyParams struct {
@@ -73,6 +73,8 @@ func (q *Queries) JobCancelledMany(ctx context.Context, arg JobCancelledManyPara
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -115,13 +117,15 @@ func (q *Queries) JobCompleteMany(ctx context.Context, arg JobCompleteManyParams
 }
 
 const jobFailMany = `-- name: JobFailMany :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.fail_many(
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.fail_many(
     uuids => $1::uuid[],
     tokens => $2::uuid[],
     exceptions => $3::text[],
     timed_out => $4::boolean[],
     default_tries => $5::int,
-    default_backoff => $6::int[]
+    default_backoff => $6::int[],
+    details => $7::text[],
+    hints => $8::text[]
 )
 `
 
@@ -132,6 +136,8 @@ type JobFailManyParams struct {
 	TimedOut       []bool
 	DefaultTries   int32
 	DefaultBackoff []int32
+	Details        []string
+	Hints          []string
 }
 
 func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*PgqAttempt, error) {
@@ -142,6 +148,8 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 		arg.TimedOut,
 		arg.DefaultTries,
 		arg.DefaultBackoff,
+		arg.Details,
+		arg.Hints,
 	)
 	if err != nil {
 		return nil, err
@@ -167,6 +175,8 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -179,7 +189,7 @@ func (q *Queries) JobFailMany(ctx context.Context, arg JobFailManyParams) ([]*Pg
 }
 
 const jobFailSetup = `-- name: JobFailSetup :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.fail_setup(uuid => $1::uuid, token => $2::uuid, reason => $3::text)
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.fail_setup(uuid => $1::uuid, token => $2::uuid, reason => $3::text)
 `
 
 type JobFailSetupParams struct {
@@ -215,6 +225,8 @@ func (q *Queries) JobFailSetup(ctx context.Context, arg JobFailSetupParams) ([]*
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -227,7 +239,7 @@ func (q *Queries) JobFailSetup(ctx context.Context, arg JobFailSetupParams) ([]*
 }
 
 const jobGiveBackMany = `-- name: JobGiveBackMany :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text, started => $4::boolean)
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text, started => $4::boolean)
 `
 
 type JobGiveBackManyParams struct {
@@ -269,6 +281,8 @@ func (q *Queries) JobGiveBackMany(ctx context.Context, arg JobGiveBackManyParams
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -311,7 +325,7 @@ func (q *Queries) JobHeartbeatMany(ctx context.Context, arg JobHeartbeatManyPara
 }
 
 const jobRelease = `-- name: JobRelease :many
-SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls FROM pgq.release(
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.release(
     uuid => $1::uuid,
     token => $2::uuid,
     delay => $3::int,
@@ -360,6 +374,8 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]*PgqA
 			&i.Delay,
 			&i.Final,
 			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
 		); err != nil {
 			return nil, err
 		}
@@ -646,5 +662,39 @@ SELECT pgq.wake()
 
 func (q *Queries) SessionWake(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, sessionWake)
+	return err
+}
+
+const workerSeen = `-- name: WorkerSeen :exec
+SELECT pgq.worker_seen(worker => $1::text, queues => $2::text[], handlers => $3::text[],
+                       version => $4::text, starting => $5::boolean)
+`
+
+type WorkerSeenParams struct {
+	Worker   string
+	Queues   []string
+	Handlers []string
+	Version  *string
+	Starting bool
+}
+
+// The worker's row of pgq.workers: what it serves, and that it is alive (S87).
+func (q *Queries) WorkerSeen(ctx context.Context, arg WorkerSeenParams) error {
+	_, err := q.db.Exec(ctx, workerSeen,
+		arg.Worker,
+		arg.Queues,
+		arg.Handlers,
+		arg.Version,
+		arg.Starting,
+	)
+	return err
+}
+
+const workerStopped = `-- name: WorkerStopped :exec
+SELECT pgq.worker_stopped(worker => $1::text)
+`
+
+func (q *Queries) WorkerStopped(ctx context.Context, worker string) error {
+	_, err := q.db.Exec(ctx, workerStopped, worker)
 	return err
 }

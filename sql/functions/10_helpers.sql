@@ -436,3 +436,87 @@ AS $$
 $$;
 
 COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';
+
+-- pgq._proc_search_path: the search_path a function pins itself (ALTER FUNCTION … SET
+-- search_path, or SET in its CREATE), NULL when it pins none (S86).
+CREATE OR REPLACE FUNCTION pgq._proc_search_path(p_proc regprocedure) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT substr(c, length('search_path=') + 1)
+    FROM pg_proc p, unnest(p.proconfig) c
+    WHERE p.oid = p_proc AND c LIKE 'search\_path=%'
+    LIMIT 1;
+$$;
+
+COMMENT ON FUNCTION pgq._proc_search_path(regprocedure) IS 'The search_path a function pins itself; NULL when it pins none (S86).';
+
+-- pgq._handler_path_hint: what to do about a table or function a SQL handler did not
+-- find (42P01, 42883; p_message is the error's message): the search_path it ran with,
+-- and how to name the object with its schema or pin a search_path on the handler (S86).
+CREATE OR REPLACE FUNCTION pgq._handler_path_hint(p_proc regprocedure, p_pinned text, p_message text) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE
+        WHEN pgq._proc_search_path(p_proc) IS NOT NULL THEN
+            format('%s runs with its own search_path = %s: add the schema there, or name %s with its schema',
+                   p_proc, pgq._proc_search_path(p_proc), coalesce(o.name, 'it'))
+        ELSE
+            format('handlers run with search_path = %s: name %s with its schema (%s.%s), or pin a search_path on the handler: ALTER FUNCTION %s SET search_path = %s',
+                   coalesce('pg_catalog, ' || p_pinned || ', pg_temp', 'pg_catalog, pg_temp'), coalesce(o.name, 'the table or function'),
+                   quote_ident(n.nspname), coalesce(o.name, 'name'), p_proc, coalesce(p_pinned, quote_ident(n.nspname)))
+        END
+    FROM pg_proc p
+    JOIN pg_namespace n ON n.oid = p.pronamespace
+    LEFT JOIN LATERAL (SELECT (regexp_match(p_message, '^(?:relation|function) "?([^"(]+)'))[1] AS name) o ON true
+    WHERE p.oid = p_proc;
+$$;
+
+COMMENT ON FUNCTION pgq._handler_path_hint(regprocedure, text, text) IS 'The HINT of a handler''s "does not exist" error (42P01, 42883): its search_path and how to fix the name (S86).';
+
+-- pgq._edit_distance: the Levenshtein distance between two short names, for "did you
+-- mean" suggestions. Names are at most 200 characters (pgq._check_name).
+CREATE OR REPLACE FUNCTION pgq._edit_distance(a text, b text) RETURNS int
+LANGUAGE plpgsql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_prev int[];
+    v_cur  int[];
+    i int;
+    j int;
+BEGIN
+    v_prev := ARRAY(SELECT generate_series(0, length(b)));
+    FOR i IN 1 .. length(a) LOOP
+        v_cur := ARRAY[i];
+        FOR j IN 1 .. length(b) LOOP
+            v_cur := v_cur || least(v_prev[j + 1] + 1, v_cur[j] + 1,
+                                    v_prev[j] + CASE WHEN substr(a, i, 1) = substr(b, j, 1) THEN 0 ELSE 1 END);
+        END LOOP;
+        v_prev := v_cur;
+    END LOOP;
+    RETURN v_prev[length(b) + 1];
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._edit_distance(text, text) IS 'The Levenshtein distance between two short names, for "did you mean" suggestions.';
+
+-- pgq._worker_ttl: how long a worker counts as live after it last wrote its row of
+-- pgq.workers (S87). Workers write it every few seconds (worker/registry.go).
+CREATE OR REPLACE FUNCTION pgq._worker_ttl() RETURNS interval
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT interval '1 minute' $$;
+
+COMMENT ON FUNCTION pgq._worker_ttl() IS 'How long a worker counts as live after it last wrote its row of pgq.workers (S87).';
+
+-- pgq._live_workers: the workers seen within pgq._worker_ttl().
+CREATE OR REPLACE FUNCTION pgq._live_workers() RETURNS SETOF pgq.workers
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT * FROM pgq.workers w WHERE w.seen_at > now() - pgq._worker_ttl();
+$$;
+
+COMMENT ON FUNCTION pgq._live_workers() IS 'The workers of pgq.workers seen within pgq._worker_ttl() (S87).';

@@ -227,10 +227,10 @@ COMMENT ON FUNCTION pgq.live_job(uuid) IS 'The live job with this uuid as pgq.li
 -- of pgq.jobs and one per chunk of pgq.loads, n the jobs it stands for, with no payload
 -- read.
 CREATE OR REPLACE VIEW pgq._live_counted AS
-SELECT j.queue, j.reserved_at, j.available_at, j.attempts, 1::bigint AS n
+SELECT j.queue, j.reserved_at, j.available_at, j.attempts, 1::bigint AS n, j.job, j.handler
 FROM pgq.jobs j
 UNION ALL
-SELECT l.queue, NULL::timestamptz, l.available_at, 0, (l.n - l.next)::bigint
+SELECT l.queue, NULL::timestamptz, l.available_at, 0, (l.n - l.next)::bigint, l.job, l.handler
 FROM pgq.loads l;
 
 COMMENT ON VIEW pgq._live_counted IS 'Live jobs for counting per queue: a row per row of pgq.jobs (n 1), one per chunk of pgq.loads (n its jobs) (S85).';

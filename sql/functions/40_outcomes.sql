@@ -22,25 +22,26 @@ $$;
 
 COMMENT ON FUNCTION pgq._as_reserved(pgq.jobs, timestamptz, int, text, uuid) IS 'A picked job as its reservation makes it (attempt counted, leased), for the reserve''s stages to record.';
 
--- pgq._record: appends one attempt row for a job as it is now (S19).
+-- pgq._record: appends one attempt row for a job as it is now (S19), with its
+-- exception's DETAIL and HINT when it had them (S88).
 CREATE OR REPLACE FUNCTION pgq._record(
     p_job pgq.jobs, p_outcome text, p_now timestamptz,
     p_exception text DEFAULT NULL, p_delay int DEFAULT NULL, p_final boolean DEFAULT false,
-    p_started boolean DEFAULT true
+    p_started boolean DEFAULT true, p_detail text DEFAULT NULL, p_hint text DEFAULT NULL
 ) RETURNS pgq.attempts
 LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
-         finished_at, outcome, exception, delay, final)
+         finished_at, outcome, exception, delay, final, exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
             p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
-            p_exception, p_delay, p_final)
+            p_exception, p_delay, p_final, nullif(p_detail, ''), nullif(p_hint, ''))
     RETURNING *;
 $$;
 
-COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean, boolean) IS 'Appends one attempt row for a job as it is now (S19).';
+COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean, boolean, text, text) IS 'Appends one attempt row for a job as it is now (S19), with its exception''s DETAIL and HINT (S88).';
 
 -- pgq._record_ends: jobs that carry a batch or a chain ended, all the same way:
 -- 'succeeded', 'failed' (for good) or 'cancelled' (with p_exception saying why). Arrays
@@ -141,9 +142,11 @@ $$;
 COMMENT ON FUNCTION pgq._exhausted_message(pgq.jobs, timestamptz) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';
 
 -- pgq._bury: the job fails for good (S17): it leaves pgq.jobs, a pgq.failed_jobs row is
--- written and a job_failed event is sent on commit; its chain stops and its batch counts
--- the failure (S71, S75). State change: reserved -> failed.
-CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz) RETURNS void
+-- written (with the exception's DETAIL and HINT, S88) and a job_failed event is sent on
+-- commit; its chain stops and its batch counts the failure (S71, S75).
+-- State change: reserved -> failed.
+CREATE OR REPLACE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamptz,
+                                     p_detail text DEFAULT NULL, p_hint text DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -154,15 +157,17 @@ BEGIN
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step)
+         debounce_key, debounce_token, middleware, dispatched_at, batch_id, chain_id, chain_step,
+         exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.queue, p_job.payload, p_exception, p_now, p_job.job, p_job.attempts,
             p_job.priority, p_job.handler, p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout,
             p_job.fail_on_timeout, p_job.retry_until, p_job.unique_key, p_job.unique_token, p_job.unique_until,
             p_job.debounce_key, p_job.debounce_token, p_job.middleware, p_job.created_at,
-            p_job.batch_id, p_job.chain_id, p_job.chain_step)
+            p_job.batch_id, p_job.chain_id, p_job.chain_step, nullif(p_detail, ''), nullif(p_hint, ''))
     ON CONFLICT (uuid) DO UPDATE
         SET queue = EXCLUDED.queue, payload = EXCLUDED.payload, exception = EXCLUDED.exception,
-            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts;
+            failed_at = EXCLUDED.failed_at, attempts = EXCLUDED.attempts,
+            exception_detail = EXCLUDED.exception_detail, exception_hint = EXCLUDED.exception_hint;
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN
         -- its chain stops and on_failure is queued; its batch counts a failure (S71, S75)
         PERFORM pgq._record_ends('failed', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
@@ -173,7 +178,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._bury(pgq.jobs, text, timestamptz) IS 'Fails a job for good: pgq.failed_jobs row, locks released, job_failed event (S17).';
+COMMENT ON FUNCTION pgq._bury(pgq.jobs, text, timestamptz, text, text) IS 'Fails a job for good: pgq.failed_jobs row (with the exception''s DETAIL and HINT, S88), locks released, job_failed event (S17).';
 
 -- pgq._turn_away: a middleware sent the job back before its handler ran: the attempt is
 -- recorded as turned_away with the middleware's name and counted (S5: p_job is the job

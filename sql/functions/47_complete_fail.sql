@@ -130,9 +130,10 @@ COMMENT ON FUNCTION pgq.complete(uuid[], uuid[], timestamptz) IS
 --   otherwise back to waiting after backoff[attempts] (1-based; last entry repeats, S7, S8),
 --   default_backoff when the job set none.
 -- A timeout is not an exception for max_exceptions (S13); the failure text after a
--- timeout is TimeoutExceeded (S18). Returns the attempt recorded (final tells whether the
--- job failed for good), or no row when the token lost its lease (recorded, S15).
--- State change: reserved -> waiting (backoff) | failed.
+-- timeout is TimeoutExceeded (S18). detail and hint are the exception's DETAIL and HINT,
+-- kept with the attempt and the failed job (S88). Returns the attempt recorded (final
+-- tells whether the job failed for good), or no row when the token lost its lease
+-- (recorded, S15). State change: reserved -> waiting (backoff) | failed.
 CREATE OR REPLACE FUNCTION pgq.fail(
     uuid            uuid,
     token           uuid,
@@ -140,7 +141,9 @@ CREATE OR REPLACE FUNCTION pgq.fail(
     timed_out       boolean DEFAULT false,
     default_tries   int DEFAULT 1,
     default_backoff int[] DEFAULT '{0}',
-    as_of           timestamptz DEFAULT NULL
+    as_of           timestamptz DEFAULT NULL,
+    detail          text DEFAULT NULL,
+    hint            text DEFAULT NULL
 ) RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -159,6 +162,8 @@ DECLARE
     v_circuit text;
     v_decay   int;
     v_attempt pgq.attempts;
+    v_detail  text := left(fail.detail, 65536);  -- bounded as the exception is (S38)
+    v_hint    text := left(fail.hint, 65536);
 BEGIN
     PERFORM pgq._check_settings(fail.default_tries, fail.default_backoff, NULL, NULL);
     v_job := pgq._held('fail', fail.uuid, fail.token, v_now);
@@ -193,7 +198,7 @@ BEGIN
                 decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
                 last_exception = EXCLUDED.last_exception, updated_at = now();
         v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
-        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay, p_detail => v_detail, p_hint => v_hint);
         UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
         WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
         RETURNING * INTO v_attempt;
@@ -214,14 +219,14 @@ BEGIN
             OR (v_job.retry_until IS NULL AND v_tries > 0 AND v_job.attempts >= v_tries);
 
     IF v_final THEN
-        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true);
-        PERFORM pgq._bury(v_job, v_text, v_now);
+        RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, p_final => true, p_detail => v_detail, p_hint => v_hint);
+        PERFORM pgq._bury(v_job, v_text, v_now, v_detail, v_hint);
         RETURN;
     END IF;
 
     v_backoff := coalesce(v_job.backoff, fail.default_backoff);
     v_delay := v_backoff[least(v_job.attempts, cardinality(v_backoff))];
-    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay);
+    RETURN NEXT pgq._record(v_job, v_outcome, v_now, v_text, v_delay, p_detail => v_detail, p_hint => v_hint);
     UPDATE pgq.jobs j
     SET exceptions = v_job.exceptions, last_exception = v_job.last_exception,
         last_exception_attempt = v_job.last_exception_attempt,
@@ -232,19 +237,23 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.fail(uuid, uuid, text, boolean, int, int[], timestamptz) IS
-    'Worker protocol: records a failed or timed-out attempt and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
+COMMENT ON FUNCTION pgq.fail(uuid, uuid, text, boolean, int, int[], timestamptz, text, text) IS
+    'Worker protocol: records a failed or timed-out attempt (with its exception''s DETAIL and HINT, S88) and decides retry with backoff or final failure (S7-S10, S13, S17). Returns the attempt; no row when the lease was lost.';
 
 -- pgq.fail_many: pgq.fail for a batch of attempts, in one statement and one transaction
--- (a worker's failures of the same moment). Returns one attempt row per call whose token
--- still held its job; a missing uuid lost its lease (rejected and recorded, S15).
+-- (a worker's failures of the same moment). details and hints, when given, hold each
+-- exception's DETAIL and HINT (NULL or '' for none, S88). Returns one attempt row per
+-- call whose token still held its job; a missing uuid lost its lease (rejected and
+-- recorded, S15).
 CREATE OR REPLACE FUNCTION pgq.fail_many(
     uuids           uuid[],
     tokens          uuid[],
     exceptions      text[],
     timed_out       boolean[],
     default_tries   int DEFAULT 1,
-    default_backoff int[] DEFAULT '{0}'
+    default_backoff int[] DEFAULT '{0}',
+    details         text[] DEFAULT NULL,
+    hints           text[] DEFAULT NULL
 ) RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -253,21 +262,24 @@ AS $$
 BEGIN
     IF cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.tokens)
        OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.exceptions)
-       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out) THEN
-        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions and timed_out flags as uuids'
+       OR cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.timed_out)
+       OR (fail_many.details IS NOT NULL AND cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.details))
+       OR (fail_many.hints IS NOT NULL AND cardinality(fail_many.uuids) IS DISTINCT FROM cardinality(fail_many.hints)) THEN
+        RAISE EXCEPTION 'pgq: fail_many needs as many tokens, exceptions, timed_out flags (and details and hints, when given) as uuids'
             USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
         SELECT a.*
         FROM unnest(fail_many.uuids, fail_many.tokens, fail_many.exceptions, fail_many.timed_out)
-                 AS f(uuid, token, exception, timed_out),
+                 WITH ORDINALITY AS f(uuid, token, exception, timed_out, n),
              LATERAL pgq.fail(f.uuid, f.token, f.exception, f.timed_out,
-                              fail_many.default_tries, fail_many.default_backoff) a;
+                              fail_many.default_tries, fail_many.default_backoff,
+                              detail => fail_many.details[f.n], hint => fail_many.hints[f.n]) a;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.fail_many(uuid[], uuid[], text[], boolean[], int, int[]) IS
-    'Worker protocol: pgq.fail for a batch of attempts in one transaction; returns the attempts recorded (a missing uuid lost its lease).';
+COMMENT ON FUNCTION pgq.fail_many(uuid[], uuid[], text[], boolean[], int, int[], text[], text[]) IS
+    'Worker protocol: pgq.fail for a batch of attempts in one transaction, with each exception''s DETAIL and HINT (S88); returns the attempts recorded (a missing uuid lost its lease).';
 
 -- pgq.release: the job goes back to waiting for delay seconds without counting an
 -- exception and without backoff (S11). With refund the attempt is given back (used when
@@ -447,12 +459,12 @@ $$;
 COMMENT ON FUNCTION pgq._overlap_key_lock(bigint) IS 'Takes an overlap key''s advisory lock for a SQL handler''s transaction, waiting up to 0.5 s for a reserve that holds it; false when it is still held (S34).';
 
 -- pgq._sql_job: the start of pgq.run_sql_job, with pgq's privileges: the handler and
--- payload of the job this token holds, having taken the advisory lock of each of its
--- overlap keys for the transaction (see pgq.run_sql_job). Raises PQ001 when the token
--- no longer holds the job, 42883 when its handler function is gone, PQ002 when a key is
--- still locked.
+-- payload of the job this token holds, the search_path pinned for the handler when its
+-- function pins none (S86), having taken the advisory lock of each of its overlap keys
+-- for the transaction (see pgq.run_sql_job). Raises PQ001 when the token no longer holds
+-- the job, 42883 when its handler function is gone, PQ002 when a key is still locked.
 CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb,
-                                        OUT worker text, OUT attempt integer)
+                                        OUT worker text, OUT attempt integer, OUT search_path text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan  -- planned for the token's slot: pruned, and not locked
@@ -487,24 +499,27 @@ BEGIN
     payload := v_job.payload;
     worker := v_job.reserved_by;
     attempt := v_job.attempts;
+    search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQL job held by a lease token, its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
 
 -- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
 -- the job, in the caller's transaction: the function's effects and the completion commit
 -- together. Call it after setting statement_timeout to the job's timeout.
 -- It is not SECURITY DEFINER: the handler runs with the privileges of the role that
--- calls it, the worker's login role, never pgq's owner (S44); and with search_path
--- pg_catalog, pg_temp, so a handler names its tables with their schema or sets its own.
+-- calls it, the worker's login role, never pgq's owner (S44). Its search_path is
+-- pg_catalog, the schemas pgq.define_job pinned for it, pg_temp; or pg_catalog, pg_temp
+-- when none were; a function that pins its own search_path runs with that one (S86).
 -- The transaction holds the advisory lock of each of the job's overlap keys, so a second
 -- handler of a key cannot start while this one runs, even after its lease ended (S34);
 -- not of a key whose middleware sets expire_after, which says another job may take the
 -- key after that long even while this one runs (S27).
 -- Errors tell the worker whose fault an attempt's end was (S35):
---   PQ100  the handler raised: the attempt's exception (message, and its SQLSTATE in
---          the detail);
+--   PQ100  the handler raised: the attempt's exception, with its message, DETAIL and
+--          HINT (S88); a table or function it did not find (42P01, 42883) gets a HINT
+--          naming the search_path it ran with and the fix, when it raised none (S86);
 --   42883  the handler function does not exist: the attempt's exception too;
 --   57014  statement timeout: the handler ran past the job's timeout;
 --   PQ001  the token no longer holds the job (roll back: the effects are discarded);
@@ -523,18 +538,36 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_job record;
+    v_job    record;
+    v_call   text;
+    v_state  text;
+    v_msg    text;
+    v_detail text;
+    v_hint   text;
 BEGIN
     v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
             set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
             set_config('pgq.worker', coalesce(v_job.worker, ''), true);
+    -- Written under pgq's own search_path, where the handler's name always comes out
+    -- schema-qualified.
+    v_call := format('SELECT %s($1)', v_job.handler::regproc);
+    IF v_job.search_path IS NOT NULL THEN
+        -- For this call only: the function's own SET search_path ends with it (S86).
+        PERFORM set_config('search_path', 'pg_catalog, ' || v_job.search_path || ', pg_temp', true);
+    END IF;
     BEGIN
-        EXECUTE format('SELECT %s($1)', v_job.handler::regproc) USING v_job.payload;
+        EXECUTE v_call USING v_job.payload;
     EXCEPTION WHEN OTHERS THEN  -- not query_canceled: a statement timeout stays 57014
-        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = SQLERRM, DETAIL = format('SQLSTATE %s', SQLSTATE);
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_msg = MESSAGE_TEXT,
+                                v_detail = PG_EXCEPTION_DETAIL, v_hint = PG_EXCEPTION_HINT;
+        IF v_state IN ('42P01', '42883') AND v_hint = '' THEN
+            v_hint := pgq._handler_path_hint(v_job.handler, v_job.search_path, v_msg);
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
+    PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -542,4 +575,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
-    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role, and completes the job in the same transaction; PQ100 marks the handler''s own exception (S35, S44).';
+    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88).';

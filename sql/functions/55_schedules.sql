@@ -320,7 +320,8 @@ COMMENT ON VIEW pgq.schedules IS
 -- timezone makes the schedule pending: a worker computes its next tick from now (S64);
 -- pausing or unpausing it does too (S65); other changes apply from the next tick.
 -- Raises 22023 naming what is wrong (expression, zone, catch_up, names, options, a
--- debounced job), writing nothing.
+-- debounced job), writing nothing. Returns the schedule as a line of text (pgq.schedules
+-- has its columns).
 CREATE OR REPLACE FUNCTION pgq.schedule(
     name            text,
     cron            text,
@@ -338,7 +339,7 @@ CREATE OR REPLACE FUNCTION pgq.schedule(
     fail_on_timeout boolean DEFAULT NULL,
     retry_for       interval DEFAULT NULL,
     middleware      jsonb DEFAULT NULL
-) RETURNS pgq.schedules
+) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     v_problem text;
@@ -405,12 +406,17 @@ BEGIN
             next_run_at = CASE WHEN (e.cron, e.timezone, e.paused) IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.paused)
                                THEN NULL ELSE e.next_run_at END;
     SELECT * INTO v_row FROM pgq.schedules s WHERE s.name = schedule.name;
-    RETURN v_row;
+    RETURN format('schedule %s: job %s at %s in %s%s, catch_up %s, %s', v_row.name, v_row.job, v_row.cron,
+                  v_row.timezone, CASE WHEN v_row.queue IS NOT NULL THEN ', queue ' || v_row.queue ELSE '' END,
+                  v_row.catch_up,
+                  CASE v_row.state WHEN 'paused' THEN 'paused (pgq.resume_schedule starts it)'
+                                   WHEN 'pending' THEN 'pending: a running worker computes its next tick within a second'
+                                   ELSE format('next tick %s', v_row.next_run_at) END);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.schedule(text, text, text, jsonb, text, text, text, boolean, int, int, int[], int, int, boolean, interval, jsonb) IS
-    'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option.';
+    'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option. Returns the schedule as a line of text.';
 
 -- pgq.unschedule: deletes a schedule; its jobs already dispatched stay. Returns false
 -- when there was none.
@@ -474,7 +480,7 @@ COMMENT ON FUNCTION pgq.resume_schedule(text) IS
 -- pgq.run_schedule: dispatches the schedule's job now, once, with its payload and
 -- options, paused or not; the regular ticks are not moved (S65). The job is not unique.
 -- Recorded as the schedule's last run and in pgq.actions (run_now). Returns the job's
--- uuid, NULL when there is no such schedule; raises what pgq.dispatch raises.
+-- uuid; raises P0002 when there is no such schedule (S89), and what pgq.dispatch raises.
 CREATE OR REPLACE FUNCTION pgq.run_schedule(name text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -483,7 +489,8 @@ DECLARE
 BEGIN
     SELECT * INTO v_entry FROM pgq.schedule_entries e WHERE e.name = run_schedule.name FOR UPDATE;
     IF NOT FOUND THEN
-        RETURN NULL;
+        RAISE EXCEPTION 'pgq: no schedule %', quote_literal(run_schedule.name)
+            USING ERRCODE = 'P0002', HINT = 'SELECT name FROM pgq.schedules lists them.';
     END IF;
     v_uuid := pgq._dispatch_scheduled(v_entry, NULL);
     UPDATE pgq.schedule_entries e SET last_run_at = now(), last_job_uuid = v_uuid WHERE e.name = v_entry.name;
@@ -494,7 +501,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_schedule(text) IS
-    'Dispatches a schedule''s job now, once, without moving its ticks (S65); returns its uuid, NULL when there is no such schedule. Recorded in pgq.actions.';
+    'Dispatches a schedule''s job now, once, without moving its ticks (S65); returns its uuid; P0002 when there is no such schedule (S89). Recorded in pgq.actions.';
 
 -- pgq.due_schedules: worker protocol (S66). The schedules a worker has to handle as of
 -- as_of (default now()): pending ones (next_run_at NULL: compute it, pgq.plan_schedule)

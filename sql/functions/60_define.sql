@@ -1,8 +1,9 @@
 -- Configuration: queues, job classes and rate limits.
 
 -- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
+-- Returns a line that says what was defined (psql prints it as it is).
 CREATE OR REPLACE FUNCTION pgq.define_queue(name text, retry_after int DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false)
-RETURNS pgq.queues
+RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -19,12 +20,13 @@ BEGIN
     ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
         SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
     RETURNING * INTO v_queue;
-    RETURN v_queue;
+    RETURN format('queue %s: retry_after %s s%s', v_queue.name, v_queue.retry_after,
+                  CASE WHEN v_queue.paused THEN ', paused (pgq.resume_queue starts it)' ELSE '' END);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.define_queue(text, int, boolean) IS
-    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations.';
+    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations. Returns what it defined, as a line of text.';
 
 -- pgq._check_ceilings: the guard of a class's ceilings (S90): max_tries >= 0 (0:
 -- unlimited allowed), max_retry_for positive, min_backoff >= 0, max_timeout 1 to the
@@ -94,7 +96,8 @@ CREATE OR REPLACE FUNCTION pgq._define_job(
     max_tries       int,
     max_retry_for   interval,
     min_backoff     int,
-    max_timeout     int
+    max_timeout     int,
+    search_path     text
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -139,23 +142,80 @@ BEGIN
             max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
             min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
     RETURNING * INTO v_class;
+    -- The handler's search_path (S86): the one given, for a handler that pins none; the
+    -- last definition that names a handler decides it, for every class that names it.
+    IF _define_job.handler IS NOT NULL AND _define_job.search_path IS NOT NULL THEN
+        INSERT INTO pgq.handler_search_paths AS h (handler, search_path)
+        VALUES (_define_job.handler, _define_job.search_path)
+        ON CONFLICT ON CONSTRAINT handler_search_paths_pkey DO UPDATE
+            SET search_path = EXCLUDED.search_path, defined_by = EXCLUDED.defined_by, defined_at = EXCLUDED.defined_at;
+    ELSIF _define_job.handler IS NOT NULL THEN
+        DELETE FROM pgq.handler_search_paths h WHERE h.handler = _define_job.handler;
+    END IF;
     RETURN v_class;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int) IS
-    'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller.';
+COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text) IS
+    'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
+
+-- pgq._describe_class: a job class as one line of text, what pgq.define_job returns.
+CREATE OR REPLACE FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT concat_ws(', ',
+        format('job class %s: queue %s', p_class.name, p_class.queue),
+        CASE WHEN p_class.handler IS NULL THEN 'no SQL handler (a Go worker''s handler runs it)'
+             ELSE format('handler %s', p_class.handler) END,
+        CASE WHEN p_search_path IS NOT NULL THEN format('run with search_path %s', p_search_path) END,
+        CASE WHEN p_class.tries IS NOT NULL THEN format('tries %s', p_class.tries) END,
+        CASE WHEN p_class.backoff IS NOT NULL THEN format('backoff %s', p_class.backoff) END,
+        CASE WHEN p_class.max_exceptions IS NOT NULL THEN format('max_exceptions %s', p_class.max_exceptions) END,
+        CASE WHEN p_class.timeout IS NOT NULL THEN format('timeout %s s', p_class.timeout) END,
+        CASE WHEN p_class.fail_on_timeout THEN 'fail_on_timeout' END,
+        CASE WHEN p_class.retry_for IS NOT NULL THEN format('retry_for %s', p_class.retry_for) END,
+        CASE WHEN p_class.unique_for IS NOT NULL OR p_class.unique_by IS NOT NULL
+             THEN format('unique until %s%s%s', p_class.unique_until,
+                         CASE WHEN p_class.unique_for IS NOT NULL THEN format(' for %s', p_class.unique_for) END,
+                         CASE WHEN p_class.unique_by IS NOT NULL THEN format(' by %s', p_class.unique_by) END) END,
+        CASE WHEN p_class.debounce_for IS NOT NULL OR p_class.debounce_by IS NOT NULL
+             THEN format('debounced%s%s%s',
+                         CASE WHEN p_class.debounce_for IS NOT NULL THEN format(' for %s', p_class.debounce_for) END,
+                         CASE WHEN p_class.debounce_by IS NOT NULL THEN format(' by %s', p_class.debounce_by) END,
+                         CASE WHEN p_class.debounce_max_wait IS NOT NULL THEN format(' at most %s', p_class.debounce_max_wait) END) END,
+        CASE WHEN num_nonnulls(p_class.max_tries, p_class.max_retry_for, p_class.min_backoff, p_class.max_timeout) > 0
+             THEN 'a dispatch may set ' || concat_ws(', ',
+                 CASE WHEN p_class.max_tries IS NOT NULL THEN format('tries up to %s', p_class.max_tries) END,
+                 CASE WHEN p_class.max_retry_for IS NOT NULL THEN format('retry_for up to %s', p_class.max_retry_for) END,
+                 CASE WHEN p_class.min_backoff IS NOT NULL THEN format('backoff from %s s', p_class.min_backoff) END,
+                 CASE WHEN p_class.max_timeout IS NOT NULL THEN format('timeout up to %s s', p_class.max_timeout) END) END,
+        CASE WHEN p_class.middleware IS NOT NULL
+             THEN 'middleware ' || (SELECT string_agg(k, ', ' ORDER BY n)
+                                    FROM jsonb_array_elements(p_class.middleware) WITH ORDINALITY AS m(e, n),
+                                         jsonb_object_keys(m.e) k) END);
+$$;
+
+COMMENT ON FUNCTION pgq._describe_class(pgq.job_classes, text) IS 'A job class as one line of text: what pgq.define_job returns.';
 
 -- pgq.define_job: upserts a job class. The whole declaration is replaced (a parameter
 -- left out becomes NULL/default). Jobs already dispatched keep their frozen settings (S1).
--- max_tries, max_retry_for, min_backoff and max_timeout are the ceilings of what a
--- dispatch may set beyond the class's own settings (S90); NULL takes the database's
--- (S91).
 -- handler names a SQL function taking one jsonb argument, with its schema; it must exist,
 -- the caller must be allowed to execute it, and it is stored as that function
 -- (regprocedure), not as a name to look up later. Only pgq_admin may call this, so only
 -- an admin names the code that workers run (S44). Not SECURITY DEFINER itself: the
 -- handler is resolved with the caller's privileges, then pgq._define_job writes the row.
+-- max_tries, max_retry_for, min_backoff and max_timeout are the ceilings of what a
+-- dispatch may set beyond the class's own settings (S90); NULL takes the database's
+-- (S91).
+-- A handler function that pins no search_path of its own runs with the schemas of
+-- search_path (S86): by default the caller's search_path as it resolves at the call
+-- (its default is evaluated before this function's own SET search_path applies), '{}'
+-- for none. pg_temp, pgq, pg_catalog and any schema in which every role may create
+-- objects (where another role could put a table or function of the same name in the
+-- handler's way) are left out. pgq.run_sql_job runs the handler with search_path
+-- pg_catalog, those schemas, pg_temp. A NOTICE says what was pinned and how to pin it on
+-- the function instead. Returns the class as a line of text.
 CREATE OR REPLACE FUNCTION pgq.define_job(
     name            text,
     queue           text DEFAULT 'default',
@@ -176,13 +236,18 @@ CREATE OR REPLACE FUNCTION pgq.define_job(
     max_tries       int DEFAULT NULL,
     max_retry_for   interval DEFAULT NULL,
     min_backoff     int DEFAULT NULL,
-    max_timeout     int DEFAULT NULL
-) RETURNS pgq.job_classes
+    max_timeout     int DEFAULT NULL,
+    search_path     text[] DEFAULT current_schemas(false)
+) RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_proc regprocedure;
+    v_proc    regprocedure;
+    v_own     text;     -- the search_path the handler function pins itself
+    v_path    text;     -- the one pinned for it here
+    v_skipped text;     -- schemas of the caller's path left out: anyone may create in them
+    v_class   pgq.job_classes;
 BEGIN
     IF define_job.handler IS NOT NULL THEN
         IF define_job.handler !~ '^[^.]+\.[^.]+$' THEN
@@ -198,21 +263,42 @@ BEGIN
         IF NOT has_function_privilege(v_proc, 'EXECUTE') THEN
             RAISE EXCEPTION 'pgq: % may not execute handler %', current_user, v_proc USING ERRCODE = '42501';
         END IF;
+        v_own := pgq._proc_search_path(v_proc);
+        IF v_own IS NULL THEN
+            -- By default current_schemas(false): the caller's path as it resolves now
+            -- ("$user" and schemas that do not exist are gone; the implicit ones are not
+            -- listed).
+            SELECT string_agg(quote_ident(s), ', ' ORDER BY n) FILTER (WHERE NOT has_schema_privilege('public', s, 'CREATE')),
+                   string_agg(quote_ident(s), ', ' ORDER BY n) FILTER (WHERE has_schema_privilege('public', s, 'CREATE'))
+            INTO v_path, v_skipped
+            FROM unnest(define_job.search_path) WITH ORDINALITY AS c(s, n)
+            WHERE s NOT LIKE 'pg\_temp%' AND s NOT IN ('pgq', 'pg_catalog') AND to_regnamespace(quote_ident(s)) IS NOT NULL;
+            RAISE NOTICE '%', format('pgq: handler %s pins no search_path: ', v_proc)
+                || CASE WHEN v_path IS NOT NULL
+                        THEN format('it runs with search_path pg_catalog, %s, pg_temp', v_path)
+                        ELSE 'it runs with search_path pg_catalog, pg_temp: name its tables with their schema' END
+                || CASE WHEN v_skipped IS NOT NULL
+                        THEN format('; %s left out, since every role may create objects there', v_skipped) ELSE '' END
+                USING HINT = format('To pin one on the function itself: ALTER FUNCTION %s SET search_path = %s',
+                                    v_proc, coalesce(v_path, quote_ident((SELECT nspname FROM pg_namespace ns JOIN pg_proc p ON p.pronamespace = ns.oid WHERE p.oid = v_proc))));
+        END IF;
     END IF;
-    RETURN pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
-                           define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
-                           define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
-                           define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
-                           define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout);
+    v_class := pgq._define_job(define_job.name, define_job.queue, v_proc, define_job.tries, define_job.backoff,
+                               define_job.max_exceptions, define_job.timeout, define_job.fail_on_timeout, define_job.retry_for,
+                               define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
+                               define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
+                               define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout,
+                               v_path);
+    RETURN pgq._describe_class(v_class, coalesce(v_own, CASE WHEN v_path IS NOT NULL THEN 'pg_catalog, ' || v_path || ', pg_temp' END));
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int) IS
-    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout). New dispatches copy it (S1, S44, S90).';
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text[]) IS
+    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 -- pgq.define_limit: creates or updates a named rate limit of max hits per window,
--- shared by every worker (S28).
-CREATE OR REPLACE FUNCTION pgq.define_limit(name text, max int, per interval) RETURNS pgq.rate_limits
+-- shared by every worker (S28). Returns it as a line of text.
+CREATE OR REPLACE FUNCTION pgq.define_limit(name text, max int, per interval) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -229,12 +315,12 @@ BEGIN
     INSERT INTO pgq.rate_limits AS l (name, max, per) VALUES (define_limit.name, define_limit.max, define_limit.per)
     ON CONFLICT ON CONSTRAINT rate_limits_pkey DO UPDATE SET max = EXCLUDED.max, per = EXCLUDED.per, updated_at = now()
     RETURNING * INTO v_limit;
-    RETURN v_limit;
+    RETURN format('limit %s: %s per %s, shared by every worker', v_limit.name, v_limit.max, v_limit.per);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.define_limit(text, int, interval) IS
-    'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28).';
+    'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28). Returns it as a line of text.';
 
 -- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
 -- schedule or a running chain names it in its middleware: their next dispatch would

@@ -176,7 +176,7 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- failed_older_than (NULL: keep), and the coordination rows that no longer say anything:
 -- expired unique locks and overlap leases, rate-limit windows that have ended, circuits
 -- whose decay has passed, debounce tokens whose job is gone (an hour after their last
--- dispatch), and batches and chains that ended more than history_older_than ago. Each of
+-- dispatch), workers not seen for a day, and batches and chains that ended more than history_older_than ago. Each of
 -- these deletes re-reads the row it deletes, so a row a concurrent dispatch or reserve
 -- just renewed stays; a window a reserve holds is left for the next call (S82). Only one
 -- caller at a time does the work (a transaction advisory lock); the others return NULL
@@ -212,6 +212,9 @@ BEGIN
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
+    DELETE FROM pgq.workers w WHERE w.seen_at < now() - interval '1 day';  -- died long ago (S87)
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
     v_count := v_count + pgq._batches_prune(prune_all.history_older_than);  -- S73
     -- Last, and only the windows whose lock is free (S82): a reserve writes a window only
     -- under its advisory lock, and may wait for it; after taking these, this transaction
@@ -243,13 +246,19 @@ $$;
 COMMENT ON FUNCTION pgq._retry_window(int, int[], int) IS 'Seconds between a job''s first attempt and its last: backoffs plus tries x timeout; NULL when tries is unlimited.';
 
 -- pgq.check: the ordering linter (S16). One row per problem in the configured queues and
--- job classes, with the object, the rule, the numbers and the fix. worker_timeout and
--- worker_tries are the worker's --timeout and --tries, used where a class sets none.
-CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1)
+-- job classes, with the object, the rule, the numbers, the fix and the queue it is about
+-- (NULL: the workers' own settings). worker_timeout and worker_tries are the worker's
+-- --timeout and --tries, used where a class sets none. With queues, only the findings
+-- about those queues and the workers' settings (a worker checks what it serves).
+-- Besides the timings: a SQL handler that runs with no search_path but pg_catalog,
+-- pg_temp (S86); jobs waiting in a queue that no live worker serves, and jobs whose
+-- name no class defines and no live worker has a handler for (S87).
+CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1, queues text[] DEFAULT NULL)
 RETURNS SETOF pgq.check_finding
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+    SELECT f.* FROM (
     WITH classes AS (
         SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
                coalesce(c.tries, worker_tries) AS eff_tries,
@@ -258,28 +267,39 @@ AS $$
                pgq._middleware(c.middleware, 'without_overlapping') AS overlap
         FROM pgq.job_classes c
         LEFT JOIN pgq.queues q ON q.name = c.queue
+    ), live AS (
+        SELECT * FROM pgq._live_workers()
+    ), waiting AS (
+        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
+    ), nameless AS (
+        -- jobs with no SQL handler, by name and queue
+        SELECT j.job, j.queue, sum(j.n) AS n
+        FROM pgq._live_counted j
+        WHERE j.reserved_at IS NULL AND j.handler IS NULL
+        GROUP BY j.job, j.queue
     )
-    SELECT 'worker', 'timeout_zero',
-           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever',
-           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)'
+    SELECT 'worker' AS object, 'timeout_zero' AS rule,
+           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever' AS detail,
+           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)' AS fix, NULL::text AS queue
     WHERE worker_timeout = 0
     UNION ALL
     SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
            format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
                   worker_timeout, q.retry_after),
-           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10)
+           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10),
+           q.name
     FROM pgq.queues q
     WHERE worker_timeout >= q.retry_after
     UNION ALL
     SELECT 'job ' || c.name, 'timeout_zero',
            'timeout 0 disables the handler timeout for this job',
-           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after)
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after), c.queue
     FROM classes c WHERE c.timeout = 0
     UNION ALL
     SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
            format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
                   c.eff_timeout, c.retry_after, c.queue),
-           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout)
+           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout), c.queue
     FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
     UNION ALL
     SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
@@ -287,7 +307,8 @@ AS $$
                 ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
                             c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
            format('raise unique_for above %s s plus a realistic queue wait',
-                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window'))
+                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window')),
+           c.queue
     FROM classes c
     WHERE c.unique_for IS NOT NULL
       AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
@@ -296,7 +317,7 @@ AS $$
     SELECT 'job ' || c.name, 'backoff_past_retry_for',
            format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
                   c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
-           'shorten the backoffs or lengthen retry_for'
+           'shorten the backoffs or lengthen retry_for', c.queue
     FROM classes c
     WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
       AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
@@ -305,7 +326,8 @@ AS $$
            format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
                   c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
            format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
-                  c.eff_timeout, c.retry_after)
+                  c.eff_timeout, c.retry_after),
+           c.queue
     FROM classes c
     WHERE c.overlap ? 'expire_after'
       AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
@@ -313,7 +335,7 @@ AS $$
     SELECT 'job ' || c.name, 'backoff_longer_than_tries',
            format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
                   cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
-           'trim the backoff or raise tries'
+           'trim the backoff or raise tries', c.queue
     FROM classes c
     WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
     UNION ALL
@@ -322,14 +344,45 @@ AS $$
                   c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
                               WHERE k IN ('without_overlapping', 'rate_limited')),
                   (SELECT max(b) FROM unnest(c.backoff) b)),
-           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited'
+           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited', c.queue
     FROM classes c
     WHERE cardinality(c.backoff) > 1
       AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
       AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
                   WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
-    ORDER BY 1, 2;
+    UNION ALL
+    SELECT 'job ' || c.name, 'handler_without_search_path',
+           format('handler %s pins no search_path, and none was pinned for it when the class was defined: it runs with search_path pg_catalog, pg_temp, so a table or function it names without its schema is not found',
+                  c.handler),
+           format('ALTER FUNCTION %s SET search_path = %s, or define the class again from a session whose search_path has the schemas it uses',
+                  c.handler, (SELECT quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.oid = c.handler)),
+           c.queue
+    FROM classes c
+    WHERE c.handler IS NOT NULL AND EXISTS (SELECT FROM pg_proc p WHERE p.oid = c.handler)
+      AND pgq._proc_search_path(c.handler) IS NULL
+      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler)
+    UNION ALL
+    SELECT 'queue ' || w.queue, 'queue_unserved',
+           format('%s in queue %s, and no live worker serves it (none of the workers seen in the last %s s lists it)',
+                  CASE WHEN w.n = 1 THEN '1 job waits' ELSE w.n || ' jobs wait' END, w.queue, extract(epoch FROM pgq._worker_ttl())::int),
+           format('start a worker for it (pgq-worker work --queue %s), or dispatch to a queue a worker serves', w.queue),
+           w.queue
+    FROM waiting w
+    WHERE NOT EXISTS (SELECT FROM live l WHERE w.queue = ANY (l.queues))
+    UNION ALL
+    SELECT 'job ' || x.job, 'job_unhandled',
+           format('%s in queue %s, but no job class defines %s and no live worker has a handler for it: a worker that takes one fails it with "no handler"',
+                  CASE WHEN x.n = 1 THEN '1 job named ' || x.job || ' waits' ELSE x.n || ' jobs named ' || x.job || ' wait' END,
+                  x.queue, x.job),
+           format('define it (pgq.define_job(%L, handler => ''schema.function'')), run a worker that registers a Go handler for it, or cancel the jobs if the name is a typo', x.job),
+           x.queue
+    FROM nameless x
+    WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
+      AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
+    ) f
+    WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
+    ORDER BY 1, 2, 5;
 $$;
 
-COMMENT ON FUNCTION pgq.check(int, int) IS
-    'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix), given the worker''s --timeout and --tries.';
+COMMENT ON FUNCTION pgq.check(int, int, text[]) IS
+    'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87).';

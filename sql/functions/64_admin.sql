@@ -75,18 +75,38 @@ $$;
 COMMENT ON FUNCTION pgq.cancelled(uuid[], uuid[], timestamptz) IS
     'Worker protocol: jobs whose handlers were cancelled on an operator''s request end as cancelled; returns the attempts recorded.';
 
--- pgq.pause_queue: workers stop reserving the queue's jobs (running ones finish); the
--- queue is created, paused, if it had no row. Returns whether it was running before.
--- Recorded in pgq.actions.
+-- pgq.pause_queue: workers stop reserving the queue's jobs (running ones finish).
+-- Returns whether it was running before. Recorded in pgq.actions. The queue must be
+-- known (S89): it has a pgq.queues row, is named by a job class or a schedule, has jobs
+-- waiting, running or failed, or is default. Any other name is refused (22023), since
+-- pausing it would create a queue nothing uses: most likely a typo. To create a queue
+-- paused on purpose, pgq.define_queue(name, paused => true).
 CREATE OR REPLACE FUNCTION pgq.pause_queue(queue text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_was boolean;
+    v_known text;
 BEGIN
     PERFORM pgq._check_name('queue', pause_queue.queue);
     SELECT q.paused INTO v_was FROM pgq.queues q WHERE q.name = pause_queue.queue FOR UPDATE;
+    IF NOT FOUND AND pause_queue.queue <> 'default'
+       AND NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq.schedule_entries e WHERE e.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq._live_counted j WHERE j.queue = pause_queue.queue)
+       AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.queue = pause_queue.queue) THEN
+        SELECT string_agg(n, ', ' ORDER BY d, n) INTO v_known
+        FROM (SELECT n, pgq._edit_distance(n, pause_queue.queue) AS d
+              FROM (SELECT q.name FROM pgq.queues q UNION SELECT c.queue FROM pgq.job_classes c
+                    UNION SELECT 'default') k(n)
+              ORDER BY 2, 1 LIMIT 3) s
+        WHERE d <= greatest(2, length(pause_queue.queue) / 3);
+        RAISE EXCEPTION 'pgq: no queue %: no pgq.queues row, job class, schedule or job names it', quote_literal(pause_queue.queue)
+            USING ERRCODE = '22023',
+                  HINT = CASE WHEN v_known IS NOT NULL THEN format('Did you mean %s? ', v_known) ELSE '' END
+                         || format('To create it paused: SELECT pgq.define_queue(%L, paused => true)', pause_queue.queue);
+    END IF;
     INSERT INTO pgq.queues AS q (name, paused) VALUES (pause_queue.queue, true)
     ON CONFLICT (name) DO UPDATE SET paused = true, updated_at = now();
     PERFORM pgq._record_action('pause', NULL, pause_queue.queue);
@@ -94,7 +114,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.pause_queue(text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. Recorded in pgq.actions.';
+COMMENT ON FUNCTION pgq.pause_queue(text) IS 'Stops workers from reserving the queue''s jobs; returns whether it was running. A name no queue, class, schedule or job uses is refused (S89). Recorded in pgq.actions.';
 
 -- pgq.resume_queue: workers reserve the queue's jobs again, and napping ones are woken.
 -- Returns whether it was paused. Recorded in pgq.actions.

@@ -77,14 +77,25 @@ COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (
 CREATE OR REPLACE VIEW pgq.failed AS
 SELECT f.id, f.uuid, f.job, f.queue, f.attempts, f.failed_at, f.exception,
        CASE WHEN (SELECT pgq._sees_payloads()) THEN f.payload END AS payload,
-       (SELECT jsonb_agg(jsonb_build_object(
+       (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
                    'attempt', a.attempt, 'outcome', a.outcome, 'worker', a.worker,
-                   'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay)
+                   'finished_at', a.finished_at, 'exception', a.exception, 'delay', a.delay,
+                   'detail', a.exception_detail, 'hint', a.exception_hint))
                ORDER BY a.id)
-        FROM pgq.attempts a WHERE a.job_uuid = f.uuid) AS history
+        FROM pgq.attempts a WHERE a.job_uuid = f.uuid) AS history,
+       f.exception_detail, f.exception_hint
 FROM pgq.failed_jobs f;
 
-COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception) as history.';
+COMMENT ON VIEW pgq.failed IS 'Failed jobs with every previous attempt (outcome and exception, with its detail and hint when it had them) as history; the final exception''s DETAIL and HINT (S88).';
+
+-- pgq.live_workers: the workers running now (S87): each one's queues, the job names it
+-- has Go handlers for, its version, when it started and when it last said so.
+CREATE OR REPLACE VIEW pgq.live_workers AS
+SELECT w.name, w.queues, w.handlers, w.version, w.started_at, w.seen_at
+FROM pgq.workers w
+WHERE w.seen_at > now() - pgq._worker_ttl();
+
+COMMENT ON VIEW pgq.live_workers IS 'Workers seen in the last minute: the queues each serves, its Go handlers'' job names, its version (S87).';
 
 CREATE OR REPLACE VIEW pgq.queue_stats AS
 SELECT q.queue,

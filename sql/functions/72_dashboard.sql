@@ -12,22 +12,24 @@ SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backof
        l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
        l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
        l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
-       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at,
+       l.batch_id, l.chain_id, l.chain_step
 FROM pgq.live_jobs l;
 
 COMMENT ON VIEW pgq.job_settings IS
-    'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
+    'Each live job''s frozen settings (S1), counters, state (ready, scheduled, retrying, running) and its batch or chain, without its payload.';
 
 -- pgq.failed_job_settings: each failed job's frozen settings (S1) and its failure,
 -- without its payload. Read it by uuid (failed_jobs_uuid_key).
 CREATE OR REPLACE VIEW pgq.failed_job_settings AS
 SELECT f.uuid, f.job, f.queue, f.priority, f.handler, f.tries, f.backoff, f.max_exceptions, f.timeout,
        f.fail_on_timeout, f.retry_until, f.unique_key, f.unique_until, f.debounce_key, f.middleware,
-       f.attempts, f.dispatched_at, f.failed_at, f.exception
+       f.attempts, f.dispatched_at, f.failed_at, f.exception, f.exception_detail, f.exception_hint,
+       f.batch_id, f.chain_id, f.chain_step
 FROM pgq.failed_jobs f;
 
 COMMENT ON VIEW pgq.failed_job_settings IS
-    'Each failed job''s frozen settings (S1) and its failure (failed_at, exception), without its payload.';
+    'Each failed job''s frozen settings (S1), its failure (failed_at, exception with its DETAIL and HINT) and its batch or chain, without its payload.';
 
 -- pgq.queue_overview: per queue, the figures of pgq.queue_stats (jobs ready, scheduled,
 -- retrying, running and failed, the oldest wait) in one pass over pgq.jobs and one over

@@ -13,11 +13,15 @@
 --   finished  row gone from pgq.jobs; pgq.attempts keeps the history (succeeded)
 --   failed    row gone from pgq.jobs; a pgq.failed_jobs row holds it (S17)
 
+-- pgq.Migrate creates the schema before the migrations, for goose's version table
+-- (pgq.goose_version, sql/bootstrap.sql); anything else in it is an older installation.
+
 -- +goose Up
 -- +goose StatementBegin
 DO $$
 BEGIN
-    IF to_regnamespace('pgq') IS NOT NULL THEN
+    IF EXISTS (SELECT FROM pg_class c WHERE c.relnamespace = to_regnamespace('pgq')
+               AND c.relname NOT IN ('goose_version', 'goose_version_id_seq', 'goose_version_pkey')) THEN
         RAISE EXCEPTION 'pgq: schema pgq exists but is older than version 7: migrate it first with the pgq release whose last migration is 00007_batched_overlap_unlock.sql'
             USING ERRCODE = '55000';
     END IF;
@@ -25,7 +29,7 @@ END
 $$;
 -- +goose StatementEnd
 
-CREATE SCHEMA pgq;
+CREATE SCHEMA IF NOT EXISTS pgq;
 
 COMMENT ON SCHEMA pgq IS 'pgq job queue: tables, views and the functions that are its state machine';
 
@@ -262,4 +266,26 @@ COMMENT ON TABLE pgq.overlap_locks IS 'Who took each without_overlapping advisor
 COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
 
 -- +goose Down
-DROP SCHEMA pgq CASCADE;
+-- Everything in pgq but goose's version table, which goose writes after this.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT format('DROP %s IF EXISTS %s CASCADE', CASE c.relkind WHEN 'v' THEN 'VIEW' ELSE 'TABLE' END, c.oid::regclass) AS stmt
+        FROM pg_class c
+        WHERE c.relnamespace = 'pgq'::regnamespace AND c.relkind IN ('r', 'p', 'v') AND NOT c.relispartition
+          AND c.relname <> 'goose_version'
+        UNION ALL
+        SELECT format('DROP ROUTINE IF EXISTS %s CASCADE', p.oid::regprocedure) FROM pg_proc p WHERE p.pronamespace = 'pgq'::regnamespace
+        UNION ALL
+        SELECT format('DROP TYPE IF EXISTS %s CASCADE', t.oid::regtype) FROM pg_type t
+        WHERE t.typnamespace = 'pgq'::regnamespace AND t.typtype IN ('c', 'e')
+          AND (t.typrelid = 0 OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+    LOOP
+        EXECUTE r.stmt;
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd

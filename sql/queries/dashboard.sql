@@ -120,7 +120,8 @@ SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backof
        l.attempts, l.exceptions, l.lease_expiries, l.interruptions, l.turn_aways,
        l.last_exception_attempt, l.last_exception, l.wait_reason, l.available_at,
        l.reserved_by AS worker, l.reserved_at, l.started_at, l.reserved_until AS lease_until,
-       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at
+       l.cancel_requested_at, l.cancel_requested_by, l.created_at AS dispatched_at,
+       l.batch_id, l.chain_id, l.chain_step
 FROM pgq.live_job(@uuid::uuid) l;
 
 -- name: DashboardFailedJobGet :one

@@ -1,12 +1,19 @@
 -- name: FailedJobList :many
-SELECT *
-FROM pgq.failed_jobs
-WHERE sqlc.narg('queue')::text IS NULL OR queue = sqlc.narg('queue')::text
-ORDER BY failed_at DESC, id DESC
+-- Through the view pgq.failed, which pgq_reader may read (people on call use the CLI as
+-- readers): the payload shows only to payload readers (S45).
+SELECT f.uuid, f.job, f.queue, f.payload::jsonb AS payload, f.exception, f.failed_at, f.attempts,
+       f.exception_detail, f.exception_hint
+FROM pgq.failed f
+WHERE sqlc.narg('queue')::text IS NULL OR f.queue = sqlc.narg('queue')::text
+ORDER BY f.failed_at DESC, f.id DESC
 LIMIT @max::int;
 
 -- name: FailedJobGet :one
-SELECT * FROM pgq.failed_jobs WHERE uuid = @uuid::uuid;
+-- Through the view pgq.failed, as FailedJobList.
+SELECT f.uuid, f.job, f.queue, f.payload::jsonb AS payload, f.exception, f.failed_at, f.attempts,
+       f.exception_detail, f.exception_hint
+FROM pgq.failed f
+WHERE f.uuid = @uuid::uuid;
 
 -- name: AttemptListByJob :many
 SELECT * FROM pgq.attempts WHERE job_uuid = @job_uuid::uuid ORDER BY id;

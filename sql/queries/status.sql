@@ -2,7 +2,9 @@
 SELECT * FROM pgq.queue_stats ORDER BY queue;
 
 -- name: CheckList :many
-SELECT * FROM pgq.check(worker_timeout => @worker_timeout::int, worker_tries => @worker_tries::int);
+-- queues NULL: every finding; else those about these queues and the workers' settings.
+SELECT * FROM pgq.check(worker_timeout => @worker_timeout::int, worker_tries => @worker_tries::int,
+                        queues => sqlc.narg('queues')::text[]);
 
 -- name: RetentionPrune :one
 -- NULL from pgq.prune_all: another caller is pruning, and this call pruned nothing.

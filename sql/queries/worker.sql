@@ -34,7 +34,9 @@ SELECT * FROM pgq.fail_many(
     exceptions => @exceptions::text[],
     timed_out => @timed_out::boolean[],
     default_tries => @default_tries::int,
-    default_backoff => @default_backoff::int[]
+    default_backoff => @default_backoff::int[],
+    details => @details::text[],
+    hints => @hints::text[]
 );
 
 -- name: JobRelease :many
@@ -130,3 +132,11 @@ SELECT c.token::uuid AS token FROM pgq.cancel_requests(worker => @worker::text) 
 
 -- name: JobCancelledMany :many
 SELECT * FROM pgq.cancelled(uuids => @uuids::uuid[], tokens => @tokens::uuid[]);
+
+-- name: WorkerSeen :exec
+-- The worker's row of pgq.workers: what it serves, and that it is alive (S87).
+SELECT pgq.worker_seen(worker => @worker::text, queues => @queues::text[], handlers => @handlers::text[],
+                       version => sqlc.narg('version')::text, starting => @starting::boolean);
+
+-- name: WorkerStopped :exec
+SELECT pgq.worker_stopped(worker => @worker::text);

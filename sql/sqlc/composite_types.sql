@@ -30,5 +30,6 @@ CREATE TABLE pgq.check_finding (
     object text NOT NULL,
     rule   text NOT NULL,
     detail text NOT NULL,
-    fix    text NOT NULL
+    fix    text NOT NULL,
+    queue  text
 );
