@@ -6,8 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
@@ -131,4 +133,75 @@ func schemaDump(t *testing.T, url string) string {
 	out, err := exec.Command("pg_dump", "--schema-only", "--schema=pgq", "--no-owner", url).Output()
 	require.NoError(t, err, "pg_dump (PostgreSQL's client programs must be on PATH)")
 	return regexp.MustCompile(`(?m)^\\(un)?restrict .*$`).ReplaceAllString(strings.TrimSpace(string(out)), "")
+}
+
+// An installation at schema version 24, as the last release before the storage boundary
+// left it (testdata/schema-24: its schema, functions and seed rows, dumped), holding
+// jobs in every state, bulk dispatches kept as chunks among them (a chunk partly taken,
+// a job taken out of the middle of one), is migrated by the current code: every row of
+// every table is kept, the schema comes out as a new installation's, and every job goes
+// on: the running ones complete with the tokens the old functions gave them, the
+// waiting ones (rows and chunk jobs) are all reserved once, in the queue's order.
+func TestUpgradeFromSchema24KeepsEveryJob(t *testing.T) {
+	t.Parallel()
+	pgqtest.New(t) // the roles the dump grants to exist once a template is migrated
+	db := pgqtest.NewEmpty(t)
+	c, err := pgx.Connect(ctx, db.URL)
+	require.NoError(t, err)
+	for _, f := range []string{"goose_version.sql", "pgq.sql", "data.sql"} {
+		b, err := os.ReadFile("../testdata/schema-24/" + f)
+		require.NoError(t, err)
+		_, err = c.Exec(ctx, string(b))
+		require.NoError(t, err, f)
+	}
+	require.NoError(t, c.Close(ctx))
+	db.Exec(t, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET pgq.load_min = 100', current_database()); END $$`)
+	db.Pool.Reset() // new sessions, with the setting
+
+	db.Exec(t, `SELECT pgq.define_job('uniq', unique_for => '1 hour', unique_by => '{k}')`)
+	db.Exec(t, `SELECT pgq.define_job('lone', middleware => '[{"without_overlapping": {"by": ["k"]}}]')`)
+	bulk1 := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(u) FROM pgq.dispatch_many('bulk', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 3000) i), tries => 3) u`)
+	later := dispatch(t, db, `'later', '{}', delay => '1 hour'`)
+	dispatch(t, db, `'uniq', '{"k": 1}'`)
+	dispatch(t, db, `'lone', '{"k": 1}'`)
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, bulk1[2500]), "a job out of the middle of a chunk")
+	at := clock()
+	running := reserve(t, db, "old-worker", at) // the row jobs first, then the front of the load
+	require.Len(t, running, 100)
+	require.False(t, fail(t, db, running[1], "vendor 500", false, at).Final, "a retry, at a backoff of 0 s")
+	require.True(t, complete(t, db, running[2]))
+	bulk2 := pgqtest.Scalar[[]uuid.UUID](t, db, `SELECT array_agg(u) FROM pgq.dispatch_many('bulk', ARRAY(SELECT jsonb_build_object('n', -i) FROM generate_series(1, 500) i)) u`)
+	require.Greater(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads WHERE next > 0`), 0, "a chunk partly taken")
+
+	columns := tableColumns(t, db)
+	before := tableFingerprints(t, db, columns)
+	live := pgqtest.Scalar[int](t, db, `SELECT ((SELECT count(*) FROM pgq.jobs) + (SELECT sum(n - next) FROM pgq.loads))::int`)
+	_, err = pgq.Migrate(ctx, db.Pool)
+	require.NoError(t, err)
+	require.Equal(t, before, tableFingerprints(t, db, columns), "every row of every table is kept")
+	require.Equal(t, schemaDump(t, pgqtest.New(t).URL), schemaDump(t, db.URL), "the upgraded schema is a new installation's")
+	require.Equal(t, live, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`), "pgq.live_jobs lists every live job")
+	require.Equal(t, "running", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.live_job($1)`, running[50].UUID))
+	require.Equal(t, "scheduled", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.live_job($1)`, later))
+
+	for i, j := range running {
+		if i != 1 && i != 2 { // the retry waits, and the third completed before the upgrade
+			require.True(t, complete(t, db, j), "the old lease token still holds its job")
+		}
+	}
+	waiting := pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs WHERE state = 'ready'`)
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, bulk2[250]), "a chunk job the old code wrote")
+	seen := map[uuid.UUID]bool{}
+	for js := reserve(t, db, "new-worker", at.Add(time.Second)); len(js) > 0; js = reserve(t, db, "new-worker", at.Add(time.Second)) {
+		for _, j := range js {
+			require.False(t, seen[j.UUID], "reserved twice: %s", j.UUID)
+			seen[j.UUID] = true
+			require.True(t, complete(t, db, j))
+		}
+	}
+	require.Equal(t, waiting-1, len(seen), "every waiting job once, the cancelled one aside")
+	require.True(t, seen[running[1].UUID], "the retry")
+	require.True(t, seen[bulk1[2500]] && seen[bulk1[2999]] && seen[bulk2[499]])
+	require.False(t, seen[bulk2[250]])
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`), "the delayed job is left")
 }

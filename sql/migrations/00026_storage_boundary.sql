@@ -35,6 +35,10 @@ COMMENT ON TYPE pgq.reserve_batch IS
 
 COMMENT ON TABLE pgq.loads IS 'Jobs of bulk dispatches not yet reserved, a row per chunk of up to 1,024 (docs/design/storage.md): read pgq.live_jobs for the jobs.';
 
+-- Views that no longer have a chunk column (they read pgq.live_jobs now): made again by
+-- the functions that follow the migrations, as CREATE OR REPLACE cannot drop a column.
+DROP VIEW IF EXISTS pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.job_settings;
+
 DROP FUNCTION IF EXISTS pgq._load_take(pgq.loads, int, timestamptz, int, text, text);
 DROP FUNCTION IF EXISTS pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, int, text, text);
 DROP FUNCTION IF EXISTS pgq._load_job_to_row(uuid);
