@@ -5,7 +5,8 @@
 -- pgq.job_settings: each live job's frozen settings (S1), counters and where it stands,
 -- without its payload: the job page's header. state is ready, scheduled, retrying or
 -- running, by the conditions of the views of those names. chunk is the job's chunk of
--- pgq.loads (S85), NULL for a row. Read it by uuid (jobs_pkey), with
+-- pgq.loads (S85), NULL for a row. batch_id, chain_id and chain_step say which batch or
+-- chain it belongs to (chain_step 0: a callback of the batch or chain chain_id, S97). Read it by uuid (jobs_pkey), with
 -- chunk IS NOT DISTINCT FROM (SELECT pgq._load_chunk_of(uuid)) to read one chunk.
 CREATE OR REPLACE VIEW pgq.job_settings AS
 SELECT j.uuid,
@@ -18,7 +19,8 @@ SELECT j.uuid,
        j.attempts, j.exceptions, j.lease_expiries, j.interruptions, j.turn_aways,
        j.last_exception_attempt, j.last_exception, j.wait_reason, j.available_at,
        j.reserved_by AS worker, j.reserved_at, j.started_at, j.reserved_until AS lease_until,
-       j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at, NULL::uuid AS chunk
+       j.cancel_requested_at, j.cancel_requested_by, j.created_at AS dispatched_at, NULL::uuid AS chunk,
+       j.batch_id, j.chain_id, j.chain_step
 FROM pgq.jobs j
 UNION ALL
 SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' END,
@@ -27,18 +29,19 @@ SELECT l.uuid, CASE WHEN l.available_at <= now() THEN 'ready' ELSE 'scheduled' E
        0, 0, 0, 0, '{}',
        NULL, NULL, 'dispatched', l.available_at,
        NULL, NULL, NULL, NULL,
-       NULL, NULL, l.created_at, l.chunk
+       NULL, NULL, l.created_at, l.chunk,
+       NULL, NULL, NULL
 FROM pgq.load_jobs l;
 
 COMMENT ON VIEW pgq.job_settings IS
     'Each live job''s frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.';
 
 -- pgq.failed_job_settings: each failed job's frozen settings (S1) and its failure,
--- without its payload. Read it by uuid (failed_jobs_uuid_key).
+-- without its payload, and its batch or chain. Read it by uuid (failed_jobs_uuid_key).
 CREATE OR REPLACE VIEW pgq.failed_job_settings AS
 SELECT f.uuid, f.job, f.queue, f.priority, f.handler, f.tries, f.backoff, f.max_exceptions, f.timeout,
        f.fail_on_timeout, f.retry_until, f.unique_key, f.unique_until, f.debounce_key, f.middleware,
-       f.attempts, f.dispatched_at, f.failed_at, f.exception
+       f.attempts, f.dispatched_at, f.failed_at, f.exception, f.batch_id, f.chain_id, f.chain_step
 FROM pgq.failed_jobs f;
 
 COMMENT ON VIEW pgq.failed_job_settings IS
