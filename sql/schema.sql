@@ -4727,8 +4727,8 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
                   WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
     UNION ALL
     SELECT st.kind || ' ' || st.id || coalesce(' (' || st.name || ')', ''), st.kind || '_stalled',
-           format('job %s (%s) has been ready in queue %s for %s, longer than its retry_after of %s s, and no job of the %s ran since%s',
-                  st.job_uuid, st.job, st.queue, date_trunc('second', now() - st.waiting_since), st.retry_after, st.kind,
+           format('job %s (%s) has been ready in queue %s for %s s, longer than its retry_after of %s s, and no job of the %s ran since%s',
+                  st.job_uuid, st.job, st.queue, floor(extract(epoch FROM now() - st.waiting_since)), st.retry_after, st.kind,
                   CASE WHEN st.paused THEN ': the queue is paused' ELSE '' END),
            CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
                 ELSE format('run a worker on queue %s (pgq-worker work --queues %s), or look for a middleware turning its jobs away', st.queue, st.queue) END
