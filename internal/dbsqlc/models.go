@@ -99,7 +99,7 @@ type PgqAttempt struct {
 	RejectedCalls []string
 }
 
-// Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.
+// Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished), when each callback was queued, and state: running, cancelling (cancelled, members still running), or once finished failed (a member failed for good), cancelled (the batch or a member was) or succeeded.
 type PgqBatch struct {
 	ID             uuid.UUID
 	Name           *string
@@ -118,6 +118,7 @@ type PgqBatch struct {
 	ThenAt         *time.Time
 	CatchAt        *time.Time
 	FinallyAt      *time.Time
+	State          string
 }
 
 // A batch's counters in 16 shards (member id hashed): members not yet finished, failed for good, cancelled. Sum them, or read pgq.batches.
@@ -129,7 +130,39 @@ type PgqBatchCount struct {
 	Cancelled int32
 }
 
-// Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.
+// Every job of a batch (lone jobs and chain steps), live, failed or ended, with its state (ready, scheduled, retrying, running, failed, succeeded, cancelled); read it by batch_id and state in (at, sort) order (S97).
+type PgqBatchJob struct {
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	Uuid      uuid.UUID
+	Job       string
+	Queue     string
+	State     string
+	At        time.Time
+	Sort      int64
+	Attempts  int32
+	Exception *string
+	Worker    *string
+	StartedAt *time.Time
+}
+
+// Each callback queued for a batch (then, catch, finally) or a chain (on_failure): its job uuid, or error when it could not be queued, and its end (outcome NULL: waiting, running, or failed and retried) (S97).
+type PgqCallback struct {
+	ID        int64
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	Kind      string
+	Job       string
+	JobUuid   *uuid.UUID
+	QueuedAt  time.Time
+	Error     *string
+	Outcome   *string
+	Exception *string
+	EndedAt   *time.Time
+}
+
+// Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers; each step's job name (step_jobs) and, once queued, its job uuid (job_uuids).
 type PgqChain struct {
 	ID         uuid.UUID
 	BatchID    *uuid.UUID
@@ -144,6 +177,8 @@ type PgqChain struct {
 	CreatedAt  time.Time
 	FinishedAt *time.Time
 	Steps      json.RawMessage
+	JobUuids   []uuid.UUID
+	StepJobs   []string
 }
 
 type PgqCheckFinding struct {
@@ -238,6 +273,9 @@ type PgqFailedJobSetting struct {
 	DispatchedAt  time.Time
 	FailedAt      time.Time
 	Exception     string
+	BatchID       *uuid.UUID
+	ChainID       *uuid.UUID
+	ChainStep     *int32
 }
 
 // Live jobs: waiting (reserved_at IS NULL) or reserved by a worker under a lease. Partitioned by slot (pgq.job_slots).
@@ -332,6 +370,8 @@ type PgqJobChain struct {
 	Exception  *string
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+	// Each step's job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).
+	JobUuids []uuid.UUID
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -354,6 +394,18 @@ type PgqJobClass struct {
 	Middleware      json.RawMessage
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).
+type PgqJobEnd struct {
+	ID        int64
+	JobUuid   uuid.UUID
+	Outcome   string
+	Exception *string
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	EndedAt   time.Time
 }
 
 // Each live job's frozen settings (S1), counters and state (ready, scheduled, retrying, running), without its payload.
@@ -391,6 +443,9 @@ type PgqJobSetting struct {
 	CancelRequestedBy    *string
 	DispatchedAt         time.Time
 	Chunk                *uuid.UUID
+	BatchID              *uuid.UUID
+	ChainID              *uuid.UUID
+	ChainStep            *int32
 }
 
 // The partitions of pgq.jobs: current (new jobs go there), draining (no new jobs; truncated once no job is left) or empty. pgq.rotate moves them on; read pgq.job_storage for their sizes.
@@ -1141,6 +1196,20 @@ type PgqScheduled struct {
 	DueIn       int32
 	CreatedAt   time.Time
 	Payload     interface{}
+}
+
+// Chains and batches that wait without moving: a job ready for longer than its queue's retry_after while none of theirs runs or ended in that time (S95).
+type PgqStalled struct {
+	Kind         string
+	ID           uuid.UUID
+	Name         *string
+	JobUuid      uuid.UUID
+	Job          string
+	Queue        string
+	WaitingSince time.Time
+	RetryAfter   int32
+	Paused       bool
+	LastEnd      time.Time
 }
 
 // Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.

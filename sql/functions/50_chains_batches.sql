@@ -857,7 +857,7 @@ SELECT c.id, c.batch_id, c.state, c.step, jsonb_array_length(c.steps) AS total_s
        (c.steps -> (c.step - 1) ->> 'job')::text AS job, c.job_uuid, c.on_failure, c.queue, c.exception,
        c.created_at, c.finished_at,
        (CASE WHEN (SELECT pgq._sees_payloads()) THEN c.steps END)::jsonb AS steps,
-       c.job_uuids, ARRAY(SELECT s ->> 'job' FROM jsonb_array_elements(c.steps) WITH ORDINALITY AS x(s, n) ORDER BY x.n) AS step_jobs
+       c.job_uuids, ARRAY(SELECT s ->> 'job' FROM jsonb_array_elements(c.steps) WITH ORDINALITY AS x(s, n) ORDER BY x.n)::text[] AS step_jobs
 FROM pgq.job_chains c;
 
 COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers; each step''s job name (step_jobs) and, once queued, its job uuid (job_uuids).';

@@ -6,7 +6,8 @@
 -- callbacks, which are in pgq.callbacks), live, failed or ended, with its state: ready,
 -- scheduled, retrying and running (the conditions of the views of those names), failed
 -- (pgq.failed_jobs: it can be retried), succeeded or cancelled (pgq.job_ends; the job
--- name, queue and last attempt come from pgq.attempts while its history is kept). A
+-- name, queue and last attempt come from pgq.attempts while its history is kept: ''
+-- and 0 once pruned). A
 -- failed job that was forgotten no longer shows; the batch's counters still count it.
 -- at is when the job reached its state as far as the lists go: available_at for a live
 -- job, failed_at, ended_at; sort breaks ties (the row's id in its table). Read it by
@@ -38,8 +39,8 @@ SELECT f.batch_id, f.chain_id, f.chain_step, f.uuid, f.job, f.queue, 'failed',
 FROM pgq.failed_jobs f
 WHERE f.batch_id IS NOT NULL
 UNION ALL
-SELECT e.batch_id, e.chain_id, e.chain_step, e.job_uuid, a.job, a.queue, e.outcome,
-       e.ended_at, e.id, a.attempt, e.exception, a.worker, a.started_at
+SELECT e.batch_id, e.chain_id, e.chain_step, e.job_uuid, coalesce(a.job, ''), coalesce(a.queue, ''), e.outcome,
+       e.ended_at, e.id, coalesce(a.attempt, 0), e.exception, a.worker, a.started_at
 FROM pgq.job_ends e
 LEFT JOIN LATERAL (SELECT a.job, a.queue, a.attempt, a.worker, a.started_at
                    FROM pgq.attempts a WHERE a.job_uuid = e.job_uuid ORDER BY a.id DESC LIMIT 1) a ON true
@@ -74,7 +75,7 @@ CROSS JOIN LATERAL (
 CROSS JOIN LATERAL (
     SELECT greatest((SELECT max(x.ended_at) FROM pgq.job_ends x WHERE x.batch_id = b.id AND x.outcome = 'succeeded'),
                     (SELECT max(x.ended_at) FROM pgq.job_ends x WHERE x.batch_id = b.id AND x.outcome = 'failed'),
-                    (SELECT max(x.ended_at) FROM pgq.job_ends x WHERE x.batch_id = b.id AND x.outcome = 'cancelled')) AS last_end
+                    (SELECT max(x.ended_at) FROM pgq.job_ends x WHERE x.batch_id = b.id AND x.outcome = 'cancelled'))::timestamptz AS last_end
 ) e
 WHERE b.finished_at IS NULL
   AND w.available_at < now() - make_interval(secs => w.retry_after)
@@ -82,7 +83,7 @@ WHERE b.finished_at IS NULL
   AND (e.last_end IS NULL OR e.last_end < now() - make_interval(secs => w.retry_after))
 UNION ALL
 SELECT 'chain', c.id, NULL, j.uuid, j.job, j.queue, j.available_at,
-       coalesce(q.retry_after, pgq._default_retry_after()), coalesce(q.paused, false), NULL
+       coalesce(q.retry_after, pgq._default_retry_after()), coalesce(q.paused, false), NULL::timestamptz
 FROM pgq.job_chains c
 JOIN pgq.jobs j ON j.uuid = c.job_uuid
 LEFT JOIN pgq.queues q ON q.name = j.queue
