@@ -245,12 +245,12 @@ var flashes = map[string]string{
 	"paused":     "Paused: workers stop taking this queue's jobs; running ones finish.",
 	"resumed":    "Resumed: workers take this queue's jobs again.",
 
-	"schedule_run": "Dispatched: the schedule's job is on its queue; its ticks go on as before.",
+	"schedule_run":     "Dispatched: the schedule's job is on its queue; its ticks go on as before.",
+	"schedule_paused":  "Paused: the schedule fires no tick until it is resumed.",
+	"schedule_resumed": "Resumed: the schedule fires from its next tick; ticks missed while paused do not run.",
 
 	"batch_retried_n":   "Retried %s failed jobs of the batch: they are back on their queues.",
 	"batch_cancelled_n": "Cancelled the batch: %s waiting jobs cancelled; running ones finish.",
-	"schedule_paused":   "Paused: the schedule fires no tick until it is resumed.",
-	"schedule_resumed":  "Resumed: the schedule fires from its next tick; ticks missed while paused do not run.",
 }
 
 func flashMessage(q url.Values) string {
