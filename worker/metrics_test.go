@@ -41,7 +41,7 @@ func TestS95BatchMetrics(t *testing.T) {
 	}
 	require.Equal(t, map[string]float64{
 		"pgq_batches{running}": 1, "pgq_batches{cancelling}": 0, "pgq_batches{succeeded}": 1, "pgq_batches{failed}": 0,
-		"pgq_batches{cancelled}": 0,
+		"pgq_batches{cancelled}":     0,
 		"pgq_batch_jobs{unfinished}": 2, "pgq_batch_jobs{succeeded}": 0, "pgq_batch_jobs{failed}": 1, "pgq_batch_jobs{cancelled}": 0,
 		"pgq_stalled{batch}": 1, "pgq_stalled{chain}": 0,
 	}, got)
