@@ -7365,12 +7365,12 @@ UNION ALL
     e.chain_id,
     e.chain_step,
     e.job_uuid AS uuid,
-    a.job,
-    a.queue,
+    COALESCE(a.job, ''::text) AS job,
+    COALESCE(a.queue, ''::text) AS queue,
     e.outcome AS state,
     e.ended_at AS at,
     e.id AS sort,
-    a.attempt AS attempts,
+    COALESCE(a.attempt, 0) AS attempts,
     e.exception,
     a.worker,
     a.started_at
@@ -8873,10 +8873,11 @@ UNION ALL
     COALESCE(q.retry_after, pgq._default_retry_after()) AS retry_after,
     COALESCE(q.paused, false) AS paused,
     NULL::timestamp with time zone AS last_end
-   FROM ((pgq.job_chains c
-     JOIN pgq.jobs j ON ((j.uuid = c.job_uuid)))
+   FROM ((pgq.jobs j
+     JOIN pgq.job_chains c ON (((c.id = j.chain_id) AND (c.job_uuid = j.uuid))))
      LEFT JOIN pgq.queues q ON ((q.name = j.queue)))
-  WHERE ((c.state = 'running'::text) AND (c.batch_id IS NULL) AND (j.reserved_at IS NULL) AND (j.available_at < (now() - make_interval(secs => (COALESCE(q.retry_after, pgq._default_retry_after()))::double precision))));
+  WHERE ((j.chain_id IS NOT NULL) AND (j.batch_id IS NULL) AND (j.reserved_at IS NULL) AND (j.available_at < (now() - make_interval(secs => (( SELECT LEAST(pgq._default_retry_after(), min(x.retry_after)) AS "least"
+           FROM pgq.queues x))::double precision))) AND (j.chain_step > 0) AND (c.state = 'running'::text) AND (j.available_at < (now() - make_interval(secs => (COALESCE(q.retry_after, pgq._default_retry_after()))::double precision))));
 
 
 --
@@ -9330,6 +9331,20 @@ CREATE UNIQUE INDEX job_slots_current_idx ON pgq.job_slots USING btree (state) W
 
 
 --
+-- Name: jobs_chain_wait_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_chain_wait_idx ON ONLY pgq.jobs USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
+-- Name: jobs_0_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_available_at_idx ON pgq.jobs_0 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
 -- Name: jobs_batch_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -9400,6 +9415,13 @@ CREATE INDEX jobs_0_txid_idx ON pgq.jobs_0 USING btree (txid);
 
 
 --
+-- Name: jobs_1_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_available_at_idx ON pgq.jobs_1 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
 -- Name: jobs_1_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -9435,6 +9457,13 @@ CREATE INDEX jobs_1_txid_idx ON pgq.jobs_1 USING btree (txid);
 
 
 --
+-- Name: jobs_2_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_available_at_idx ON pgq.jobs_2 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
 -- Name: jobs_2_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -9467,6 +9496,13 @@ CREATE INDEX jobs_2_reserved_until_idx ON pgq.jobs_2 USING btree (reserved_until
 --
 
 CREATE INDEX jobs_2_txid_idx ON pgq.jobs_2 USING btree (txid);
+
+
+--
+-- Name: jobs_3_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_available_at_idx ON pgq.jobs_3 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
 
 
 --
@@ -9624,6 +9660,13 @@ CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btre
 
 
 --
+-- Name: jobs_0_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_0_available_at_idx;
+
+
+--
 -- Name: jobs_0_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -9656,6 +9699,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_0_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_0_txid_idx;
+
+
+--
+-- Name: jobs_1_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_1_available_at_idx;
 
 
 --
@@ -9694,6 +9744,13 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_1_txid_idx;
 
 
 --
+-- Name: jobs_2_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_2_available_at_idx;
+
+
+--
 -- Name: jobs_2_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -9726,6 +9783,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_2_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_2_txid_idx;
+
+
+--
+-- Name: jobs_3_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_3_available_at_idx;
 
 
 --

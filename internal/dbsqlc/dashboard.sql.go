@@ -1062,7 +1062,7 @@ SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait, paused, 
 
 // The dashboard's reads (dashboard/). They read the views for psql, the dashboard's
 // views (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
-// pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
+// pgq.actions, pgq.queues, pgq.job_classes, pgq.job_ends and pgq.callbacks only, so a role that may
 // SELECT just those (pgq_reader) can serve the dashboard read-only. Lists page by keyset
 // (the last row's sort key), never by OFFSET. The dashboard sends each with an unnamed
 // statement, planned for its own arguments: the optional filters (@x IS NULL OR …) then

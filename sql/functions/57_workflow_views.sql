@@ -54,8 +54,10 @@ COMMENT ON VIEW pgq.batch_jobs IS
 -- longer than its queue's retry_after, none of its jobs is running, and none ended in
 -- that time. A chain outside a batch is stalled when its running step's job has been
 -- ready that long (a chain's steps run one at a time; a chain in a batch stalls with
--- its batch). job is the job that waits longest, queue its queue (paused: the queue is
--- paused), last_end the last end of one of the batch's jobs.
+-- its batch): found from the jobs that waited longer than the shortest retry_after
+-- (jobs_chain_wait_idx), so the running chains that move cost nothing. job is the job
+-- that waits longest, queue its queue (paused: the queue is paused), last_end the last
+-- end of one of the batch's jobs.
 CREATE OR REPLACE VIEW pgq.stalled AS
 WITH running AS (  -- the batches with a job reserved now: few rows, found by jobs_lease_idx
     SELECT DISTINCT j.batch_id FROM pgq.jobs j WHERE j.reserved_until IS NOT NULL AND j.batch_id IS NOT NULL
@@ -84,11 +86,12 @@ WHERE b.finished_at IS NULL
 UNION ALL
 SELECT 'chain', c.id, NULL, j.uuid, j.job, j.queue, j.available_at,
        coalesce(q.retry_after, pgq._default_retry_after()), coalesce(q.paused, false), NULL::timestamptz
-FROM pgq.job_chains c
-JOIN pgq.jobs j ON j.uuid = c.job_uuid
+FROM pgq.jobs j
+JOIN pgq.job_chains c ON c.id = j.chain_id AND c.job_uuid = j.uuid
 LEFT JOIN pgq.queues q ON q.name = j.queue
-WHERE c.state = 'running' AND c.batch_id IS NULL
-  AND j.reserved_at IS NULL
+WHERE j.chain_id IS NOT NULL AND j.batch_id IS NULL AND j.reserved_at IS NULL  -- jobs_chain_wait_idx
+  AND j.available_at < now() - make_interval(secs => (SELECT least(pgq._default_retry_after(), min(x.retry_after)) FROM pgq.queues x))
+  AND j.chain_step > 0 AND c.state = 'running'
   AND j.available_at < now() - make_interval(secs => coalesce(q.retry_after, pgq._default_retry_after()));
 
 COMMENT ON VIEW pgq.stalled IS

@@ -63,8 +63,12 @@ CREATE INDEX job_batches_created_idx ON pgq.job_batches (created_at, id);
 CREATE INDEX job_batches_unfinished_idx ON pgq.job_batches (created_at) WHERE finished_at IS NULL;
 CREATE INDEX job_chains_created_idx ON pgq.job_chains (created_at, id);
 CREATE INDEX job_chains_running_idx ON pgq.job_chains (created_at) WHERE state = 'running';
+-- The waiting jobs of chains outside batches, by available_at: the stalled check reads
+-- only those that have waited long, however many chains run.
+CREATE INDEX jobs_chain_wait_idx ON pgq.jobs (available_at) WHERE chain_id IS NOT NULL AND batch_id IS NULL AND reserved_at IS NULL;
 
 -- +goose Down
+DROP INDEX pgq.jobs_chain_wait_idx;
 -- The views on what goes; the code being migrated down defines its own again.
 DROP VIEW IF EXISTS pgq.workflow_jobs;
 DROP VIEW IF EXISTS pgq.stalled;
