@@ -87,9 +87,24 @@ func batchCallbacks(b *dbsqlc.PgqBatch, rows []*dbsqlc.PgqCallback) []callbackVi
 			}
 		}
 		v.State = callbackState(v.Row)
+		if v.Row == nil && queuedAt(b, kind) != nil {
+			v.State = "queued" // by a version of pgq that did not record callbacks yet
+		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// queuedAt is when the batch's callback of kind was queued, nil if it was not.
+func queuedAt(b *dbsqlc.PgqBatch, kind string) *time.Time {
+	switch kind {
+	case "then":
+		return b.ThenAt
+	case "catch":
+		return b.CatchAt
+	default:
+		return b.FinallyAt
+	}
 }
 
 // progressBar is a batch's members as a bar of 100 units: succeeded, failed and

@@ -307,3 +307,16 @@ func TestS45DashboardBatchesReadOnlyAndEscaped(t *testing.T) {
 	require.NotContains(t, body, xss, "the confirmation prints the name as text")
 	require.Contains(t, body, "&lt;script&gt;")
 }
+
+// A callback queued before pgq recorded callbacks (an upgraded installation) has no
+// row in pgq.callbacks: the batch says it was queued, from then_at, catch_at and
+// finally_at, and not that it never ran.
+func TestDashboardBatchCallbackQueuedBeforeRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Options{})
+	w := seedWorkflows(t, b.db)
+	b.db.Exec(t, `DELETE FROM pgq.callbacks WHERE batch_id = $1::uuid`, w.batch)
+	body := b.page(t, "/batches/"+w.batch)
+	require.Regexp(t, `(?s)id="callback-catch"><td>catch</td>\s*<td>import_alert</td>\s*<td><span class="badge run">queued</span>`, body)
+	require.Regexp(t, `(?s)id="callback-then"><td>then</td>\s*<td>import_done</td>\s*<td><span class="badge muted">not run</span>`, body)
+}
