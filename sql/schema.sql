@@ -7295,7 +7295,7 @@ CREATE VIEW pgq.batch_jobs AS
     j.reserved_by AS worker,
     j.started_at
    FROM pgq.jobs j
-  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NOT NULL))
+  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NOT NULL) AND (j.reserved_until IS NOT NULL))
 UNION ALL
  SELECT j.batch_id,
     j.chain_id,

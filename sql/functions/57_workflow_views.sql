@@ -18,6 +18,7 @@ SELECT j.batch_id, j.chain_id, j.chain_step, j.uuid, j.job, j.queue, 'running'::
        j.started_at
 FROM pgq.jobs j
 WHERE j.batch_id IS NOT NULL AND j.reserved_at IS NOT NULL
+  AND j.reserved_until IS NOT NULL  -- every reserved job has a lease end: jobs_lease_idx holds only the reserved
 UNION ALL
 SELECT j.batch_id, j.chain_id, j.chain_step, j.uuid, j.job, j.queue, 'ready',
        j.available_at, j.id, j.attempts, j.last_exception, NULL, NULL
