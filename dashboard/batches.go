@@ -244,6 +244,16 @@ type batchData struct {
 	Failed    int64 // failed jobs that a retry would take
 	CanRetry  bool
 	CanCancel bool
+	Stalled   *dbsqlc.DashboardStalledGetRow // nil unless the batch stalled (S95)
+}
+
+// stalledOf says whether the chain or batch id stalled (S95): its row of pgq.stalled, or nil.
+func (s *server) stalledOf(ctx context.Context, id uuid.UUID) (*dbsqlc.DashboardStalledGetRow, error) {
+	rows, err := s.q.DashboardStalledGet(ctx, id)
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return rows[0], nil
 }
 
 func pathID(r *http.Request, what string) (uuid.UUID, error) {
@@ -329,6 +339,9 @@ func (s *server) batch(r *http.Request) (view, error) {
 		last := d.Jobs[n-1]
 		d.Next = url.Values{"state": {d.State}, "after_at": {last.At.UTC().Format(time.RFC3339Nano)},
 			"after_sort": {strconv.FormatInt(last.Sort, 10)}}
+	}
+	if d.Stalled, err = s.stalledOf(ctx, id); err != nil {
+		return view{}, err
 	}
 	d.Failed = byState["failed"]
 	d.CanRetry = d.Failed > 0 && b.CancelledAt == nil

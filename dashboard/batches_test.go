@@ -159,6 +159,14 @@ func TestS97DashboardBatchAndChainPages(t *testing.T) {
 		body = b.page(t, "/")
 		require.Regexp(t, `(?s)id="stalled">.*?id="stalled-`+w.batch+`">\s*<td>batch <a href="/pgq/batches/`+w.batch+`">catalog import</a>.*?imports.*?90 s`, body)
 		require.Contains(t, b.page(t, "/check"), "batch_stalled")
+		require.Regexp(t, `(?s)id="stalled"><h2>Stalled</h2>\s*<p>Job <a href="/pgq/jobs/[0-9a-f-]{36}">import_row</a> has been ready in queue <strong>imports</strong>`,
+			b.page(t, "/batches/"+w.batch))
+		require.NotContains(t, b.page(t, "/chains/"+w.chain), `id="stalled"`)
+		waiting := pgqtest.Scalar[string](t, db, `SELECT pgq.dispatch_chain('[{"job": "slow_step"}, {"job": "next"}]')::text`)
+		db.Exec(t, `UPDATE pgq.jobs SET available_at = now() - interval '1 hour' WHERE chain_id = $1::uuid`, waiting)
+		require.Regexp(t, `(?s)id="stalled">.*?slow_step</a> has been ready in queue <strong>default</strong>.*?no job of the chain ran since`,
+			b.page(t, "/chains/"+waiting))
+		require.Contains(t, b.page(t, "/"), `id="stalled-`+waiting+`"`)
 	})
 }
 

@@ -85,6 +85,7 @@ type chainData struct {
 	Steps     []stepView
 	OnFailure []callbackView
 	Batch     *dbsqlc.PgqBatch // the batch the chain is a member of
+	Stalled   *dbsqlc.DashboardStalledGetRow // nil unless the chain stalled (S95)
 }
 
 // chain: GET /chains/{id}. The chain's steps in order, each with its job and what became
@@ -174,6 +175,9 @@ func (s *server) chain(r *http.Request) (view, error) {
 	}
 	if len(d.OnFailure) == 0 && c.OnFailure != nil {
 		d.OnFailure = []callbackView{{Kind: "on_failure", Job: *c.OnFailure, State: "not run"}}
+	}
+	if d.Stalled, err = s.stalledOf(ctx, id); err != nil {
+		return view{}, err
 	}
 	if c.BatchID != nil {
 		b, err := s.q.BatchGet(ctx, *c.BatchID)

@@ -1437,6 +1437,55 @@ func (q *Queries) DashboardScheduledList(ctx context.Context, arg DashboardSched
 	return items, nil
 }
 
+const dashboardStalledGet = `-- name: DashboardStalledGet :many
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+WHERE s.id = $1::uuid
+`
+
+type DashboardStalledGetRow struct {
+	Kind         string
+	ID           uuid.UUID
+	Name         *string
+	JobUuid      uuid.UUID
+	Job          string
+	Queue        string
+	WaitingSince time.Time
+	RetryAfter   int32
+	Paused       bool
+}
+
+// Whether one chain or batch stalled (S95): a row if it did.
+func (q *Queries) DashboardStalledGet(ctx context.Context, id uuid.UUID) ([]*DashboardStalledGetRow, error) {
+	rows, err := q.db.Query(ctx, dashboardStalledGet, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardStalledGetRow
+	for rows.Next() {
+		var i DashboardStalledGetRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.Name,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.WaitingSince,
+			&i.RetryAfter,
+			&i.Paused,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const dashboardStalledList = `-- name: DashboardStalledList :many
 SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
 FROM pgq.stalled s

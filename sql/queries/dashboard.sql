@@ -323,3 +323,9 @@ SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retr
 FROM pgq.stalled s
 ORDER BY s.waiting_since, s.id
 LIMIT @max::int;
+
+-- name: DashboardStalledGet :many
+-- Whether one chain or batch stalled (S95): a row if it did.
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+WHERE s.id = @id::uuid;
