@@ -84,7 +84,7 @@ type chainData struct {
 	Chain     *dbsqlc.DashboardChainGetRow
 	Steps     []stepView
 	OnFailure []callbackView
-	Batch     *dbsqlc.PgqBatch // the batch the chain is a member of
+	Batch     *dbsqlc.PgqBatch               // the batch the chain is a member of
 	Stalled   *dbsqlc.DashboardStalledGetRow // nil unless the chain stalled (S95)
 }
 
