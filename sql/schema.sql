@@ -933,7 +933,7 @@ COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispat
 -- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.';
 
 
 --

@@ -329,7 +329,7 @@ type PgqJob struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -526,7 +526,7 @@ type PgqJobs0 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -588,7 +588,7 @@ type PgqJobs1 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -650,7 +650,7 @@ type PgqJobs2 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -712,7 +712,7 @@ type PgqJobs3 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).

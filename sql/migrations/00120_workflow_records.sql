@@ -43,6 +43,9 @@ CREATE UNIQUE INDEX callbacks_job_idx ON pgq.callbacks (job_uuid) WHERE job_uuid
 COMMENT ON TABLE pgq.callbacks IS
     'Each callback queued for a batch (then, catch, finally) or a chain (on_failure): its job uuid, or error when it could not be queued, and its end (outcome NULL: waiting, running, or failed and retried) (S97).';
 
+COMMENT ON COLUMN pgq.jobs.chain_id IS
+    'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.';
+
 ALTER TABLE pgq.job_chains ADD COLUMN job_uuids uuid[] NOT NULL DEFAULT '{}';
 COMMENT ON COLUMN pgq.job_chains.job_uuids IS
     'Each step''s job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).';
@@ -84,4 +87,5 @@ CREATE INDEX job_ends_batch_idx ON pgq.job_ends (batch_id) WHERE batch_id IS NOT
 DROP INDEX pgq.jobs_batch_idx;
 CREATE INDEX jobs_batch_idx ON pgq.jobs (batch_id) WHERE batch_id IS NOT NULL;
 ALTER TABLE pgq.job_chains DROP COLUMN job_uuids;
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
 DROP TABLE pgq.callbacks;
