@@ -72,10 +72,14 @@ CREATE INDEX jobs_chain_wait_idx ON pgq.jobs (available_at) WHERE chain_id IS NO
 
 -- +goose Down
 DROP INDEX pgq.jobs_chain_wait_idx;
--- The views on what goes; the code being migrated down defines its own again.
-DROP VIEW IF EXISTS pgq.workflow_jobs;
+-- The views on what goes, and those that gained columns (CREATE OR REPLACE VIEW cannot
+-- drop one): the code being migrated down defines its own again.
+DROP VIEW IF EXISTS pgq.batch_jobs;
 DROP VIEW IF EXISTS pgq.stalled;
 DROP VIEW IF EXISTS pgq.chains;
+DROP VIEW IF EXISTS pgq.batches;
+DROP VIEW IF EXISTS pgq.job_settings;
+DROP VIEW IF EXISTS pgq.failed_job_settings;
 DROP INDEX pgq.job_chains_running_idx;
 DROP INDEX pgq.job_chains_created_idx;
 DROP INDEX pgq.job_batches_unfinished_idx;
