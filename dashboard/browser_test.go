@@ -175,3 +175,86 @@ func TestS41DashboardBrowserPauseStopsWorker(t *testing.T) {
 	require.True(t, waitRan(paused, 10*time.Second), "resumed, the worker takes it")
 	require.False(t, strings.Contains(text(t, ctx, "#queue-q1"), "paused"))
 }
+
+// S96 in a browser: from the overview's failed count to a batch's failed job, whose page
+// names its batch; on the batch's page "Retry 1 failed…" asks first, then puts the job
+// back on its queue, and the batch no longer counts it failed.
+func TestS96DashboardBrowserRetryBatchFromOverview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Options{})
+	w := seedWorkflows(t, b.db)
+	ctx := tab(t)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+base+"/"),
+		chromedp.Click(chromedp.CSS(`#queue-imports a.bad`)),
+		chromedp.WaitVisible(chromedp.CSS(`#list a[href="/pgq/jobs/`+w.failedMember+`"]`)),
+		chromedp.Click(chromedp.CSS(`#list a[href="/pgq/jobs/`+w.failedMember+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workflow`)),
+	))
+	require.Equal(t, "Member of batch catalog import.", strings.TrimSpace(text(t, ctx, "#workflow")))
+	require.Contains(t, text(t, ctx, "#failure"), "RowInvalid: row 3 has no SKU")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#workflow a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#retry-batch`)),
+	))
+	require.Equal(t, "1", text(t, ctx, "#failed-members"))
+	require.Contains(t, text(t, ctx, "#list"), "RowInvalid: row 3 has no SKU", "the failed jobs' tab first, with their exceptions")
+	require.Contains(t, text(t, ctx, "#callback-catch"), "succeeded")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#retry-batch`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm`)),
+	))
+	require.Contains(t, text(t, ctx, "section.confirm h1"), `Retry the 1 failed jobs of batch "catalog import"`)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#confirm`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash`)),
+	))
+	require.Contains(t, text(t, ctx, "p.flash"), "Retried 1 failed jobs of the batch")
+	require.Equal(t, "0", text(t, ctx, "#failed-members"))
+	require.Contains(t, text(t, ctx, "#tab-failed"), "0")
+	require.Equal(t, "ready", pgqtest.Scalar[string](t, b.db, `SELECT state FROM pgq.job_settings WHERE uuid = $1::uuid`, w.failedMember))
+}
+
+// S71, S97 in a browser: from the failed step of a chain to the chain's page, where step
+// 3 never ran because step 2 failed, and the on_failure job is done.
+func TestS71S97DashboardBrowserChainStoppedAtStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Options{})
+	w := seedWorkflows(t, b.db)
+	ctx := tab(t)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+base+"/"),
+		chromedp.Click(chromedp.CSS(`#queue-orders a.bad`)),
+		chromedp.WaitVisible(chromedp.CSS(`#list a[href="/pgq/jobs/`+w.chainStep2+`"]`)),
+		chromedp.Click(chromedp.CSS(`#list a[href="/pgq/jobs/`+w.chainStep2+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workflow`)),
+	))
+	require.Contains(t, text(t, ctx, "#workflow"), "Step 2 of 3 of chain")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#workflow a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#steps`)),
+	))
+	require.Equal(t, "failed", text(t, ctx, "#chain-state"))
+	require.Contains(t, text(t, ctx, "#step-1"), "succeeded")
+	step2 := text(t, ctx, "#step-2")
+	require.Contains(t, step2, "failed")
+	require.Contains(t, step2, "CardDeclined: do_not_honor")
+	step3 := text(t, ctx, "#step-3")
+	require.Contains(t, step3, "ship_order")
+	require.Contains(t, step3, "never ran")
+	require.Contains(t, step3, "step 2 failed")
+	onFailure := text(t, ctx, "#on-failure")
+	require.Contains(t, onFailure, "refund_order")
+	require.Contains(t, onFailure, "succeeded")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#on-failure a[href="/pgq/jobs/`+w.onFailure+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#workflow`)),
+	))
+	require.Contains(t, text(t, ctx, "#workflow"), "The on_failure job of chain")
+	require.Equal(t, "finished", text(t, ctx, "#state"))
+}

@@ -35,6 +35,19 @@ type jobData struct {
 	UniqueUntil string
 	// Actions the state allows.
 	CanRunNow, CanCancel, CanRetry bool
+	// Workflow is the batch or chain the job belongs to, nil for a plain job.
+	Workflow *workflowLink
+}
+
+// workflowLink says what the job is to a batch or a chain: a member of a batch, a step
+// of a chain (that may be a member of a batch), or a callback of either.
+type workflowLink struct {
+	Callback  string // then, catch, finally or on_failure: the job is that callback
+	BatchID   *uuid.UUID
+	BatchName string
+	ChainID   *uuid.UUID
+	Step      int32
+	Steps     int32
 }
 
 // event is a line of the job's timeline: an attempt or an operator's action.
@@ -120,6 +133,9 @@ func (s *server) job(r *http.Request) (view, error) {
 		d.Events = append(d.Events, event{At: a.At, Action: a})
 	}
 	slices.SortStableFunc(d.Events, func(a, b event) int { return a.At.Compare(b.At) })
+	if d.Workflow, err = s.workflowOf(r, &d); err != nil {
+		return view{}, err
+	}
 	switch d.State {
 	case "scheduled", "retrying":
 		d.CanRunNow, d.CanCancel = true, true
@@ -135,4 +151,73 @@ func (s *server) job(r *http.Request) (view, error) {
 		title = "Job"
 	}
 	return view{name: "job", title: title + " " + shortUUID(id), data: d}, nil
+}
+
+// workflowOf finds the batch or chain of a job: the callback it was queued as, else the
+// columns of the live or failed job, else the end recorded for it (pgq.job_ends, S97).
+// nil for a job of neither.
+func (s *server) workflowOf(r *http.Request, d *jobData) (*workflowLink, error) {
+	ctx := r.Context()
+	var batch, chain *uuid.UUID
+	var step *int32
+	cb, err := s.q.DashboardCallbackGet(ctx, d.UUID)
+	switch {
+	case err == nil:
+		return s.completeLink(r, &workflowLink{Callback: cb.Kind, BatchID: cb.BatchID, ChainID: cb.ChainID})
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, err
+	case d.Live != nil:
+		batch, chain, step = d.Live.BatchID, d.Live.ChainID, d.Live.ChainStep
+	case d.Failed != nil:
+		batch, chain, step = d.Failed.BatchID, d.Failed.ChainID, d.Failed.ChainStep
+	default:
+		end, err := s.q.DashboardJobEndGet(ctx, d.UUID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		batch, chain, step = end.BatchID, end.ChainID, end.ChainStep
+	}
+	if step != nil && *step == 0 {
+		return nil, nil // a callback whose pgq.callbacks row went with its batch or chain
+	}
+	if batch == nil && chain == nil {
+		return nil, nil
+	}
+	l := &workflowLink{BatchID: batch, ChainID: chain}
+	if step != nil {
+		l.Step = *step
+	}
+	return s.completeLink(r, l)
+}
+
+// completeLink adds the chain's number of steps (and its batch) and the batch's name.
+func (s *server) completeLink(r *http.Request, l *workflowLink) (*workflowLink, error) {
+	ctx := r.Context()
+	if l.ChainID != nil {
+		c, err := s.q.DashboardChainGet(ctx, *l.ChainID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return nil, err
+		default:
+			l.Steps = c.TotalSteps
+			if l.BatchID == nil {
+				l.BatchID = c.BatchID
+			}
+		}
+	}
+	if l.BatchID != nil {
+		b, err := s.q.BatchGet(ctx, *l.BatchID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return nil, err
+		case b.Name != nil:
+			l.BatchName = *b.Name
+		}
+	}
+	return l, nil
 }

@@ -18,11 +18,26 @@ type overviewData struct {
 	Stuck    []*dbsqlc.PgqCheckFinding
 	Unserved map[string]bool
 	Now      time.Time
+	// Batches are the newest of the RunningBatches batches that have not finished.
+	Batches        []batchRow
+	RunningBatches int64
+	// Stalled are the chains and batches that wait without moving (S95), the longest
+	// waiting first; MoreStalled says there are more than shown.
+	Stalled     []*dbsqlc.DashboardStalledListRow
+	MoreStalled bool
 }
+
+// overviewBatches and overviewStalled are how many running batches and stalled chains
+// and batches the overview shows.
+const (
+	overviewBatches = 5
+	overviewStalled = 10
+)
 
 // overview: GET /. Per queue jobs by state (pgq.queue_overview: one pass over the live
 // jobs), the last hour's attempts by outcome (outcomeCounts: the minutes not counted
-// before, never the whole history), the latest actions and the number of config findings.
+// before, never the whole history), the running batches with their progress, the
+// stalled chains and batches, the latest actions and the number of check findings.
 func (s *server) overview(r *http.Request) (view, error) {
 	ctx := r.Context()
 	now := time.Now()
@@ -63,5 +78,23 @@ func (s *server) overview(r *http.Request) (view, error) {
 			d.Stuck = append(d.Stuck, f)
 		}
 	}
+	batches, err := s.q.DashboardBatchList(ctx, dbsqlc.DashboardBatchListParams{UnfinishedOnly: true, Max: overviewBatches})
+	if err != nil {
+		return view{}, err
+	}
+	if d.Batches, err = s.batchRows(ctx, batches); err != nil {
+		return view{}, err
+	}
+	if d.RunningBatches = int64(len(batches)); len(batches) == overviewBatches {
+		if d.RunningBatches, err = s.q.DashboardBatchUnfinishedCount(ctx); err != nil {
+			return view{}, err
+		}
+	}
+	stalled, err := s.q.DashboardStalledList(ctx, overviewStalled+1)
+	if err != nil {
+		return view{}, err
+	}
+	d.Stalled, _ = trim(stalled, overviewStalled)
+	d.MoreStalled = len(stalled) > overviewStalled
 	return view{name: "overview", title: "Overview", data: d}, nil
 }

@@ -14,12 +14,15 @@ import (
 )
 
 // pageNames are the templates in templates/, each rendered inside layout.html.
-var pageNames = []string{"overview", "jobs", "job", "locks", "workers", "schedules", "check", "history", "confirm", "error"}
+var pageNames = []string{"overview", "jobs", "job", "batches", "batch", "chains", "chain", "locks", "workers", "schedules", "check",
+	"history", "confirm", "error"}
 
 func parsePages(s *server) (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
 		"path":      func(p string) string { return s.base + p },
 		"jobpath":   func(id uuid.UUID) string { return s.base + "/jobs/" + id.String() },
+		"batchpath": func(id uuid.UUID) string { return s.base + "/batches/" + id.String() },
+		"chainpath": func(id uuid.UUID) string { return s.base + "/chains/" + id.String() },
 		"queuepath": func(q, action string) string { return s.base + "/queues/" + url.PathEscape(q) + "/" + action },
 		"schedulepath": func(name, action string) string {
 			return s.base + "/schedules/" + url.PathEscape(name) + "/" + action
@@ -186,11 +189,11 @@ func outcomeClass(o string) string {
 	switch o {
 	case "succeeded", "ready", "closed", "available":
 		return "ok"
-	case "failed", "exhausted", "timed_out", "open", "exhausted_budget":
+	case "failed", "exhausted", "timed_out", "open", "exhausted_budget", "not queued":
 		return "bad"
-	case "lease_expired", "interrupted", "retrying":
+	case "lease_expired", "interrupted", "retrying", "cancelling", "stalled":
 		return "warn"
-	case "running":
+	case "running", "queued":
 		return "run"
 	default:
 		return "muted"
@@ -245,6 +248,9 @@ var flashes = map[string]string{
 	"schedule_run":     "Dispatched: the schedule's job is on its queue; its ticks go on as before.",
 	"schedule_paused":  "Paused: the schedule fires no tick until it is resumed.",
 	"schedule_resumed": "Resumed: the schedule fires from its next tick; ticks missed while paused do not run.",
+
+	"batch_retried_n":   "Retried %s failed jobs of the batch: they are back on their queues.",
+	"batch_cancelled_n": "Cancelled the batch: %s waiting jobs cancelled; running ones finish.",
 }
 
 func flashMessage(q url.Values) string {

@@ -37,6 +37,32 @@ SELECT pgq.dispatch('push_price', '{"product_id": 5, "price_in_cents": 1200}');
 
 SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
 SELECT pgq.dispatch('sync_inventory', '{"product_id": 88}');
+
+-- a batch of three import rows, one of which fails for good, and an order's chain whose
+-- charge fails: the ship step never runs; the batch's catch job and the refund run
+SELECT pgq.dispatch_batch('[{"job": "import_row", "payload": {"row": 1}}, {"job": "import_row", "payload": {"row": 2}},
+                            {"job": "import_row", "payload": {"row": 3}}]',
+                          name => 'import', catch_job => 'import_failed', allow_failures => true, queue => 'imports');
+SELECT pgq.dispatch_chain('[{"job": "fetch_order", "payload": {"order_id": 42}}, {"job": "charge_order", "payload": {"order_id": 42}},
+                            {"job": "ship_order", "payload": {"order_id": 42}}]', on_failure => 'refund_order', queue => 'orders');
+DO $$
+DECLARE
+    r pgq.reservation;
+BEGIN
+    FOR r IN SELECT * FROM pgq.reserve('etl-1:300', '{imports}', 10) LOOP
+        IF r.payload ->> 'row' = '2' THEN
+            PERFORM pgq.fail(r.uuid, r.lease_token, 'RowInvalid: row 2 has no SKU');
+        ELSE
+            PERFORM pgq.complete(ARRAY[r.uuid], ARRAY[r.lease_token]);
+        END IF;
+    END LOOP;
+    SELECT * INTO r FROM pgq.reserve('web-1:811', '{orders}', 1);
+    PERFORM pgq.complete(ARRAY[r.uuid], ARRAY[r.lease_token]);
+    SELECT * INTO r FROM pgq.reserve('web-1:811', '{orders}', 1);
+    PERFORM pgq.fail(r.uuid, r.lease_token, 'CardDeclined: issuer said do_not_honor');
+    -- the callbacks run: the batch's catch, the chain's refund
+    PERFORM pgq.complete(array_agg(x.uuid), array_agg(x.lease_token)) FROM pgq.reserve('web-1:811', '{imports,orders}', 10) x;
+END $$;
 SQL
 
 # A worker runs the first sync of product 88 (holding its overlap lease) and turns the
@@ -59,7 +85,8 @@ Every question an on-call engineer asks at 3 a.m., answered with a plain query o
 pgq's tables and views. The outputs below are real: `docs/psql-cookbook.sh` seeds a
 fresh database (a card charge that failed twice, an invoice sync waiting its backoff,
 a scheduled digest, a debounced price push, two syncs of product 88, one running and
-one turned away by `without_overlapping`) and regenerates this file.
+one turned away by `without_overlapping`, a batch with a failed row, a chain whose
+charge failed) and regenerates this file.
 
 MD
 section "Why did this job fail?" \
@@ -91,6 +118,15 @@ section "How far behind is each queue?" \
 section "How much room do the jobs take, and is it given back?" \
   "\`pgq.jobs\` is four slots (S80). New jobs go to the current one; once it holds the workers' \`--slot-mb\`, they go to an empty one, and the old one drains and is truncated when its last job ends, whatever holds the xmin horizon. A draining slot that still holds a job is looked at again at \`next_try\`." \
   "SELECT slot, state, pg_size_pretty(bytes) AS size, live_rows, dead_rows, next_try::time(0) FROM pgq.job_storage;"
+section "What happened to this batch?" \
+  "\`pgq.batches\` has the counts and the state; \`pgq.batch_jobs\` every job of the batch, live, failed or ended; \`pgq.callbacks\` each callback queued and how it ended." \
+  "SELECT name, state, total_jobs, succeeded_jobs, failed_jobs, unfinished_jobs, progress FROM pgq.batches;
+   SELECT state, job, exception FROM pgq.batch_jobs WHERE batch_id = (SELECT id FROM pgq.batches WHERE name = 'import') ORDER BY state, at;
+   SELECT kind, job, outcome, error FROM pgq.callbacks;"
+section "Where did this chain stop?" \
+  "A chain keeps its steps' names and, once queued, each step's job (\`job_uuids\`); \`exception\` says why it stopped, and the steps after it never ran. \`pgq.job_ends\` says how each of its jobs ended (chain_step 0: its on_failure job)." \
+  "SELECT state, step, step_jobs, exception FROM pgq.chains;
+   SELECT chain_step, outcome, exception FROM pgq.job_ends WHERE chain_id = (SELECT id FROM pgq.chains) ORDER BY id;"
 section "Is the configuration safe?" \
-  "The ordering linter, given the workers' --timeout and --tries (\`pgq-worker check\` prints the same and exits 1)." \
+  "The ordering linter, given the workers' --timeout and --tries (\`pgq-worker check\` prints the same and exits 1); it also names the chains and batches that stalled (\`pgq.stalled\`)." \
   "SELECT object, rule, detail FROM pgq.check(worker_timeout => 60, worker_tries => 1);"

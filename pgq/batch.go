@@ -119,6 +119,27 @@ func (c *Client) CancelBatch(ctx context.Context, batch uuid.UUID) (int, error) 
 	return int(n), nil
 }
 
+// RetryBatchFailed retries every failed job of a batch, its chains' failed steps
+// included (pgq.retry_batch_failed, S96), as RetryFailed retries each: the batch counts
+// them pending again, a chain resumes at its failed step, and the batch's Then job runs
+// if they all succeed and it has not run. Each retry is recorded in pgq.actions. Returns
+// the uuids retried (none when nothing failed). Errors wrap ErrNotFound when there is no
+// such batch, and ErrBatchClosed when it was cancelled (a retried job would be
+// cancelled before it runs). Needs the admin role.
+func (c *Client) RetryBatchFailed(ctx context.Context, batch uuid.UUID) ([]uuid.UUID, error) {
+	ids, err := c.q.BatchRetryFailed(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("retry failed jobs of batch %s: %w", batch, MapError(err))
+	}
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if id != nil {
+			out = append(out, *id)
+		}
+	}
+	return out, nil
+}
+
 // Batch is a batch as pgq.batches shows it: Laravel's job_batches columns (PendingJobs
 // keeps failed members, as Laravel's does) and more.
 type Batch struct {
@@ -139,6 +160,9 @@ type Batch struct {
 	ThenAt         *time.Time
 	CatchAt        *time.Time
 	FinallyAt      *time.Time
+	// State is running or cancelling until every member has finished; then failed (a
+	// member failed for good), cancelled (the batch or a member was) or succeeded.
+	State string
 }
 
 // Batch returns the batch id, or ErrNotFound.
@@ -179,7 +203,7 @@ func batchFromRow(r *dbsqlc.PgqBatch) *Batch {
 		FailedJobIDs: r.FailedJobIds, Options: r.Options, CancelledAt: r.CancelledAt, CreatedAt: r.CreatedAt,
 		FinishedAt: r.FinishedAt, UnfinishedJobs: int(r.UnfinishedJobs), CancelledJobs: int(r.CancelledJobs),
 		SucceededJobs: int(r.SucceededJobs), Progress: r.Progress, ThenAt: r.ThenAt, CatchAt: r.CatchAt,
-		FinallyAt: r.FinallyAt}
+		FinallyAt: r.FinallyAt, State: r.State}
 	if r.Name != nil {
 		b.Name = *r.Name
 	}

@@ -25,7 +25,8 @@ var (
 	// `pgq-worker migrate` (or Migrate) first.
 	ErrNotMigrated = errors.New("pgq: database is not migrated: run `pgq-worker migrate`")
 	// ErrBatchClosed: a batch has finished or was cancelled, so no job can be added to
-	// it (SQLSTATE PQ003, pgq.add_to_batch). Nothing was written.
+	// it (SQLSTATE PQ003, pgq.add_to_batch), or it was cancelled, so its failed jobs
+	// cannot be retried in it (pgq.retry_batch_failed). Nothing was written.
 	ErrBatchClosed = errors.New("pgq: batch finished or cancelled")
 	// ErrPermission: the login role may not make this call (SQLSTATE 42501), e.g. a
 	// role that neither dispatched a batch nor runs one of its jobs adding to it

@@ -370,7 +370,7 @@ COMMENT ON COLUMN pgq.jobs.batch_id IS 'The batch the job belongs to (pgq.dispat
 -- Name: COLUMN jobs.chain_id; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.';
+COMMENT ON COLUMN pgq.jobs.chain_id IS 'The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.';
 
 
 --
@@ -989,33 +989,34 @@ COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) IS 
 -- Name: _batch_callback(pgq.job_batches, text, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb DEFAULT '{}'::jsonb) RETURNS void
+CREATE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb DEFAULT '{}'::jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
+    v_job    text := p_batch.options ->> (p_kind || '_job');
     v_counts record;
 BEGIN
-    IF p_job IS NULL THEN
+    IF v_job IS NULL THEN
         RETURN;
     END IF;
     SELECT coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed INTO v_counts
     FROM pgq.batch_counts c WHERE c.batch_id = p_batch.id;
-    PERFORM pgq._dispatch_callback(p_job,
+    PERFORM pgq._dispatch_callback(p_kind, v_job,
         jsonb_build_object('batch_id', p_batch.id, 'name', p_batch.name, 'total_jobs', p_batch.total_jobs,
                            'pending_jobs', v_counts.pending + v_counts.failed, 'failed_jobs', v_counts.failed,
                            'failed_job_ids', to_jsonb(p_batch.failed_job_ids),
                            'cancelled', p_batch.cancelled_at IS NOT NULL) || p_extra,
-        p_batch.options ->> 'queue');
+        p_batch.options ->> 'queue', p_batch.id, NULL);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb) IS 'Queues a batch callback (then, catch, finally) with the batch''s id, name and figures.';
+COMMENT ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb) IS 'Queues a batch callback (then, catch, finally) with the batch''s id, name and figures.';
 
 
 --
@@ -1027,7 +1028,7 @@ CREATE FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) RETURNS i
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_members uuid[];
+    v_n int;
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.jobs j
@@ -1044,15 +1045,12 @@ BEGIN
     ), debounce_gone AS (
         DELETE FROM pgq.debounce_tokens d USING gone g
         WHERE g.debounce_key IS NOT NULL AND d.key = g.debounce_key AND d.token = g.debounce_token
-    ), chains AS (
-        UPDATE pgq.job_chains c SET state = 'cancelled', exception = p_reason, finished_at = now()
-        FROM gone g WHERE c.id = g.chain_id
+    ), ended AS (
+        INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, chain_id, chain_step)
+        SELECT g.uuid, 'cancelled', p_reason, g.batch_id, g.chain_id, g.chain_step FROM gone g ORDER BY g.id
     )
-    SELECT coalesce(array_agg(coalesce(g.chain_id, g.uuid)), '{}') INTO v_members FROM gone g;
-    UPDATE pgq.batch_counts c SET pending = c.pending - d.n, cancelled = c.cancelled + d.n
-    FROM (SELECT pgq._batch_shard(m) AS shard, count(*) AS n FROM unnest(v_members) m GROUP BY 1) d
-    WHERE c.batch_id = p_batch AND c.shard = d.shard;
-    RETURN cardinality(v_members);
+    SELECT count(*) INTO v_n FROM gone;
+    RETURN v_n;
 END;
 $$;
 
@@ -1061,7 +1059,7 @@ $$;
 -- Name: FUNCTION _batch_cancel_waiting(p_batch uuid, p_reason text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) IS 'Cancels a batch''s waiting jobs not held by another transaction and counts them as cancelled (S74).';
+COMMENT ON FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) IS 'Cancels a batch''s waiting jobs not held by another transaction; their ends in pgq.job_ends count them as cancelled (S74, S97).';
 
 
 --
@@ -1107,7 +1105,7 @@ BEGIN
         WHERE b.id = p_batch
         RETURNING * INTO v_batch;
         IF v_first THEN
-            PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'catch_job',
+            PERFORM pgq._batch_callback(v_batch, 'catch',
                                         jsonb_build_object('failed_job', p_job, 'exception', p_exception));
             IF NOT coalesce((v_batch.options ->> 'allow_failures')::boolean, false) AND v_batch.cancelled_at IS NULL THEN
                 UPDATE pgq.job_batches b SET cancelled_at = now() WHERE b.id = p_batch;
@@ -1154,11 +1152,11 @@ BEGIN
     UPDATE pgq.job_batches b SET finished_at = coalesce(b.finished_at, now()) WHERE b.id = p_batch;
     IF v_batch.then_at IS NULL AND v_counts.failed = 0 AND v_counts.cancelled = 0 AND v_batch.cancelled_at IS NULL THEN
         UPDATE pgq.job_batches b SET then_at = now() WHERE b.id = p_batch;
-        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'then_job');
+        PERFORM pgq._batch_callback(v_batch, 'then');
     END IF;
     IF v_batch.finally_at IS NULL THEN
         UPDATE pgq.job_batches b SET finally_at = now() WHERE b.id = p_batch;
-        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'finally_job');
+        PERFORM pgq._batch_callback(v_batch, 'finally');
     END IF;
 END;
 $$;
@@ -1218,7 +1216,8 @@ BEGIN
           AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id)
         RETURNING b.id
     ), ends AS (
-        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g)
+        -- its callbacks' ends carry its id as chain_id (S97)
+        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g) OR e.chain_id IN (SELECT g.id FROM gone g)
     )
     SELECT count(*) INTO v_n FROM gone;
     RETURN v_count + v_n;
@@ -1491,6 +1490,7 @@ CREATE TABLE pgq.job_chains (
     exception text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    job_uuids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
     CONSTRAINT job_chains_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 
@@ -1500,6 +1500,13 @@ CREATE TABLE pgq.job_chains (
 --
 
 COMMENT ON TABLE pgq.job_chains IS 'Chains (pgq.dispatch_chain): the steps, the step now queued and its job, the state; exception says why a failed or cancelled chain stopped.';
+
+
+--
+-- Name: COLUMN job_chains.job_uuids; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.job_uuids IS 'Each step''s job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).';
 
 
 --
@@ -1515,7 +1522,11 @@ DECLARE
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
                                      p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
-    UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
+    UPDATE pgq.job_chains c
+    SET step = p_step, job_uuid = v_uuid,
+        job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
+                    || v_uuid
+    WHERE c.id = p_chain.id;
     RETURN v_uuid;
 END;
 $$;
@@ -1585,11 +1596,11 @@ BEGIN
     UPDATE pgq.job_chains c SET state = p_state, exception = p_exception, finished_at = now()
     WHERE c.id = p_chain.id;
     IF p_state = 'failed' AND p_chain.on_failure IS NOT NULL THEN
-        PERFORM pgq._dispatch_callback(p_chain.on_failure,
+        PERFORM pgq._dispatch_callback('on_failure', p_chain.on_failure,
             jsonb_build_object('chain_id', p_chain.id, 'batch_id', p_chain.batch_id, 'step', p_chain.step,
                                'job', p_chain.steps -> (p_chain.step - 1) ->> 'job', 'job_uuid', p_job,
                                'exception', p_exception),
-            p_chain.queue);
+            p_chain.queue, NULL, p_chain.id);
     END IF;
 END;
 $$;
@@ -2576,28 +2587,41 @@ COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay 
 
 
 --
--- Name: _dispatch_callback(text, jsonb, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_callback(text, text, jsonb, text, uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
+CREATE FUNCTION pgq._dispatch_callback(p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_uuid uuid;
 BEGIN
-    PERFORM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue);
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
-    PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
-        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
+    BEGIN
+        SELECT u INTO v_uuid
+        FROM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue,
+                           p_chain_id => coalesce(p_chain, p_batch), p_chain_step => 0) u;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
+        PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
+            'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
+        INSERT INTO pgq.callbacks (batch_id, chain_id, kind, job, error)
+        VALUES (CASE WHEN p_chain IS NULL THEN p_batch END, p_chain, p_kind, p_job,
+                format('%s (SQLSTATE %s)', SQLERRM, SQLSTATE));
+        RETURN;
+    END;
+    INSERT INTO pgq.callbacks (batch_id, chain_id, kind, job, job_uuid, error)
+    VALUES (CASE WHEN p_chain IS NULL THEN p_batch END, p_chain, p_kind, p_job, v_uuid,
+            CASE WHEN v_uuid IS NULL THEN 'DroppedAsDuplicate: a unique lock on its key is held by another job' END);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _dispatch_callback(p_job text, p_payload jsonb, p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_callback(p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
+COMMENT ON FUNCTION pgq._dispatch_callback(p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid) IS 'Queues a chain''s on_failure or a batch callback and records it in pgq.callbacks (S97); an error becomes a WARNING, a callback_failed event and the row''s error, never a failed completion.';
 
 
 --
@@ -3144,10 +3168,14 @@ CREATE FUNCTION pgq._job_ends_advance() RETURNS trigger
 DECLARE
     r record;
 BEGIN
+    UPDATE pgq.callbacks c SET outcome = e.outcome, exception = e.exception, ended_at = e.ended_at
+    FROM ended e
+    WHERE e.chain_step = 0 AND c.job_uuid = e.job_uuid;
     FOR r IN
         SELECT e.outcome, e.exception, array_agg(e.job_uuid ORDER BY e.id) AS uuids, array_agg(e.batch_id ORDER BY e.id) AS batches,
                array_agg(e.chain_id ORDER BY e.id) AS chains, array_agg(e.chain_step ORDER BY e.id) AS steps
         FROM ended e
+        WHERE e.chain_step IS DISTINCT FROM 0
         GROUP BY e.outcome, e.exception
         ORDER BY min(e.id)
     LOOP
@@ -3162,7 +3190,7 @@ $$;
 -- Name: FUNCTION _job_ends_advance(); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._job_ends_advance() IS 'Trigger on pgq.job_ends: moves the chains and counts the batches of the jobs that ended (S70-S76).';
+COMMENT ON FUNCTION pgq._job_ends_advance() IS 'Trigger on pgq.job_ends: records callbacks'' ends (S97), moves the chains and counts the batches of the other jobs that ended (S70-S76).';
 
 
 --
@@ -3311,7 +3339,12 @@ DECLARE
     v_batch   uuid;
     i         int;
 BEGIN
+    -- A retried callback (chain_step 0) waits again: it has not ended (S97).
+    UPDATE pgq.callbacks c SET outcome = NULL, exception = NULL, ended_at = NULL
+    FROM unnest(p_uuids, p_steps) AS r(uuid, step)
+    WHERE r.step = 0 AND c.job_uuid = r.uuid;
     FOR i IN 1 .. cardinality(p_uuids) LOOP
+        CONTINUE WHEN p_steps[i] = 0;
         IF p_chains[i] IS NOT NULL THEN
             UPDATE pgq.job_chains c
             SET state = 'running', step = p_steps[i], job_uuid = p_uuids[i], exception = NULL, finished_at = NULL
@@ -4901,6 +4934,74 @@ COMMENT ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note te
 
 
 --
+-- Name: _retry_failed_ids(bigint[], text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._retry_failed_ids(p_ids bigint[], p_detail text DEFAULT NULL::text) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_uuids  uuid[];
+    v_queues text[];
+    v_grouped uuid[];  -- jobs of batches or chains, with theirs (S73)
+    v_batches uuid[];
+    v_chains  uuid[];
+    v_steps   int[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgq.failed_jobs f
+        WHERE f.id = ANY (p_ids)
+        RETURNING f.*
+    ), back AS (
+        -- The unique token comes back but not the lock (released when the job failed):
+        -- every release is owner-checked, so this copy can never free another's lock (S22).
+        -- A debounced job comes back without its token (also released): retrying it is a
+        -- deliberate act, so it runs instead of being debounced at pickup.
+        INSERT INTO pgq.jobs AS j
+            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
+             fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
+             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
+        SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
+               -- a handler dropped since the job failed: the class's current one
+               CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
+                    ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
+               g.tries, g.backoff, g.max_exceptions,
+               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
+        FROM gone g
+        ORDER BY g.id
+        RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
+    ), recorded AS (
+        INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
+        SELECT session_user, 'retry', b.uuid, b.queue, p_detail FROM back b
+    )
+    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}'),
+           array_agg(b.uuid) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.batch_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
+           array_agg(b.chain_step) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL)
+    INTO v_uuids, v_queues, v_grouped, v_batches, v_chains, v_steps
+    FROM back b;
+    IF v_grouped IS NOT NULL THEN
+        -- a chain goes on from the retried step; its batch counts the member pending again
+        PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
+    END IF;
+
+    PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _retry_failed_ids(p_ids bigint[], p_detail text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._retry_failed_ids(p_ids bigint[], p_detail text) IS 'Requeues the failed jobs of these pgq.failed_jobs ids with attempts reset, recorded in pgq.actions; chains resume, batches count them pending (S20, S73).';
+
+
+--
 -- Name: _retry_window(integer, integer[], integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6143,6 +6244,15 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
     FROM nameless x
     WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
       AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
+    UNION ALL
+    SELECT st.kind || ' ' || st.id || coalesce(' (' || st.name || ')', ''), st.kind || '_stalled',
+           format('job %s (%s) has been ready in queue %s for %s s, longer than its retry_after of %s s, and no job of the %s ran since%s',
+                  st.job_uuid, st.job, st.queue, floor(extract(epoch FROM now() - st.waiting_since)), st.retry_after, st.kind,
+                  CASE WHEN st.paused THEN ': the queue is paused' ELSE '' END),
+           CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
+                ELSE format('run a worker on queue %s (pgq-worker work --queue %s), or look for a middleware turning its jobs away', st.queue, st.queue) END,
+           st.queue
+    FROM pgq.stalled st
     ) f
     WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
     ORDER BY 1, 2, 5;
@@ -6153,7 +6263,7 @@ $$;
 -- Name: FUNCTION "check"(worker_timeout integer, worker_tries integer, queues text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) IS 'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87).';
+COMMENT ON FUNCTION pgq."check"(worker_timeout integer, worker_tries integer, queues text[]) IS 'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87), and stalled chains and batches (S95).';
 
 
 --
@@ -7762,66 +7872,60 @@ COMMENT ON FUNCTION pgq.resume_schedule(name text) IS 'Lets a paused schedule fi
 
 
 --
--- Name: retry_failed(uuid, text, text, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: retry_batch_failed(uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text, job text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval) RETURNS SETOF uuid
+CREATE FUNCTION pgq.retry_batch_failed(batch uuid) RETURNS SETOF uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_uuids  uuid[];
-    v_queues text[];
-    v_grouped uuid[];  -- jobs of batches or chains, with theirs (S73)
-    v_batches uuid[];
-    v_chains  uuid[];
-    v_steps   int[];
+    v_uuids     uuid[];
+    v_cancelled timestamptz;
 BEGIN
-    WITH gone AS (
-        DELETE FROM pgq.failed_jobs f
+    SELECT b.cancelled_at INTO v_cancelled FROM pgq.job_batches b WHERE b.id = retry_batch_failed.batch;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: no batch %', retry_batch_failed.batch USING ERRCODE = 'P0002';
+    END IF;
+    IF v_cancelled IS NULL THEN
+        v_uuids := ARRAY(SELECT pgq._retry_failed_ids(
+            ARRAY(SELECT f.id FROM pgq.failed_jobs f WHERE f.batch_id = retry_batch_failed.batch ORDER BY f.id),
+            format('with batch %s', retry_batch_failed.batch)));
+        -- The retry locked the batch's shards, then its row (pgq._jobs_retried): a cancel
+        -- that committed meanwhile is seen now.
+        SELECT b.cancelled_at INTO v_cancelled FROM pgq.job_batches b WHERE b.id = retry_batch_failed.batch;
+    END IF;
+    IF v_cancelled IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: batch % was cancelled: a retried job would be cancelled before it runs', retry_batch_failed.batch
+            USING ERRCODE = 'PQ003', HINT = 'dispatch the failed jobs again in a new batch';
+    END IF;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION retry_batch_failed(batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.retry_batch_failed(batch uuid) IS 'Requeues every failed job of a batch as pgq.retry_failed does (S96); P0002 when there is no such batch, PQ003 when it was cancelled. Returns the uuids requeued.';
+
+
+--
+-- Name: retry_failed(uuid, text, text, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.retry_failed(uuid uuid, queue text DEFAULT NULL::text, job text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval) RETURNS SETOF uuid
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pgq._retry_failed_ids(ARRAY(
+        SELECT f.id FROM pgq.failed_jobs f
         WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
           AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
           AND (retry_failed.job IS NULL OR f.job = retry_failed.job)
           AND (retry_failed.older_than IS NULL OR f.failed_at < now() - retry_failed.older_than)
-        RETURNING f.*
-    ), back AS (
-        -- The unique token comes back but not the lock (released when the job failed):
-        -- every release is owner-checked, so this copy can never free another's lock (S22).
-        -- A debounced job comes back without its token (also released): retrying it is a
-        -- deliberate act, so it runs instead of being debounced at pickup.
-        INSERT INTO pgq.jobs AS j
-            (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
-             fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
-        SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
-               -- a handler dropped since the job failed: the class's current one
-               CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
-                    ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
-               g.tries, g.backoff, g.max_exceptions,
-               g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
-        FROM gone g
-        ORDER BY g.id
-        RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
-    ), recorded AS (
-        INSERT INTO pgq.actions (actor, action, job_uuid, queue)
-        SELECT session_user, 'retry', b.uuid, b.queue FROM back b
-    )
-    SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}'),
-           array_agg(b.uuid) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
-           array_agg(b.batch_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
-           array_agg(b.chain_id) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
-           array_agg(b.chain_step) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL)
-    INTO v_uuids, v_queues, v_grouped, v_batches, v_chains, v_steps
-    FROM back b;
-    IF v_grouped IS NOT NULL THEN
-        -- a chain goes on from the retried step; its batch counts the member pending again
-        PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
-    END IF;
-
-    PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
-    RETURN QUERY SELECT unnest(v_uuids);
-END;
+        ORDER BY f.id));
 $$;
 
 
@@ -8415,120 +8519,6 @@ COMMENT ON TABLE pgq.batch_counts IS 'A batch''s counters in 16 shards (member i
 
 
 --
--- Name: batches; Type: VIEW; Schema: pgq; Owner: -
---
-
-CREATE VIEW pgq.batches AS
- SELECT b.id,
-    b.name,
-    b.total_jobs,
-    ((c.pending + c.failed))::integer AS pending_jobs,
-    (c.failed)::integer AS failed_jobs,
-    b.failed_job_ids,
-    b.options,
-    b.cancelled_at,
-    b.created_at,
-    b.finished_at,
-    (c.pending)::integer AS unfinished_jobs,
-    (c.cancelled)::integer AS cancelled_jobs,
-    ((((b.total_jobs - c.pending) - c.failed) - c.cancelled))::integer AS succeeded_jobs,
-    (
-        CASE
-            WHEN (b.total_jobs = 0) THEN (100)::numeric
-            ELSE round(((100.0 * ((b.total_jobs - c.pending))::numeric) / (b.total_jobs)::numeric), 1)
-        END)::double precision AS progress,
-    b.then_at,
-    b.catch_at,
-    b.finally_at
-   FROM (pgq.job_batches b
-     CROSS JOIN LATERAL ( SELECT COALESCE(sum(s.pending), (0)::bigint) AS pending,
-            COALESCE(sum(s.failed), (0)::bigint) AS failed,
-            COALESCE(sum(s.cancelled), (0)::bigint) AS cancelled
-           FROM pgq.batch_counts s
-          WHERE (s.batch_id = b.id)) c);
-
-
---
--- Name: VIEW batches; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON VIEW pgq.batches IS 'Batches with Laravel''s job_batches columns (pending_jobs counts failed members too, as Laravel''s does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.';
-
-
---
--- Name: chains; Type: VIEW; Schema: pgq; Owner: -
---
-
-CREATE VIEW pgq.chains AS
- SELECT c.id,
-    c.batch_id,
-    c.state,
-    c.step,
-    jsonb_array_length(c.steps) AS total_steps,
-    ((c.steps -> (c.step - 1)) ->> 'job'::text) AS job,
-    c.job_uuid,
-    c.on_failure,
-    c.queue,
-    c.exception,
-    c.created_at,
-    c.finished_at,
-        CASE
-            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN c.steps
-            ELSE NULL::jsonb
-        END AS steps
-   FROM pgq.job_chains c;
-
-
---
--- Name: VIEW chains; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.';
-
-
---
--- Name: circuits; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.circuits (
-    key text NOT NULL,
-    failures integer NOT NULL,
-    window_start timestamp with time zone NOT NULL,
-    decay integer NOT NULL,
-    max_exceptions integer NOT NULL,
-    last_exception text,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-
---
--- Name: TABLE circuits; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.';
-
-
---
--- Name: debounce_tokens; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.debounce_tokens (
-    key text NOT NULL,
-    token uuid NOT NULL,
-    job_uuid uuid NOT NULL,
-    burst_started_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
-
---
--- Name: TABLE debounce_tokens; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
-
-
---
 -- Name: failed_jobs; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -8584,6 +8574,321 @@ COMMENT ON COLUMN pgq.failed_jobs.exception_detail IS 'The DETAIL of the final e
 --
 
 COMMENT ON COLUMN pgq.failed_jobs.exception_hint IS 'The HINT of the final exception, when it had one (S88).';
+
+
+--
+-- Name: job_ends; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.job_ends (
+    id bigint NOT NULL,
+    job_uuid uuid NOT NULL,
+    outcome text NOT NULL,
+    exception text,
+    batch_id uuid,
+    chain_id uuid,
+    chain_step integer,
+    ended_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT job_ends_check CHECK (((batch_id IS NOT NULL) OR (chain_id IS NOT NULL))),
+    CONSTRAINT job_ends_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+
+--
+-- Name: TABLE job_ends; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.job_ends IS 'The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).';
+
+
+--
+-- Name: batch_jobs; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.batch_jobs AS
+ SELECT j.batch_id,
+    j.chain_id,
+    j.chain_step,
+    j.uuid,
+    j.job,
+    j.queue,
+    'running'::text AS state,
+    j.available_at AS at,
+    j.id AS sort,
+    j.attempts,
+    j.last_exception AS exception,
+    j.reserved_by AS worker,
+    j.started_at
+   FROM pgq.jobs j
+  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NOT NULL) AND (j.reserved_until IS NOT NULL))
+UNION ALL
+ SELECT j.batch_id,
+    j.chain_id,
+    j.chain_step,
+    j.uuid,
+    j.job,
+    j.queue,
+    'ready'::text AS state,
+    j.available_at AS at,
+    j.id AS sort,
+    j.attempts,
+    j.last_exception AS exception,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS started_at
+   FROM pgq.jobs j
+  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NULL) AND (j.available_at <= now()))
+UNION ALL
+ SELECT j.batch_id,
+    j.chain_id,
+    j.chain_step,
+    j.uuid,
+    j.job,
+    j.queue,
+    'scheduled'::text AS state,
+    j.available_at AS at,
+    j.id AS sort,
+    j.attempts,
+    j.last_exception AS exception,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS started_at
+   FROM pgq.jobs j
+  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts = 0))
+UNION ALL
+ SELECT j.batch_id,
+    j.chain_id,
+    j.chain_step,
+    j.uuid,
+    j.job,
+    j.queue,
+    'retrying'::text AS state,
+    j.available_at AS at,
+    j.id AS sort,
+    j.attempts,
+    j.last_exception AS exception,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS started_at
+   FROM pgq.jobs j
+  WHERE ((j.batch_id IS NOT NULL) AND (j.reserved_at IS NULL) AND (j.available_at > now()) AND (j.attempts > 0))
+UNION ALL
+ SELECT f.batch_id,
+    f.chain_id,
+    f.chain_step,
+    f.uuid,
+    f.job,
+    f.queue,
+    'failed'::text AS state,
+    f.failed_at AS at,
+    f.id AS sort,
+    f.attempts,
+    f.exception,
+    NULL::text AS worker,
+    NULL::timestamp with time zone AS started_at
+   FROM pgq.failed_jobs f
+  WHERE (f.batch_id IS NOT NULL)
+UNION ALL
+ SELECT e.batch_id,
+    e.chain_id,
+    e.chain_step,
+    e.job_uuid AS uuid,
+    COALESCE(a.job, ''::text) AS job,
+    COALESCE(a.queue, ''::text) AS queue,
+    e.outcome AS state,
+    e.ended_at AS at,
+    e.id AS sort,
+    COALESCE(a.attempt, 0) AS attempts,
+    e.exception,
+    a.worker,
+    a.started_at
+   FROM (pgq.job_ends e
+     LEFT JOIN LATERAL ( SELECT a_1.job,
+            a_1.queue,
+            a_1.attempt,
+            a_1.worker,
+            a_1.started_at
+           FROM pgq.attempts a_1
+          WHERE (a_1.job_uuid = e.job_uuid)
+          ORDER BY a_1.id DESC
+         LIMIT 1) a ON (true))
+  WHERE ((e.batch_id IS NOT NULL) AND (e.outcome = ANY (ARRAY['succeeded'::text, 'cancelled'::text])));
+
+
+--
+-- Name: VIEW batch_jobs; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.batch_jobs IS 'Every job of a batch (lone jobs and chain steps), live, failed or ended, with its state (ready, scheduled, retrying, running, failed, succeeded, cancelled); read it by batch_id and state in (at, sort) order (S97).';
+
+
+--
+-- Name: batches; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.batches AS
+ SELECT b.id,
+    b.name,
+    b.total_jobs,
+    ((c.pending + c.failed))::integer AS pending_jobs,
+    (c.failed)::integer AS failed_jobs,
+    b.failed_job_ids,
+    b.options,
+    b.cancelled_at,
+    b.created_at,
+    b.finished_at,
+    (c.pending)::integer AS unfinished_jobs,
+    (c.cancelled)::integer AS cancelled_jobs,
+    ((((b.total_jobs - c.pending) - c.failed) - c.cancelled))::integer AS succeeded_jobs,
+    (
+        CASE
+            WHEN (b.total_jobs = 0) THEN (100)::numeric
+            ELSE round(((100.0 * ((b.total_jobs - c.pending))::numeric) / (b.total_jobs)::numeric), 1)
+        END)::double precision AS progress,
+    b.then_at,
+    b.catch_at,
+    b.finally_at,
+        CASE
+            WHEN (b.finished_at IS NULL) THEN
+            CASE
+                WHEN (b.cancelled_at IS NULL) THEN 'running'::text
+                ELSE 'cancelling'::text
+            END
+            WHEN (c.failed > 0) THEN 'failed'::text
+            WHEN ((b.cancelled_at IS NOT NULL) OR (c.cancelled > 0)) THEN 'cancelled'::text
+            ELSE 'succeeded'::text
+        END AS state
+   FROM (pgq.job_batches b
+     CROSS JOIN LATERAL ( SELECT COALESCE(sum(s.pending), (0)::bigint) AS pending,
+            COALESCE(sum(s.failed), (0)::bigint) AS failed,
+            COALESCE(sum(s.cancelled), (0)::bigint) AS cancelled
+           FROM pgq.batch_counts s
+          WHERE (s.batch_id = b.id)) c);
+
+
+--
+-- Name: VIEW batches; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.batches IS 'Batches with Laravel''s job_batches columns (pending_jobs counts failed members too, as Laravel''s does) plus unfinished, cancelled and succeeded members, progress (% finished), when each callback was queued, and state: running, cancelling (cancelled, members still running), or once finished failed (a member failed for good), cancelled (the batch or a member was) or succeeded.';
+
+
+--
+-- Name: callbacks; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.callbacks (
+    id bigint NOT NULL,
+    batch_id uuid,
+    chain_id uuid,
+    kind text NOT NULL,
+    job text NOT NULL,
+    job_uuid uuid,
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    error text,
+    outcome text,
+    exception text,
+    ended_at timestamp with time zone,
+    CONSTRAINT callbacks_check CHECK ((num_nonnulls(batch_id, chain_id) = 1)),
+    CONSTRAINT callbacks_check1 CHECK (((job_uuid IS NOT NULL) OR (error IS NOT NULL))),
+    CONSTRAINT callbacks_kind_check CHECK ((kind = ANY (ARRAY['then'::text, 'catch'::text, 'finally'::text, 'on_failure'::text]))),
+    CONSTRAINT callbacks_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+
+--
+-- Name: TABLE callbacks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.callbacks IS 'Each callback queued for a batch (then, catch, finally) or a chain (on_failure): its job uuid, or error when it could not be queued, and its end (outcome NULL: waiting, running, or failed and retried) (S97).';
+
+
+--
+-- Name: callbacks_id_seq; Type: SEQUENCE; Schema: pgq; Owner: -
+--
+
+ALTER TABLE pgq.callbacks ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME pgq.callbacks_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: chains; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.chains AS
+ SELECT c.id,
+    c.batch_id,
+    c.state,
+    c.step,
+    jsonb_array_length(c.steps) AS total_steps,
+    ((c.steps -> (c.step - 1)) ->> 'job'::text) AS job,
+    c.job_uuid,
+    c.on_failure,
+    c.queue,
+    c.exception,
+    c.created_at,
+    c.finished_at,
+        CASE
+            WHEN ( SELECT pgq._sees_payloads() AS _sees_payloads) THEN c.steps
+            ELSE NULL::jsonb
+        END AS steps,
+    c.job_uuids,
+    ARRAY( SELECT (x.s ->> 'job'::text)
+           FROM jsonb_array_elements(c.steps) WITH ORDINALITY x(s, n)
+          ORDER BY x.n) AS step_jobs
+   FROM pgq.job_chains c;
+
+
+--
+-- Name: VIEW chains; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers; each step''s job name (step_jobs) and, once queued, its job uuid (job_uuids).';
+
+
+--
+-- Name: circuits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.circuits (
+    key text NOT NULL,
+    failures integer NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    decay integer NOT NULL,
+    max_exceptions integer NOT NULL,
+    last_exception text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE circuits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29): exceptions counted per key within decay seconds; open at max_exceptions; a success deletes the row.';
+
+
+--
+-- Name: debounce_tokens; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.debounce_tokens (
+    key text NOT NULL,
+    token uuid NOT NULL,
+    job_uuid uuid NOT NULL,
+    burst_started_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE debounce_tokens; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.debounce_tokens IS 'The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.';
 
 
 --
@@ -8720,31 +9025,6 @@ CREATE TABLE pgq.handler_search_paths (
 --
 
 COMMENT ON TABLE pgq.handler_search_paths IS 'The search_path each SQL handler that pins none of its own runs with: its admin''s when pgq.define_job named it (S86).';
-
-
---
--- Name: job_ends; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.job_ends (
-    id bigint NOT NULL,
-    job_uuid uuid NOT NULL,
-    outcome text NOT NULL,
-    exception text,
-    batch_id uuid,
-    chain_id uuid,
-    chain_step integer,
-    ended_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT job_ends_check CHECK (((batch_id IS NOT NULL) OR (chain_id IS NOT NULL))),
-    CONSTRAINT job_ends_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))
-);
-
-
---
--- Name: TABLE job_ends; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.job_ends IS 'The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).';
 
 
 --
@@ -9924,6 +10204,73 @@ COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL 
 
 
 --
+-- Name: stalled; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.stalled AS
+ WITH running AS (
+         SELECT DISTINCT j.batch_id
+           FROM pgq.jobs j
+          WHERE ((j.reserved_until IS NOT NULL) AND (j.batch_id IS NOT NULL))
+        )
+ SELECT 'batch'::text AS kind,
+    b.id,
+    b.name,
+    w.uuid AS job_uuid,
+    w.job,
+    w.queue,
+    w.available_at AS waiting_since,
+    w.retry_after,
+    w.paused,
+    e.last_end
+   FROM ((pgq.job_batches b
+     CROSS JOIN LATERAL ( SELECT j.uuid,
+            j.job,
+            j.queue,
+            j.available_at,
+            COALESCE(q.retry_after, pgq._default_retry_after()) AS retry_after,
+            COALESCE(q.paused, false) AS paused
+           FROM (pgq.jobs j
+             LEFT JOIN pgq.queues q ON ((q.name = j.queue)))
+          WHERE ((j.batch_id = b.id) AND (j.reserved_at IS NULL) AND (j.available_at <= now()))
+          ORDER BY j.available_at, j.id
+         LIMIT 1) w)
+     CROSS JOIN LATERAL ( SELECT GREATEST(( SELECT max(x.ended_at) AS max
+                   FROM pgq.job_ends x
+                  WHERE ((x.batch_id = b.id) AND (x.outcome = 'succeeded'::text))), ( SELECT max(x.ended_at) AS max
+                   FROM pgq.job_ends x
+                  WHERE ((x.batch_id = b.id) AND (x.outcome = 'failed'::text))), ( SELECT max(x.ended_at) AS max
+                   FROM pgq.job_ends x
+                  WHERE ((x.batch_id = b.id) AND (x.outcome = 'cancelled'::text)))) AS last_end) e)
+  WHERE ((b.finished_at IS NULL) AND (w.available_at < (now() - make_interval(secs => (w.retry_after)::double precision))) AND (NOT (EXISTS ( SELECT
+           FROM running r
+          WHERE (r.batch_id = b.id)))) AND ((e.last_end IS NULL) OR (e.last_end < (now() - make_interval(secs => (w.retry_after)::double precision)))))
+UNION ALL
+ SELECT 'chain'::text AS kind,
+    c.id,
+    NULL::text AS name,
+    j.uuid AS job_uuid,
+    j.job,
+    j.queue,
+    j.available_at AS waiting_since,
+    COALESCE(q.retry_after, pgq._default_retry_after()) AS retry_after,
+    COALESCE(q.paused, false) AS paused,
+    NULL::timestamp with time zone AS last_end
+   FROM ((pgq.jobs j
+     JOIN pgq.job_chains c ON (((c.id = j.chain_id) AND (c.job_uuid = j.uuid))))
+     LEFT JOIN pgq.queues q ON ((q.name = j.queue)))
+  WHERE ((j.chain_id IS NOT NULL) AND (j.batch_id IS NULL) AND (j.reserved_at IS NULL) AND (j.available_at < (now() - make_interval(secs => (( SELECT LEAST(pgq._default_retry_after(), min(x.retry_after)) AS "least"
+           FROM pgq.queues x))::double precision))) AND (j.chain_step > 0) AND (c.state = 'running'::text) AND (j.available_at < (now() - make_interval(secs => (COALESCE(q.retry_after, pgq._default_retry_after()))::double precision))));
+
+
+--
+-- Name: VIEW stalled; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.stalled IS 'Chains and batches that wait without moving: a job ready for longer than its queue''s retry_after while none of theirs runs or ended in that time (S95).';
+
+
+--
 -- Name: jobs_0; Type: TABLE ATTACH; Schema: pgq; Owner: -
 --
 
@@ -10029,6 +10376,14 @@ ALTER TABLE ONLY pgq.attempts
 
 ALTER TABLE ONLY pgq.batch_counts
     ADD CONSTRAINT batch_counts_pkey PRIMARY KEY (batch_id, shard);
+
+
+--
+-- Name: callbacks callbacks_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.callbacks
+    ADD CONSTRAINT callbacks_pkey PRIMARY KEY (id);
 
 
 --
@@ -10278,10 +10633,59 @@ CREATE INDEX attempts_finished_at_brin ON pgq.attempts USING brin (finished_at) 
 
 
 --
+-- Name: callbacks_batch_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX callbacks_batch_idx ON pgq.callbacks USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: callbacks_chain_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX callbacks_chain_idx ON pgq.callbacks USING btree (chain_id) WHERE (chain_id IS NOT NULL);
+
+
+--
+-- Name: callbacks_job_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE UNIQUE INDEX callbacks_job_idx ON pgq.callbacks USING btree (job_uuid) WHERE (job_uuid IS NOT NULL);
+
+
+--
+-- Name: failed_jobs_batch_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX failed_jobs_batch_idx ON pgq.failed_jobs USING btree (batch_id, failed_at, id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: failed_jobs_chain_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX failed_jobs_chain_idx ON pgq.failed_jobs USING btree (chain_id) WHERE (chain_id IS NOT NULL);
+
+
+--
 -- Name: failed_jobs_failed_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
 CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at);
+
+
+--
+-- Name: job_batches_created_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_batches_created_idx ON pgq.job_batches USING btree (created_at, id);
+
+
+--
+-- Name: job_batches_unfinished_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_batches_unfinished_idx ON pgq.job_batches USING btree (created_at) WHERE (finished_at IS NULL);
 
 
 --
@@ -10292,10 +10696,24 @@ CREATE INDEX job_chains_batch_idx ON pgq.job_chains USING btree (batch_id) WHERE
 
 
 --
+-- Name: job_chains_created_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_chains_created_idx ON pgq.job_chains USING btree (created_at, id);
+
+
+--
+-- Name: job_chains_running_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX job_chains_running_idx ON pgq.job_chains USING btree (created_at) WHERE (state = 'running'::text);
+
+
+--
 -- Name: job_ends_batch_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX job_ends_batch_idx ON pgq.job_ends USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX job_ends_batch_idx ON pgq.job_ends USING btree (batch_id, outcome, ended_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
@@ -10320,17 +10738,31 @@ CREATE UNIQUE INDEX job_slots_current_idx ON pgq.job_slots USING btree (state) W
 
 
 --
+-- Name: jobs_chain_wait_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_chain_wait_idx ON ONLY pgq.jobs USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
+-- Name: jobs_0_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_available_at_idx ON pgq.jobs_0 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
 -- Name: jobs_batch_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_batch_idx ON ONLY pgq.jobs USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_batch_idx ON ONLY pgq.jobs USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
--- Name: jobs_0_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: jobs_0_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_0_batch_id_idx ON pgq.jobs_0 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_0_batch_id_available_at_id_idx ON pgq.jobs_0 USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
@@ -10390,10 +10822,17 @@ CREATE INDEX jobs_0_txid_idx ON pgq.jobs_0 USING btree (txid);
 
 
 --
--- Name: jobs_1_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: jobs_1_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_1_batch_id_idx ON pgq.jobs_1 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_1_available_at_idx ON pgq.jobs_1 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
+-- Name: jobs_1_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_batch_id_available_at_id_idx ON pgq.jobs_1 USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
@@ -10425,10 +10864,17 @@ CREATE INDEX jobs_1_txid_idx ON pgq.jobs_1 USING btree (txid);
 
 
 --
--- Name: jobs_2_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: jobs_2_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_2_batch_id_idx ON pgq.jobs_2 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_2_available_at_idx ON pgq.jobs_2 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
+-- Name: jobs_2_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_batch_id_available_at_id_idx ON pgq.jobs_2 USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
@@ -10460,10 +10906,17 @@ CREATE INDEX jobs_2_txid_idx ON pgq.jobs_2 USING btree (txid);
 
 
 --
--- Name: jobs_3_batch_id_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: jobs_3_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX jobs_3_batch_id_idx ON pgq.jobs_3 USING btree (batch_id) WHERE (batch_id IS NOT NULL);
+CREATE INDEX jobs_3_available_at_idx ON pgq.jobs_3 USING btree (available_at) WHERE ((chain_id IS NOT NULL) AND (batch_id IS NULL) AND (reserved_at IS NULL));
+
+
+--
+-- Name: jobs_3_batch_id_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_batch_id_available_at_id_idx ON pgq.jobs_3 USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
 
 
 --
@@ -10614,10 +11067,17 @@ CREATE INDEX schedule_entries_next_run_at_idx ON pgq.schedule_entries USING btre
 
 
 --
--- Name: jobs_0_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: jobs_0_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_0_batch_id_idx;
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_0_available_at_idx;
+
+
+--
+-- Name: jobs_0_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_0_batch_id_available_at_id_idx;
 
 
 --
@@ -10649,10 +11109,17 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_0_txid_idx;
 
 
 --
--- Name: jobs_1_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: jobs_1_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_1_batch_id_idx;
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_1_available_at_idx;
+
+
+--
+-- Name: jobs_1_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_1_batch_id_available_at_id_idx;
 
 
 --
@@ -10684,10 +11151,17 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_1_txid_idx;
 
 
 --
--- Name: jobs_2_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: jobs_2_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_2_batch_id_idx;
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_2_available_at_idx;
+
+
+--
+-- Name: jobs_2_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_2_batch_id_available_at_id_idx;
 
 
 --
@@ -10719,10 +11193,17 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_2_txid_idx;
 
 
 --
--- Name: jobs_3_batch_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+-- Name: jobs_3_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
-ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_3_batch_id_idx;
+ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_3_available_at_idx;
+
+
+--
+-- Name: jobs_3_batch_id_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_3_batch_id_available_at_id_idx;
 
 
 --
@@ -10883,6 +11364,22 @@ ALTER TABLE ONLY pgq.batch_counts
 
 
 --
+-- Name: callbacks callbacks_batch_id_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.callbacks
+    ADD CONSTRAINT callbacks_batch_id_fkey FOREIGN KEY (batch_id) REFERENCES pgq.job_batches(id) ON DELETE CASCADE;
+
+
+--
+-- Name: callbacks callbacks_chain_id_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.callbacks
+    ADD CONSTRAINT callbacks_chain_id_fkey FOREIGN KEY (chain_id) REFERENCES pgq.job_chains(id) ON DELETE CASCADE;
+
+
+--
 -- Name: job_chains job_chains_batch_id_fkey; Type: FK CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -10950,10 +11447,10 @@ REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) 
 
 
 --
--- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb) FROM PUBLIC;
 
 
 --
@@ -11143,6 +11640,7 @@ REVOKE ALL ON FUNCTION pgq._cron_problem(p_expr text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._default_retry_after() FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_worker;
 GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_reader;
 GRANT ALL ON FUNCTION pgq._default_retry_after() TO pgq_admin;
 
@@ -11178,10 +11676,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, del
 
 
 --
--- Name: FUNCTION _dispatch_callback(p_job text, p_payload jsonb, p_queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_callback(p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_callback(p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid) FROM PUBLIC;
 
 
 --
@@ -11686,6 +12184,13 @@ REVOKE ALL ON FUNCTION pgq._release_unique(p_key text, p_token uuid) FROM PUBLIC
 --
 
 REVOKE ALL ON FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _retry_failed_ids(p_ids bigint[], p_detail text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._retry_failed_ids(p_ids bigint[], p_detail text) FROM PUBLIC;
 
 
 --
@@ -12244,6 +12749,14 @@ GRANT ALL ON FUNCTION pgq.resume_schedule(name text) TO pgq_admin;
 
 
 --
+-- Name: FUNCTION retry_batch_failed(batch uuid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.retry_batch_failed(batch uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.retry_batch_failed(batch uuid) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION retry_failed(uuid uuid, queue text, job text, older_than interval); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12347,10 +12860,32 @@ GRANT SELECT ON TABLE pgq.actions TO pgq_reader;
 
 
 --
+-- Name: TABLE job_ends; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.job_ends TO pgq_reader;
+
+
+--
+-- Name: TABLE batch_jobs; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.batch_jobs TO pgq_reader;
+
+
+--
 -- Name: TABLE batches; Type: ACL; Schema: pgq; Owner: -
 --
 
+GRANT SELECT ON TABLE pgq.batches TO pgq_worker;
 GRANT SELECT ON TABLE pgq.batches TO pgq_reader;
+
+
+--
+-- Name: TABLE callbacks; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.callbacks TO pgq_reader;
 
 
 --
@@ -12386,13 +12921,6 @@ GRANT SELECT ON TABLE pgq.goose_version TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.handler_search_paths TO pgq_reader;
-
-
---
--- Name: TABLE job_ends; Type: ACL; Schema: pgq; Owner: -
---
-
-GRANT SELECT ON TABLE pgq.job_ends TO pgq_reader;
 
 
 --
@@ -12499,6 +13027,14 @@ GRANT SELECT ON TABLE pgq.scheduled TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.schedules TO pgq_reader;
+
+
+--
+-- Name: TABLE stalled; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.stalled TO pgq_worker;
+GRANT SELECT ON TABLE pgq.stalled TO pgq_reader;
 
 
 --

@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer, q *dbsqlc.Queries) (*metrics, error) 
 			Name: "pgq_reserved_ahead_total", Help: "Jobs reserved ahead of a free slot (S84): reserved, then started or given_back.",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.leases, m.turnAways, m.ahead, &queueCollector{q: q}} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.leases, m.turnAways, m.ahead, &queueCollector{q: q}, &batchCollector{q: q}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -96,5 +96,65 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(queueDepth, prometheus.GaugeValue, float64(n), r.Queue, state)
 		}
 		ch <- prometheus.MustNewConstMetric(queueWait, prometheus.GaugeValue, r.OldestWait.Seconds(), r.Queue)
+	}
+}
+
+// batchCollector reads pgq.batches and pgq.stalled at scrape time: batches by state,
+// the members of the batches that have not finished by state, and the stalled chains
+// and batches (S95).
+type batchCollector struct{ q *dbsqlc.Queries }
+
+var (
+	batchCount = prometheus.NewDesc("pgq_batches",
+		"Batches by state (running, cancelling, succeeded, failed, cancelled), as long as pgq keeps them (--keep-history).", []string{"state"}, nil)
+	batchJobs = prometheus.NewDesc("pgq_batch_jobs",
+		"Members of the batches that have not finished (running or cancelling), by state: unfinished, succeeded, failed, cancelled.", []string{"state"}, nil)
+	stalledCount = prometheus.NewDesc("pgq_stalled",
+		"Chains and batches that stalled (S95): a job ready for longer than its queue's retry_after while none of theirs ran.", []string{"kind"}, nil)
+	batchStates = []string{"running", "cancelling", "succeeded", "failed", "cancelled"}
+)
+
+func (c *batchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- batchCount
+	ch <- batchJobs
+	ch <- stalledCount
+}
+
+func (c *batchCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := c.q.BatchStatsList(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(batchCount, err)
+		return
+	}
+	batches := map[string]int64{}
+	members := map[string]int64{}
+	for _, r := range rows {
+		batches[r.State] = r.Batches
+		if r.State == "running" || r.State == "cancelling" {
+			members["unfinished"] += r.Unfinished
+			members["succeeded"] += r.Succeeded
+			members["failed"] += r.Failed
+			members["cancelled"] += r.Cancelled
+		}
+	}
+	for _, state := range batchStates {
+		ch <- prometheus.MustNewConstMetric(batchCount, prometheus.GaugeValue, float64(batches[state]), state)
+	}
+	for _, state := range []string{"unfinished", "succeeded", "failed", "cancelled"} {
+		ch <- prometheus.MustNewConstMetric(batchJobs, prometheus.GaugeValue, float64(members[state]), state)
+	}
+	stalled, err := c.q.StalledCountList(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(stalledCount, err)
+		return
+	}
+	byKind := map[string]int64{}
+	for _, r := range stalled {
+		byKind[r.Kind] = r.Stalled
+	}
+	for _, kind := range []string{"batch", "chain"} {
+		ch <- prometheus.MustNewConstMetric(stalledCount, prometheus.GaugeValue, float64(byKind[kind]), kind)
 	}
 }

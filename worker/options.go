@@ -270,7 +270,8 @@ func WithRetention(history, failed time.Duration) Option {
 
 // WithMetrics registers the worker's Prometheus metrics with reg: jobs by outcome, job
 // and queue; handler duration; leases extended and lost; turn-aways by middleware; and,
-// read at scrape time, queue depth and oldest wait.
+// read at scrape time, queue depth and oldest wait, batches by state with the members of
+// unfinished ones by state, and stalled chains and batches.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(c *config) error {
 		if reg == nil {

@@ -2,8 +2,11 @@
 // database with a large history and backlog: -history finished attempts (-last-hour of
 // them in the last hour, the rest spread over 14 days), -failed failed jobs, -waiting
 // waiting jobs (ready, scheduled and retrying), -running reserved jobs and -unique
-// unique locks, seeded with INSERT … SELECT generate_series and vacuumed, as
-// autovacuum would. Each page is rendered by the handler itself (no network), -n times
+// unique locks; -batches batches of -batch-size members each (most finished, a tenth
+// running, some of those stalled), one batch of -big-batch members still running, and
+// -chains chains of three steps; seeded with INSERT … SELECT generate_series (the live
+// members of batches and chains through pgq.dispatch_batch and pgq.dispatch_chain) and
+// vacuumed, as autovacuum would. Each page is rendered by the handler itself (no network), -n times
 // after -warmup, and the program prints the median, p90 and max per page as a Markdown
 // table.
 //
@@ -41,6 +44,8 @@ type options struct {
 	db                        string
 	history, lastHour, failed int
 	waiting, running, unique  int
+	batches, batchSize        int
+	bigBatch, chains          int
 	n, warmup                 int
 	keep, skipSeed            bool
 }
@@ -58,6 +63,10 @@ func main() {
 	flag.IntVar(&o.waiting, "waiting", 100_000, "waiting jobs: 90% ready, 5% scheduled, 5% retrying")
 	flag.IntVar(&o.running, "running", 200, "reserved jobs")
 	flag.IntVar(&o.unique, "unique", 10_000, "of the waiting jobs, holding a unique lock")
+	flag.IntVar(&o.batches, "batches", 1000, "batches: 70% succeeded, 10% with failed members, 10% cancelled, 10% running (a tenth of those stalled)")
+	flag.IntVar(&o.batchSize, "batch-size", 1000, "members of each of those batches")
+	flag.IntVar(&o.bigBatch, "big-batch", 10_000, "members of one more batch, running: 40% succeeded, 1% failed, the rest waiting")
+	flag.IntVar(&o.chains, "chains", 10_000, "chains of three steps: 60% succeeded, 20% failed at step 2, 20% running")
 	flag.IntVar(&o.n, "n", 25, "timed requests per page")
 	flag.IntVar(&o.warmup, "warmup", 3, "untimed requests per page first")
 	flag.BoolVar(&o.keep, "keep", false, "keep the database")
@@ -111,11 +120,13 @@ func run(ctx context.Context, o options) error {
 		fmt.Fprintf(os.Stderr, "seeded in %s\n", time.Since(start).Round(time.Second))
 	}
 	var sizes string
-	if err := pool.QueryRow(ctx, `SELECT format('pgq.attempts %s rows (%s), pgq.jobs %s rows (%s), pgq.failed_jobs %s rows, attempts in the last hour %s',
+	if err := pool.QueryRow(ctx, `SELECT format('pgq.attempts %s rows (%s), pgq.jobs %s rows (%s), pgq.failed_jobs %s rows, attempts in the last hour %s; '
+		    || '%s batches, pgq.job_ends %s rows, %s chains',
 		(SELECT count(*) FROM pgq.attempts), pg_size_pretty(pg_total_relation_size('pgq.attempts')),
 		(SELECT count(*) FROM pgq.jobs), pg_size_pretty((SELECT sum(bytes) FROM pgq.job_storage)),
 		(SELECT count(*) FROM pgq.failed_jobs),
-		(SELECT count(*) FROM pgq.attempts WHERE finished_at > now() - interval '1 hour'))`).Scan(&sizes); err != nil {
+		(SELECT count(*) FROM pgq.attempts WHERE finished_at > now() - interval '1 hour'),
+		(SELECT count(*) FROM pgq.job_batches), (SELECT count(*) FROM pgq.job_ends), (SELECT count(*) FROM pgq.job_chains))`).Scan(&sizes); err != nil {
 		return err
 	}
 
@@ -184,7 +195,7 @@ func pagesToTime(ctx context.Context, pool *pgxpool.Pool, h http.Handler) ([]pag
 	if err := pool.QueryRow(ctx, `SELECT uuid::text FROM pgq.failed_jobs ORDER BY id DESC LIMIT 1`).Scan(&failedJob); err != nil {
 		return nil, err
 	}
-	if err := pool.QueryRow(ctx, `SELECT uuid::text, payload->>'n' FROM pgq.jobs WHERE reserved_at IS NULL ORDER BY id DESC LIMIT 1`).Scan(&liveJob, &payloadValue); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT uuid::text, payload->>'n' FROM pgq.jobs WHERE reserved_at IS NULL AND payload ? 'n' ORDER BY id DESC LIMIT 1`).Scan(&liveJob, &payloadValue); err != nil {
 		return nil, err
 	}
 	deep := "/pgq/jobs?state=ready"
@@ -197,6 +208,34 @@ func pagesToTime(ctx context.Context, pool *pgxpool.Pool, h http.Handler) ([]pag
 			return nil, fmt.Errorf("no next page after %s", deep)
 		}
 		deep = strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	var big, finished, chain, member string
+	if err := pool.QueryRow(ctx, `SELECT
+		(SELECT id::text FROM pgq.job_batches WHERE name = 'big'),
+		(SELECT id::text FROM pgq.job_batches WHERE finished_at IS NOT NULL ORDER BY created_at DESC LIMIT 1),
+		(SELECT id::text FROM pgq.job_chains WHERE state = 'failed' ORDER BY created_at DESC LIMIT 1),
+		(SELECT job_uuid::text FROM pgq.job_ends WHERE batch_id IS NOT NULL ORDER BY id DESC LIMIT 1)`).Scan(&big, &finished, &chain, &member); err != nil {
+		return nil, err
+	}
+	follow := func(path string, pages int, link *regexp.Regexp) (string, error) {
+		for range pages - 1 {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			m := link.FindStringSubmatch(rec.Body.String())
+			if m == nil {
+				return "", fmt.Errorf("no next page after %s", path)
+			}
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+		return path, nil
+	}
+	deepBatches, err := follow("/pgq/batches", 10, regexp.MustCompile(`<a href="(/pgq/batches\?[^"]*)" id="next">`))
+	if err != nil {
+		return nil, err
+	}
+	deepMembers, err := follow("/pgq/batches/"+big+"?state=succeeded", 20, regexp.MustCompile(`<a href="(/pgq/batches/[^"]*)" id="next">`))
+	if err != nil {
+		return nil, err
 	}
 	return []page{
 		{"overview `/`", "/pgq/", false},
@@ -217,6 +256,18 @@ func pagesToTime(ctx context.Context, pool *pgxpool.Pool, h http.Handler) ([]pag
 		{"workers", "/pgq/workers", false},
 		{"config check", "/pgq/check", false},
 		{"history", "/pgq/history", false},
+		{"batches, all", "/pgq/batches", false},
+		{"batches, 10th page (keyset)", deepBatches, false},
+		{"batches, running", "/pgq/batches?state=running", false},
+		{"batches, failed", "/pgq/batches?state=failed", false},
+		{"batch page: 10,000 members (failed first)", "/pgq/batches/" + big, false},
+		{"batch page: 10,000 members, ready", "/pgq/batches/" + big + "?state=ready", false},
+		{"batch page: 10,000 members, succeeded, 20th page", deepMembers, false},
+		{"batch page: a finished batch of 1,000", "/pgq/batches/" + finished, false},
+		{"chains, all", "/pgq/chains", false},
+		{"chains, failed", "/pgq/chains?state=failed", false},
+		{"chain page: failed at step 2", "/pgq/chains/" + chain, false},
+		{"job page: a batch member that succeeded", "/pgq/jobs/" + member, false},
 	}, nil
 }
 
@@ -264,14 +315,129 @@ func seed(ctx context.Context, pool *pgxpool.Pool, o options) error {
 		`UPDATE pgq.jobs SET available_at = now() + interval '10 minutes', attempts = 1, wait_reason = 'backoff',
 			last_exception = 'boom', last_exception_attempt = 1 WHERE id % 20 = 1`,
 		fmt.Sprintf(`SELECT count(*) FROM pgq.reserve('busy-worker:1', '{q4}', %d)`, o.running),
-		`VACUUM ANALYZE`,
 	}
+	steps = append(steps, workflowSeed(o)...)
+	steps = append(steps, `VACUUM ANALYZE`)
 	for _, s := range steps {
 		if _, err := pool.Exec(ctx, s); err != nil {
 			return fmt.Errorf("%.80s…: %w", strings.Join(strings.Fields(s), " "), err)
 		}
 	}
 	return nil
+}
+
+// workflowSeed are the statements that seed batches and chains. Finished members are
+// written as pgq would have left them: an end in pgq.job_ends and an attempt in
+// pgq.attempts each, the batch's counters in shard 0 (the pages sum the shards); live
+// members are dispatched with pgq.dispatch_batch and pgq.dispatch_chain, and the
+// finished members of running batches added to their rows.
+func workflowSeed(o options) []string {
+	n, size := o.batches, o.batchSize
+	// kinds: 0-6 succeeded, 7 failed (1% of members), 8 cancelled (half), 9 running (half done)
+	return []string{
+		fmt.Sprintf(`INSERT INTO pgq.job_batches (id, name, total_jobs, options, cancelled_at, created_at, finished_at, then_at, catch_at, finally_at)
+			SELECT (pgq._uuid7s(1))[1], 'batch ' || g, CASE WHEN g %% 10 = 9 THEN 0 ELSE %[2]d END,
+			       '{"then_job": "report", "catch_job": "alert", "finally_job": "cleanup", "allow_failures": true, "queue": "q2"}',
+			       CASE WHEN g %% 10 = 8 THEN now() - make_interval(mins => g) END,
+			       now() - make_interval(mins => g + 30),
+			       CASE WHEN g %% 10 <> 9 THEN now() - make_interval(mins => g) END,
+			       CASE WHEN g %% 10 < 7 THEN now() - make_interval(mins => g) END,
+			       CASE WHEN g %% 10 = 7 THEN now() - make_interval(mins => g + 10) END,
+			       CASE WHEN g %% 10 <> 9 THEN now() - make_interval(mins => g) END
+			FROM generate_series(1, %[1]d) g ORDER BY g DESC`, n, size),
+		`INSERT INTO pgq.batch_counts (batch_id, shard) SELECT b.id, s FROM pgq.job_batches b, generate_series(0, 15) s`,
+		// The finished members of every batch (a running one gets its live half below),
+		// written as ended already: the trigger that would count them is off meanwhile.
+		`ALTER TABLE pgq.job_ends DISABLE TRIGGER job_ends_advance`,
+		fmt.Sprintf(`INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, ended_at)
+			SELECT gen_random_uuid(),
+			       CASE WHEN k = 7 AND m %% 100 = 0 THEN 'failed' WHEN k = 8 AND m > %[1]d / 2 THEN 'cancelled' ELSE 'succeeded' END,
+			       CASE WHEN k = 7 AND m %% 100 = 0 THEN 'RowInvalid: no SKU' WHEN k = 8 AND m > %[1]d / 2 THEN 'cancelled with its batch' END,
+			       b.id, b.created_at + make_interval(secs => m)
+			FROM (SELECT id, created_at, (substring(name FROM 7)::int %% 10) AS k FROM pgq.job_batches) b,
+			     generate_series(1, %[1]d) m
+			WHERE b.k <> 9 OR m <= %[1]d / 2
+			ORDER BY b.created_at, m`, size),
+		`INSERT INTO pgq.attempts (job_uuid, job, queue, attempt, worker, reserved_at, started_at, finished_at, outcome, exception, final)
+			SELECT e.job_uuid, 'import_row', 'q2', 1, 'w-1:1', e.ended_at - interval '2 seconds', e.ended_at - interval '1 second', e.ended_at,
+			       e.outcome, e.exception, e.outcome = 'failed'
+			FROM pgq.job_ends e ORDER BY e.id`,
+		`INSERT INTO pgq.failed_jobs (uuid, queue, payload, exception, failed_at, job, attempts, dispatched_at, batch_id)
+			SELECT e.job_uuid, 'q2', '{"row": 1}', e.exception, e.ended_at, 'import_row', 1, e.ended_at - interval '1 minute', e.batch_id
+			FROM pgq.job_ends e WHERE e.outcome = 'failed'`,
+		`UPDATE pgq.batch_counts c SET failed = x.failed, cancelled = x.cancelled
+			FROM (SELECT batch_id, count(*) FILTER (WHERE outcome = 'failed') AS failed, count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled
+			      FROM pgq.job_ends GROUP BY batch_id) x
+			WHERE c.batch_id = x.batch_id AND c.shard = 0`,
+		`UPDATE pgq.job_batches b SET failed_job_ids = x.ids
+			FROM (SELECT batch_id, array_agg(job_uuid) AS ids FROM pgq.job_ends WHERE outcome = 'failed' GROUP BY batch_id) x
+			WHERE b.id = x.batch_id`,
+		`INSERT INTO pgq.callbacks (batch_id, kind, job, job_uuid, queued_at, outcome, ended_at)
+			SELECT b.id, k.kind, k.job, gen_random_uuid(), t, 'succeeded', t + interval '1 second'
+			FROM pgq.job_batches b
+			CROSS JOIN LATERAL (VALUES ('then', 'report', b.then_at), ('catch', 'alert', b.catch_at), ('finally', 'cleanup', b.finally_at)) k(kind, job, t)
+			WHERE k.t IS NOT NULL`,
+		`ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance`,
+		// the running batches' other half, waiting: a tenth of those batches stalled (ready
+		// for an hour, nothing ended since), the others' due in an hour (their worker is away
+		// for a while, say), so that they do not stall while the pages are timed
+		fmt.Sprintf(`SELECT count(pgq.add_to_batch(b.id, (SELECT jsonb_agg(jsonb_build_object('job', 'import_row', 'payload', jsonb_build_object('row', m)))
+			                                              FROM generate_series(1, %[1]d - %[1]d / 2) m)))
+			FROM pgq.job_batches b WHERE b.finished_at IS NULL`, size),
+		`UPDATE pgq.job_batches b SET total_jobs = b.total_jobs + x.n
+			FROM (SELECT batch_id, count(*) AS n FROM pgq.job_ends GROUP BY batch_id) x
+			WHERE b.id = x.batch_id AND b.finished_at IS NULL`,
+		`UPDATE pgq.jobs j SET available_at = CASE WHEN substring(b.name FROM 7)::int % 100 = 99 THEN now() - interval '1 hour'
+			                                          ELSE now() + interval '1 hour' END
+			FROM pgq.job_batches b WHERE j.batch_id = b.id AND b.finished_at IS NULL`,
+		`UPDATE pgq.job_ends e SET ended_at = now() - interval '2 hours'
+			FROM pgq.job_batches b WHERE e.batch_id = b.id AND b.finished_at IS NULL AND substring(b.name FROM 7)::int % 100 = 99`,
+		// the big batch: 40% succeeded, 1% failed, the rest waiting, some running
+		fmt.Sprintf(`SELECT pgq.dispatch_batch((SELECT jsonb_agg(jsonb_build_object('job', 'import_row', 'payload', jsonb_build_object('row', m)))
+			                                    FROM generate_series(1, %[1]d - %[1]d * 41 / 100) m),
+			                                   name => 'big', then_job => 'report', catch_job => 'alert', allow_failures => true, queue => 'q3')`, o.bigBatch),
+		`ALTER TABLE pgq.job_ends DISABLE TRIGGER job_ends_advance`,
+		fmt.Sprintf(`INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, ended_at)
+			SELECT gen_random_uuid(), CASE WHEN m %% 41 = 0 THEN 'failed' ELSE 'succeeded' END,
+			       CASE WHEN m %% 41 = 0 THEN 'RowInvalid: no SKU in row ' || m END, b.id, now() - make_interval(secs => %[1]d - m)
+			FROM pgq.job_batches b, generate_series(1, %[1]d * 41 / 100) m WHERE b.name = 'big' ORDER BY m`, o.bigBatch),
+		`ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance`,
+		`INSERT INTO pgq.attempts (job_uuid, job, queue, attempt, worker, reserved_at, started_at, finished_at, outcome, exception, final)
+			SELECT e.job_uuid, 'import_row', 'q3', 1, 'w-2:1', e.ended_at - interval '2 seconds', e.ended_at - interval '1 second', e.ended_at,
+			       e.outcome, e.exception, e.outcome = 'failed'
+			FROM pgq.job_ends e JOIN pgq.job_batches b ON b.id = e.batch_id WHERE b.name = 'big' ORDER BY e.id`,
+		`INSERT INTO pgq.failed_jobs (uuid, queue, payload, exception, failed_at, job, attempts, dispatched_at, batch_id)
+			SELECT e.job_uuid, 'q3', '{"row": 1}', e.exception, e.ended_at, 'import_row', 1, e.ended_at - interval '1 minute', e.batch_id
+			FROM pgq.job_ends e JOIN pgq.job_batches b ON b.id = e.batch_id WHERE b.name = 'big' AND e.outcome = 'failed'`,
+		`UPDATE pgq.batch_counts c SET failed = c.failed + x.failed
+			FROM (SELECT e.batch_id, count(*) AS failed FROM pgq.job_ends e JOIN pgq.job_batches b ON b.id = e.batch_id
+			      WHERE b.name = 'big' AND e.outcome = 'failed' GROUP BY 1) x
+			WHERE c.batch_id = x.batch_id AND c.shard = 0`,
+		`UPDATE pgq.job_batches b SET total_jobs = b.total_jobs + (SELECT count(*) FROM pgq.job_ends e WHERE e.batch_id = b.id),
+			catch_at = now() WHERE b.name = 'big'`,
+		`SELECT count(*) FROM pgq.reserve('batch-worker:1', '{q3}', 20)`,
+		// chains: 60% succeeded, 20% failed at step 2 (with their on_failure run), 20% running
+		// at step 1 (its job due tomorrow)
+		fmt.Sprintf(`INSERT INTO pgq.job_chains (id, steps, on_failure, queue, step, job_uuids, state, exception, created_at, finished_at)
+			SELECT (pgq._uuid7s(1))[1], '[{"job": "fetch"}, {"job": "charge"}, {"job": "ship"}]', 'refund', 'q4',
+			       CASE WHEN g %% 5 < 3 THEN 3 ELSE 2 END,
+			       CASE WHEN g %% 5 < 3 THEN ARRAY[gen_random_uuid(), gen_random_uuid(), gen_random_uuid()] ELSE ARRAY[gen_random_uuid(), gen_random_uuid()] END,
+			       CASE WHEN g %% 5 < 3 THEN 'succeeded' ELSE 'failed' END,
+			       CASE WHEN g %% 5 >= 3 THEN 'CardDeclined: do_not_honor' END,
+			       now() - make_interval(secs => g * 10), now() - make_interval(secs => g * 10 - 5)
+			FROM generate_series(1, %d * 4 / 5) g ORDER BY g DESC`, o.chains),
+		`ALTER TABLE pgq.job_ends DISABLE TRIGGER job_ends_advance`,
+		`INSERT INTO pgq.job_ends (job_uuid, outcome, exception, chain_id, chain_step, ended_at)
+			SELECT c.job_uuids[s], CASE WHEN s = c.step AND c.state = 'failed' THEN 'failed' ELSE 'succeeded' END,
+			       CASE WHEN s = c.step AND c.state = 'failed' THEN c.exception END, c.id, s, c.created_at + make_interval(secs => s)
+			FROM pgq.job_chains c, generate_series(1, 3) s WHERE s <= c.step ORDER BY c.created_at, s`,
+		`ALTER TABLE pgq.job_ends ENABLE ALWAYS TRIGGER job_ends_advance`,
+		`INSERT INTO pgq.callbacks (chain_id, kind, job, job_uuid, queued_at, outcome, ended_at)
+			SELECT c.id, 'on_failure', 'refund', gen_random_uuid(), c.finished_at, 'succeeded', c.finished_at + interval '1 second'
+			FROM pgq.job_chains c WHERE c.state = 'failed'`,
+		fmt.Sprintf(`SELECT count(pgq.dispatch_chain('[{"job": "fetch", "delay": 86400}, {"job": "charge"}, {"job": "ship"}]', 'refund', 'q4'))
+			FROM generate_series(1, %d - %d * 4 / 5)`, o.chains, o.chains),
+	}
 }
 
 func withDatabase(raw, name string) (string, error) {

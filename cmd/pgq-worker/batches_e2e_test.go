@@ -228,3 +228,48 @@ func TestS76E2EEightWorkersRunThenOnce(t *testing.T) {
 	require.Equal(t, 2000, scalar[int](t, db, `SELECT succeeded_jobs FROM pgq.batches WHERE id = $1::uuid`, batch))
 	require.GreaterOrEqual(t, busy, 2, "several workers completed the batch's jobs")
 }
+
+// pgq-worker batches retry puts a batch's failed jobs back on their queues (S96) and
+// exits 1 for a cancelled or unknown batch; pgq-worker check flags a batch that stalled
+// (S95) and exits 1.
+func TestS95S96E2EBatchesRetryAndCheck(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	batch := dispatch(t, db, `pgq.dispatch_batch('[{"job": "a"}, {"job": "b"}]', 'nightly', allow_failures => true, queue => 'q')`)
+	failOne := func(queue string) string {
+		var id, token string
+		require.NoError(t, db.Pool.QueryRow(context.Background(),
+			`SELECT uuid::text, lease_token::text FROM pgq.reserve('w:1', ARRAY[$1], 1)`, queue).Scan(&id, &token))
+		db.Exec(t, `SELECT pgq.fail($1::uuid, $2::uuid, 'boom')`, id, token)
+		return id
+	}
+	failed := failOne("q")
+
+	out, errOut, code := cli(t, db, "batches", "retry", batch)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, failed+"\nbatch "+batch+": 1 failed jobs retried\n", out)
+	require.Zero(t, scalar[int](t, db, `SELECT count(*)::int FROM pgq.failed_jobs`))
+	out, errOut, code = cli(t, db, "batches", "retry", batch)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "batch "+batch+": 0 failed jobs retried\n", out, "nothing failed now")
+
+	cancelled := dispatch(t, db, `pgq.dispatch_batch('[{"job": "a"}, {"job": "b"}]', queue => 'c')`)
+	failOne("c")
+	_, errOut, code = cli(t, db, "batches", "retry", cancelled)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "was cancelled")
+	_, errOut, code = cli(t, db, "batches", "retry", "00000000-0000-0000-0000-000000000001")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no batch 00000000-0000-0000-0000-000000000001")
+
+	out, errOut, code = cli(t, db, "check", "--timeout", "10")
+	require.Equal(t, 0, code, out+errOut)
+	db.Exec(t, `UPDATE pgq.jobs SET available_at = now() - interval '10 minutes' WHERE batch_id = $1::uuid`, batch)
+	out, _, code = cli(t, db, "check", "--timeout", "10")
+	require.Equal(t, 0, code, "a job of the batch failed just now: it moved lately\n%s", out)
+	db.Exec(t, `UPDATE pgq.job_ends SET ended_at = now() - interval '10 minutes' WHERE batch_id = $1::uuid`, batch)
+	out, _, code = cli(t, db, "check", "--timeout", "10")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "batch "+batch+" (nightly): batch_stalled")
+	require.Contains(t, out, "fix: run a worker on queue q")
+}

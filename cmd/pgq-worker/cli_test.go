@@ -375,7 +375,7 @@ func TestCLIUnmigratedDatabase(t *testing.T) {
 		{"dispatch", "j"}, {"status"}, {"check"},
 		{"failed", "list"}, {"failed", "show", id}, {"failed", "retry", id}, {"failed", "retry", "all"},
 		{"failed", "forget", id}, {"failed", "flush", "--all"}, {"jobs", "list"}, {"jobs", "show", id},
-		{"batches", "list"}, {"batches", "show", id}, {"batches", "cancel", id},
+		{"batches", "list"}, {"batches", "show", id}, {"batches", "retry", id}, {"batches", "cancel", id},
 	} {
 		out, errOut, code := cli(t, db, args...)
 		require.Equal(t, 1, code, "%v: %s%s", args, out, errOut)

@@ -15,15 +15,17 @@ import (
 func newBatchesCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "batches",
-		Short: "list, show or cancel batches",
+		Short: "list, show, retry or cancel batches",
 		Long: `Read and operate batches (pgq.dispatch_batch): list them with their progress, show one
-with its counters, callbacks and chains, or cancel one (its waiting jobs are cancelled,
-running ones finish, only its finally job still runs).`,
+with its counters, callbacks and chains, retry its failed jobs (pgq.retry_batch_failed),
+or cancel one (its waiting jobs are cancelled, running ones finish, only its finally job
+still runs).`,
 		Args: cobra.ArbitraryArgs, // groupRunE names an unknown subcommand
 		RunE: groupRunE,
 	}
 	db := newDatabase(a, cmd.PersistentFlags())
-	cmd.AddCommand(newBatchesListCommand(a, db), newBatchesShowCommand(a, db), newBatchesCancelCommand(a, db))
+	cmd.AddCommand(newBatchesListCommand(a, db), newBatchesShowCommand(a, db), newBatchesRetryCommand(a, db),
+		newBatchesCancelCommand(a, db))
 	return cmd
 }
 
@@ -131,6 +133,37 @@ func newBatchesShowCommand(a *app, db *database) *cobra.Command {
 			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%s\t%s\n", c.ID, c.State, c.Step, c.TotalSteps, c.Job, firstLine(c.Exception, 80))
 		}
 		return tw.Flush()
+	})
+	return cmd
+}
+
+func newBatchesRetryCommand(a *app, db *database) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "retry ID",
+		Short: "put every failed job of a batch back on its queue (S96)",
+		Long: `Retry every failed job of a batch, its chains' failed steps included, as pgq-worker failed
+retry does each (pgq.retry_batch_failed): the batch counts them pending again, a chain
+resumes at its failed step, and the batch's then job runs if they all succeed. Exit 1
+when there is no such batch or it was cancelled (its retried jobs would be cancelled
+before they run).`,
+		Args: oneBatch,
+	}
+	cmd.RunE = a.runE(func(cmd *cobra.Command, args []string) error {
+		id, _ := uuid.Parse(args[0])
+		client, err := db.client(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer client.Pool().Close()
+		ids, err := client.RetryBatchFailed(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		for _, j := range ids {
+			fmt.Fprintln(a.stdout, j)
+		}
+		fmt.Fprintf(a.stdout, "batch %s: %d failed jobs retried\n", id, len(ids))
+		return nil
 	})
 	return cmd
 }

@@ -81,7 +81,7 @@ func (q *Queries) BatchDispatch(ctx context.Context, arg BatchDispatchParams) (u
 }
 
 const batchGet = `-- name: BatchGet :one
-SELECT id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids, options, cancelled_at, created_at, finished_at, unfinished_jobs, cancelled_jobs, succeeded_jobs, progress, then_at, catch_at, finally_at FROM pgq.batches WHERE id = $1::uuid
+SELECT id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids, options, cancelled_at, created_at, finished_at, unfinished_jobs, cancelled_jobs, succeeded_jobs, progress, then_at, catch_at, finally_at, state FROM pgq.batches WHERE id = $1::uuid
 `
 
 func (q *Queries) BatchGet(ctx context.Context, id uuid.UUID) (*PgqBatch, error) {
@@ -105,12 +105,13 @@ func (q *Queries) BatchGet(ctx context.Context, id uuid.UUID) (*PgqBatch, error)
 		&i.ThenAt,
 		&i.CatchAt,
 		&i.FinallyAt,
+		&i.State,
 	)
 	return &i, err
 }
 
 const batchList = `-- name: BatchList :many
-SELECT id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids, options, cancelled_at, created_at, finished_at, unfinished_jobs, cancelled_jobs, succeeded_jobs, progress, then_at, catch_at, finally_at
+SELECT id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids, options, cancelled_at, created_at, finished_at, unfinished_jobs, cancelled_jobs, succeeded_jobs, progress, then_at, catch_at, finally_at, state
 FROM pgq.batches
 WHERE NOT $1::boolean OR finished_at IS NULL
 ORDER BY created_at DESC
@@ -149,10 +150,35 @@ func (q *Queries) BatchList(ctx context.Context, arg BatchListParams) ([]*PgqBat
 			&i.ThenAt,
 			&i.CatchAt,
 			&i.FinallyAt,
+			&i.State,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const batchRetryFailed = `-- name: BatchRetryFailed :many
+SELECT retry_batch_failed FROM pgq.retry_batch_failed(batch => $1::uuid)
+`
+
+func (q *Queries) BatchRetryFailed(ctx context.Context, batch uuid.UUID) ([]*uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, batchRetryFailed, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*uuid.UUID
+	for rows.Next() {
+		var retry_batch_failed *uuid.UUID
+		if err := rows.Scan(&retry_batch_failed); err != nil {
+			return nil, err
+		}
+		items = append(items, retry_batch_failed)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -179,7 +205,7 @@ func (q *Queries) ChainDispatch(ctx context.Context, arg ChainDispatchParams) (u
 }
 
 const chainGet = `-- name: ChainGet :one
-SELECT id, batch_id, state, step, total_steps, job, job_uuid, on_failure, queue, exception, created_at, finished_at, steps FROM pgq.chains WHERE id = $1::uuid
+SELECT id, batch_id, state, step, total_steps, job, job_uuid, on_failure, queue, exception, created_at, finished_at, steps, job_uuids, step_jobs FROM pgq.chains WHERE id = $1::uuid
 `
 
 func (q *Queries) ChainGet(ctx context.Context, id uuid.UUID) (*PgqChain, error) {
@@ -199,12 +225,14 @@ func (q *Queries) ChainGet(ctx context.Context, id uuid.UUID) (*PgqChain, error)
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.Steps,
+		&i.JobUuids,
+		&i.StepJobs,
 	)
 	return &i, err
 }
 
 const chainListByBatch = `-- name: ChainListByBatch :many
-SELECT id, batch_id, state, step, total_steps, job, job_uuid, on_failure, queue, exception, created_at, finished_at, steps FROM pgq.chains WHERE batch_id = $1::uuid ORDER BY created_at
+SELECT id, batch_id, state, step, total_steps, job, job_uuid, on_failure, queue, exception, created_at, finished_at, steps, job_uuids, step_jobs FROM pgq.chains WHERE batch_id = $1::uuid ORDER BY created_at
 `
 
 func (q *Queries) ChainListByBatch(ctx context.Context, batchID uuid.UUID) ([]*PgqChain, error) {
@@ -230,6 +258,8 @@ func (q *Queries) ChainListByBatch(ctx context.Context, batchID uuid.UUID) ([]*P
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.Steps,
+			&i.JobUuids,
+			&i.StepJobs,
 		); err != nil {
 			return nil, err
 		}

@@ -166,6 +166,445 @@ func (q *Queries) DashboardAttemptList(ctx context.Context, arg DashboardAttempt
 	return items, nil
 }
 
+const dashboardBatchJobCounts = `-- name: DashboardBatchJobCounts :many
+SELECT w.state, count(*)::bigint AS jobs
+FROM pgq.batch_jobs w
+WHERE w.batch_id = $1::uuid AND w.state IN ('ready', 'scheduled', 'retrying', 'running', 'failed')
+GROUP BY w.state
+UNION ALL
+SELECT e.outcome, count(*)::bigint
+FROM pgq.job_ends e
+WHERE e.batch_id = $1::uuid AND e.outcome IN ('succeeded', 'cancelled')
+GROUP BY e.outcome
+`
+
+type DashboardBatchJobCountsRow struct {
+	State string
+	Jobs  int64
+}
+
+// One batch's jobs by state: the live and failed ones through pgq.batch_jobs, the ended
+// ones counted in pgq.job_ends itself (the view would look each one's attempt up).
+func (q *Queries) DashboardBatchJobCounts(ctx context.Context, batchID uuid.UUID) ([]*DashboardBatchJobCountsRow, error) {
+	rows, err := q.db.Query(ctx, dashboardBatchJobCounts, batchID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardBatchJobCountsRow
+	for rows.Next() {
+		var i DashboardBatchJobCountsRow
+		if err := rows.Scan(&i.State, &i.Jobs); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardBatchJobList = `-- name: DashboardBatchJobList :many
+SELECT w.batch_id, w.chain_id, w.chain_step, w.uuid, w.job, w.queue, w.state, w.at, w.sort, w.attempts, w.exception, w.worker, w.started_at
+FROM pgq.batch_jobs w
+WHERE w.batch_id = $1::uuid AND w.state = $2::text
+  AND ($3::timestamptz IS NULL
+       OR (w.at, w.sort) > ($3::timestamptz, $4::bigint))
+ORDER BY w.at, w.sort
+LIMIT $5::int
+`
+
+type DashboardBatchJobListParams struct {
+	BatchID   uuid.UUID
+	State     string
+	AfterAt   *time.Time
+	AfterSort *int64
+	Max       int32
+}
+
+// One batch's jobs in one state, in (at, sort) order after (after_at, after_sort): each
+// state reads one index in that order (pgq.batch_jobs).
+func (q *Queries) DashboardBatchJobList(ctx context.Context, arg DashboardBatchJobListParams) ([]*PgqBatchJob, error) {
+	rows, err := q.db.Query(ctx, dashboardBatchJobList,
+		arg.BatchID,
+		arg.State,
+		arg.AfterAt,
+		arg.AfterSort,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqBatchJob
+	for rows.Next() {
+		var i PgqBatchJob
+		if err := rows.Scan(
+			&i.BatchID,
+			&i.ChainID,
+			&i.ChainStep,
+			&i.Uuid,
+			&i.Job,
+			&i.Queue,
+			&i.State,
+			&i.At,
+			&i.Sort,
+			&i.Attempts,
+			&i.Exception,
+			&i.Worker,
+			&i.StartedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardBatchList = `-- name: DashboardBatchList :many
+SELECT b.id, b.name, b.total_jobs, b.pending_jobs, b.failed_jobs, b.failed_job_ids, b.options, b.cancelled_at, b.created_at, b.finished_at, b.unfinished_jobs, b.cancelled_jobs, b.succeeded_jobs, b.progress, b.then_at, b.catch_at, b.finally_at, b.state
+FROM pgq.batches b
+WHERE ($1::text IS NULL OR b.state = $1::text)
+  AND (NOT $2::boolean OR b.finished_at IS NULL)
+  AND ($3::timestamptz IS NULL
+       OR (b.created_at, b.id) < ($3::timestamptz, $4::uuid))
+ORDER BY b.created_at DESC, b.id DESC
+LIMIT $5::int
+`
+
+type DashboardBatchListParams struct {
+	State          *string
+	UnfinishedOnly bool
+	AfterAt        *time.Time
+	AfterID        *uuid.UUID
+	Max            int32
+}
+
+// Batches, the newest first, after (after_at, after_id); state filters by pgq.batches's
+// state, unfinished_only narrows the read to the batches that have not finished
+// (job_batches_unfinished_idx) for the states that have not.
+func (q *Queries) DashboardBatchList(ctx context.Context, arg DashboardBatchListParams) ([]*PgqBatch, error) {
+	rows, err := q.db.Query(ctx, dashboardBatchList,
+		arg.State,
+		arg.UnfinishedOnly,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqBatch
+	for rows.Next() {
+		var i PgqBatch
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.TotalJobs,
+			&i.PendingJobs,
+			&i.FailedJobs,
+			&i.FailedJobIds,
+			&i.Options,
+			&i.CancelledAt,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.UnfinishedJobs,
+			&i.CancelledJobs,
+			&i.SucceededJobs,
+			&i.Progress,
+			&i.ThenAt,
+			&i.CatchAt,
+			&i.FinallyAt,
+			&i.State,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardBatchUnfinishedCount = `-- name: DashboardBatchUnfinishedCount :one
+SELECT count(*)::bigint AS batches FROM pgq.batches b WHERE b.finished_at IS NULL
+`
+
+func (q *Queries) DashboardBatchUnfinishedCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, dashboardBatchUnfinishedCount)
+	var batches int64
+	err := row.Scan(&batches)
+	return batches, err
+}
+
+const dashboardCallbackGet = `-- name: DashboardCallbackGet :one
+SELECT c.id, c.batch_id, c.chain_id, c.kind, c.job, c.job_uuid, c.queued_at, c.error, c.outcome, c.exception, c.ended_at FROM pgq.callbacks c WHERE c.job_uuid = $1::uuid
+`
+
+// The callback a job was queued as, if it was one.
+func (q *Queries) DashboardCallbackGet(ctx context.Context, jobUuid uuid.UUID) (*PgqCallback, error) {
+	row := q.db.QueryRow(ctx, dashboardCallbackGet, jobUuid)
+	var i PgqCallback
+	err := row.Scan(
+		&i.ID,
+		&i.BatchID,
+		&i.ChainID,
+		&i.Kind,
+		&i.Job,
+		&i.JobUuid,
+		&i.QueuedAt,
+		&i.Error,
+		&i.Outcome,
+		&i.Exception,
+		&i.EndedAt,
+	)
+	return &i, err
+}
+
+const dashboardCallbackListByBatches = `-- name: DashboardCallbackListByBatches :many
+SELECT c.id, c.batch_id, c.chain_id, c.kind, c.job, c.job_uuid, c.queued_at, c.error, c.outcome, c.exception, c.ended_at FROM pgq.callbacks c WHERE c.batch_id = ANY ($1::uuid[]) ORDER BY c.id
+`
+
+// The callbacks queued for these batches.
+func (q *Queries) DashboardCallbackListByBatches(ctx context.Context, batches []uuid.UUID) ([]*PgqCallback, error) {
+	rows, err := q.db.Query(ctx, dashboardCallbackListByBatches, batches)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqCallback
+	for rows.Next() {
+		var i PgqCallback
+		if err := rows.Scan(
+			&i.ID,
+			&i.BatchID,
+			&i.ChainID,
+			&i.Kind,
+			&i.Job,
+			&i.JobUuid,
+			&i.QueuedAt,
+			&i.Error,
+			&i.Outcome,
+			&i.Exception,
+			&i.EndedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardCallbackListByChain = `-- name: DashboardCallbackListByChain :many
+SELECT c.id, c.batch_id, c.chain_id, c.kind, c.job, c.job_uuid, c.queued_at, c.error, c.outcome, c.exception, c.ended_at FROM pgq.callbacks c WHERE c.chain_id = $1::uuid ORDER BY c.id
+`
+
+func (q *Queries) DashboardCallbackListByChain(ctx context.Context, chainID uuid.UUID) ([]*PgqCallback, error) {
+	rows, err := q.db.Query(ctx, dashboardCallbackListByChain, chainID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqCallback
+	for rows.Next() {
+		var i PgqCallback
+		if err := rows.Scan(
+			&i.ID,
+			&i.BatchID,
+			&i.ChainID,
+			&i.Kind,
+			&i.Job,
+			&i.JobUuid,
+			&i.QueuedAt,
+			&i.Error,
+			&i.Outcome,
+			&i.Exception,
+			&i.EndedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardChainEndList = `-- name: DashboardChainEndList :many
+SELECT e.job_uuid, e.outcome, e.exception, e.chain_step, e.ended_at
+FROM pgq.job_ends e
+WHERE e.chain_id = $1::uuid AND e.chain_step > 0
+ORDER BY e.id
+`
+
+type DashboardChainEndListRow struct {
+	JobUuid   uuid.UUID
+	Outcome   string
+	Exception *string
+	ChainStep *int32
+	EndedAt   time.Time
+}
+
+// How the steps of a chain ended, in order (a retried step has more than one end).
+func (q *Queries) DashboardChainEndList(ctx context.Context, chainID uuid.UUID) ([]*DashboardChainEndListRow, error) {
+	rows, err := q.db.Query(ctx, dashboardChainEndList, chainID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardChainEndListRow
+	for rows.Next() {
+		var i DashboardChainEndListRow
+		if err := rows.Scan(
+			&i.JobUuid,
+			&i.Outcome,
+			&i.Exception,
+			&i.ChainStep,
+			&i.EndedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardChainGet = `-- name: DashboardChainGet :one
+SELECT c.id, c.batch_id, c.state, c.step, c.total_steps, c.job, c.job_uuid, c.on_failure, c.queue, c.exception,
+       c.created_at, c.finished_at, c.step_jobs, c.job_uuids
+FROM pgq.chains c
+WHERE c.id = $1::uuid
+`
+
+type DashboardChainGetRow struct {
+	ID         uuid.UUID
+	BatchID    *uuid.UUID
+	State      string
+	Step       int32
+	TotalSteps int32
+	Job        string
+	JobUuid    *uuid.UUID
+	OnFailure  *string
+	Queue      *string
+	Exception  *string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+	StepJobs   []string
+	JobUuids   []uuid.UUID
+}
+
+func (q *Queries) DashboardChainGet(ctx context.Context, id uuid.UUID) (*DashboardChainGetRow, error) {
+	row := q.db.QueryRow(ctx, dashboardChainGet, id)
+	var i DashboardChainGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.BatchID,
+		&i.State,
+		&i.Step,
+		&i.TotalSteps,
+		&i.Job,
+		&i.JobUuid,
+		&i.OnFailure,
+		&i.Queue,
+		&i.Exception,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.StepJobs,
+		&i.JobUuids,
+	)
+	return &i, err
+}
+
+const dashboardChainList = `-- name: DashboardChainList :many
+SELECT c.id, c.batch_id, c.state, c.step, c.total_steps, c.job, c.job_uuid, c.on_failure, c.queue, c.exception,
+       c.created_at, c.finished_at, c.step_jobs
+FROM pgq.chains c
+WHERE ($1::text IS NULL OR c.state = $1::text)
+  AND ($2::uuid IS NULL OR c.batch_id = $2::uuid)
+  AND ($3::timestamptz IS NULL
+       OR (c.created_at, c.id) < ($3::timestamptz, $4::uuid))
+ORDER BY c.created_at DESC, c.id DESC
+LIMIT $5::int
+`
+
+type DashboardChainListParams struct {
+	State   *string
+	BatchID *uuid.UUID
+	AfterAt *time.Time
+	AfterID *uuid.UUID
+	Max     int32
+}
+
+type DashboardChainListRow struct {
+	ID         uuid.UUID
+	BatchID    *uuid.UUID
+	State      string
+	Step       int32
+	TotalSteps int32
+	Job        string
+	JobUuid    *uuid.UUID
+	OnFailure  *string
+	Queue      *string
+	Exception  *string
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+	StepJobs   []string
+}
+
+// Chains, the newest first, after (after_at, after_id), of one state and one batch when given.
+func (q *Queries) DashboardChainList(ctx context.Context, arg DashboardChainListParams) ([]*DashboardChainListRow, error) {
+	rows, err := q.db.Query(ctx, dashboardChainList,
+		arg.State,
+		arg.BatchID,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardChainListRow
+	for rows.Next() {
+		var i DashboardChainListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.BatchID,
+			&i.State,
+			&i.Step,
+			&i.TotalSteps,
+			&i.Job,
+			&i.JobUuid,
+			&i.OnFailure,
+			&i.Queue,
+			&i.Exception,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.StepJobs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const dashboardFailedCount = `-- name: DashboardFailedCount :one
 SELECT count(*)::bigint AS failed
 FROM pgq.failed f
@@ -296,6 +735,36 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 		return nil, err
 	}
 	return items, nil
+}
+
+const dashboardJobEndGet = `-- name: DashboardJobEndGet :one
+SELECT e.batch_id, e.chain_id, e.chain_step, e.outcome, e.ended_at
+FROM pgq.job_ends e
+WHERE e.job_uuid = $1::uuid
+ORDER BY e.id DESC
+LIMIT 1
+`
+
+type DashboardJobEndGetRow struct {
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	Outcome   string
+	EndedAt   time.Time
+}
+
+// The last end of a job of a chain or batch (pgq.job_ends): which one it belonged to.
+func (q *Queries) DashboardJobEndGet(ctx context.Context, jobUuid uuid.UUID) (*DashboardJobEndGetRow, error) {
+	row := q.db.QueryRow(ctx, dashboardJobEndGet, jobUuid)
+	var i DashboardJobEndGetRow
+	err := row.Scan(
+		&i.BatchID,
+		&i.ChainID,
+		&i.ChainStep,
+		&i.Outcome,
+		&i.EndedAt,
+	)
+	return &i, err
 }
 
 const dashboardJobGet = `-- name: DashboardJobGet :one
@@ -635,7 +1104,7 @@ SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait, paused, 
 
 // The dashboard's reads (dashboard/). They read the views for psql, the dashboard's
 // views (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
-// pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
+// pgq.actions, pgq.queues, pgq.job_classes, pgq.job_ends and pgq.callbacks only, so a role that may
 // SELECT just those (pgq_reader) can serve the dashboard read-only. Lists page by keyset
 // (the last row's sort key), never by OFFSET. The dashboard sends each with an unnamed
 // statement, planned for its own arguments: the optional filters (@x IS NULL OR …) then
@@ -997,6 +1466,105 @@ func (q *Queries) DashboardScheduledList(ctx context.Context, arg DashboardSched
 			&i.Job,
 			&i.AvailableAt,
 			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardStalledGet = `-- name: DashboardStalledGet :many
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+WHERE s.id = $1::uuid
+`
+
+type DashboardStalledGetRow struct {
+	Kind         string
+	ID           uuid.UUID
+	Name         *string
+	JobUuid      uuid.UUID
+	Job          string
+	Queue        string
+	WaitingSince time.Time
+	RetryAfter   int32
+	Paused       bool
+}
+
+// Whether one chain or batch stalled (S95): a row if it did.
+func (q *Queries) DashboardStalledGet(ctx context.Context, id uuid.UUID) ([]*DashboardStalledGetRow, error) {
+	rows, err := q.db.Query(ctx, dashboardStalledGet, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardStalledGetRow
+	for rows.Next() {
+		var i DashboardStalledGetRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.Name,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.WaitingSince,
+			&i.RetryAfter,
+			&i.Paused,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardStalledList = `-- name: DashboardStalledList :many
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+ORDER BY s.waiting_since, s.id
+LIMIT $1::int
+`
+
+type DashboardStalledListRow struct {
+	Kind         string
+	ID           uuid.UUID
+	Name         *string
+	JobUuid      uuid.UUID
+	Job          string
+	Queue        string
+	WaitingSince time.Time
+	RetryAfter   int32
+	Paused       bool
+}
+
+// Stalled chains and batches (S95), the longest waiting first.
+func (q *Queries) DashboardStalledList(ctx context.Context, max int32) ([]*DashboardStalledListRow, error) {
+	rows, err := q.db.Query(ctx, dashboardStalledList, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardStalledListRow
+	for rows.Next() {
+		var i DashboardStalledListRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.Name,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.WaitingSince,
+			&i.RetryAfter,
+			&i.Paused,
 		); err != nil {
 			return nil, err
 		}

@@ -103,7 +103,7 @@ type PgqAttempt struct {
 	ExceptionHint *string
 }
 
-// Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.
+// Batches with Laravel's job_batches columns (pending_jobs counts failed members too, as Laravel's does) plus unfinished, cancelled and succeeded members, progress (% finished), when each callback was queued, and state: running, cancelling (cancelled, members still running), or once finished failed (a member failed for good), cancelled (the batch or a member was) or succeeded.
 type PgqBatch struct {
 	ID             uuid.UUID
 	Name           *string
@@ -122,6 +122,7 @@ type PgqBatch struct {
 	ThenAt         *time.Time
 	CatchAt        *time.Time
 	FinallyAt      *time.Time
+	State          string
 }
 
 // A batch's counters in 16 shards (member id hashed): members not yet finished, failed for good, cancelled. Sum them, or read pgq.batches.
@@ -133,7 +134,39 @@ type PgqBatchCount struct {
 	Cancelled int32
 }
 
-// Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.
+// Every job of a batch (lone jobs and chain steps), live, failed or ended, with its state (ready, scheduled, retrying, running, failed, succeeded, cancelled); read it by batch_id and state in (at, sort) order (S97).
+type PgqBatchJob struct {
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	ChainStep *int32
+	Uuid      uuid.UUID
+	Job       string
+	Queue     string
+	State     string
+	At        time.Time
+	Sort      int64
+	Attempts  int32
+	Exception *string
+	Worker    *string
+	StartedAt *time.Time
+}
+
+// Each callback queued for a batch (then, catch, finally) or a chain (on_failure): its job uuid, or error when it could not be queued, and its end (outcome NULL: waiting, running, or failed and retried) (S97).
+type PgqCallback struct {
+	ID        int64
+	BatchID   *uuid.UUID
+	ChainID   *uuid.UUID
+	Kind      string
+	Job       string
+	JobUuid   *uuid.UUID
+	QueuedAt  time.Time
+	Error     *string
+	Outcome   *string
+	Exception *string
+	EndedAt   *time.Time
+}
+
+// Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers; each step's job name (step_jobs) and, once queued, its job uuid (job_uuids).
 type PgqChain struct {
 	ID         uuid.UUID
 	BatchID    *uuid.UUID
@@ -148,6 +181,8 @@ type PgqChain struct {
 	CreatedAt  time.Time
 	FinishedAt *time.Time
 	Steps      json.RawMessage
+	JobUuids   []uuid.UUID
+	StepJobs   []string
 }
 
 type PgqCheckFinding struct {
@@ -322,7 +357,7 @@ type PgqJob struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -365,6 +400,8 @@ type PgqJobChain struct {
 	Exception  *string
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+	// Each step's job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).
+	JobUuids []uuid.UUID
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -526,7 +563,7 @@ type PgqJobs0 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -588,7 +625,7 @@ type PgqJobs1 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -650,7 +687,7 @@ type PgqJobs2 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -712,7 +749,7 @@ type PgqJobs3 struct {
 	CancelRequestedBy *string
 	// The batch the job belongs to (pgq.dispatch_batch), or NULL.
 	BatchID *uuid.UUID
-	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step.
+	// The chain the job is a step of (pgq.dispatch_chain), or NULL; chain_step is its 1-based step. chain_step 0: the job is a callback (pgq.callbacks) of the batch or chain of this id.
 	ChainID   *uuid.UUID
 	ChainStep *int32
 	// The key of each middleware (a JSON array of strings, by position), computed at dispatch; NULL when not computed yet (reserve computes it).
@@ -1250,6 +1287,20 @@ type PgqScheduled struct {
 	DueIn       int32
 	CreatedAt   time.Time
 	Payload     interface{}
+}
+
+// Chains and batches that wait without moving: a job ready for longer than its queue's retry_after while none of theirs runs or ended in that time (S95).
+type PgqStalled struct {
+	Kind         string
+	ID           uuid.UUID
+	Name         *string
+	JobUuid      uuid.UUID
+	Job          string
+	Queue        string
+	WaitingSince time.Time
+	RetryAfter   int32
+	Paused       bool
+	LastEnd      time.Time
 }
 
 // Unique-job locks (S21), written in the dispatching transaction: a rolled-back dispatch leaves none. expires_at NULL: held until released.

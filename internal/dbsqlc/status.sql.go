@@ -11,6 +11,53 @@ import (
 	"time"
 )
 
+const batchStatsList = `-- name: BatchStatsList :many
+SELECT b.state, count(*)::bigint AS batches,
+       coalesce(sum(b.unfinished_jobs), 0)::bigint AS unfinished, coalesce(sum(b.succeeded_jobs), 0)::bigint AS succeeded,
+       coalesce(sum(b.failed_jobs), 0)::bigint AS failed, coalesce(sum(b.cancelled_jobs), 0)::bigint AS cancelled
+FROM pgq.batches b
+GROUP BY b.state
+ORDER BY b.state
+`
+
+type BatchStatsListRow struct {
+	State      string
+	Batches    int64
+	Unfinished int64
+	Succeeded  int64
+	Failed     int64
+	Cancelled  int64
+}
+
+// Batches by state, with their members by state (the metrics: pgq_batches,
+// pgq_batch_jobs).
+func (q *Queries) BatchStatsList(ctx context.Context) ([]*BatchStatsListRow, error) {
+	rows, err := q.db.Query(ctx, batchStatsList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*BatchStatsListRow
+	for rows.Next() {
+		var i BatchStatsListRow
+		if err := rows.Scan(
+			&i.State,
+			&i.Batches,
+			&i.Unfinished,
+			&i.Succeeded,
+			&i.Failed,
+			&i.Cancelled,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const checkList = `-- name: CheckList :many
 SELECT object, rule, detail, fix, queue FROM pgq.check(worker_timeout => $1::int, worker_tries => $2::int,
                         queues => $3::text[])
@@ -97,4 +144,34 @@ func (q *Queries) RetentionPrune(ctx context.Context, arg RetentionPruneParams) 
 	var pruned int64
 	err := row.Scan(&pruned)
 	return pruned, err
+}
+
+const stalledCountList = `-- name: StalledCountList :many
+SELECT s.kind, count(*)::bigint AS stalled FROM pgq.stalled s GROUP BY s.kind ORDER BY s.kind
+`
+
+type StalledCountListRow struct {
+	Kind    string
+	Stalled int64
+}
+
+// Stalled chains and batches by kind (S95).
+func (q *Queries) StalledCountList(ctx context.Context) ([]*StalledCountListRow, error) {
+	rows, err := q.db.Query(ctx, stalledCountList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*StalledCountListRow
+	for rows.Next() {
+		var i StalledCountListRow
+		if err := rows.Scan(&i.Kind, &i.Stalled); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

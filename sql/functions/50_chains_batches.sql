@@ -137,33 +137,53 @@ $$;
 COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 -- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
--- catch or finally) from inside the transaction that ends a job. A callback that cannot
--- be queued (its class was changed since, say, and rejects the payload) must not make
--- that transaction fail again and again, so the error becomes a WARNING and a
--- callback_failed event on pgq_events, and the callback is not queued. The event names
--- the callback and its chain or batch, nothing more: any role of the database may
--- LISTEN to pgq_events, and an error's text may quote the payload (S45, S94). The
--- WARNING, which only the ending session sees, carries the error.
-CREATE OR REPLACE FUNCTION pgq._dispatch_callback(p_job text, p_payload jsonb, p_queue text) RETURNS void
+-- catch or finally) from inside the transaction that ends a job, and records it in
+-- pgq.callbacks (S97). The job carries chain_id = the id of its batch or chain and
+-- chain_step = 0, so that the core records its end in pgq.job_ends, as it does for the
+-- jobs of chains and batches, and the trigger there copies it to its pgq.callbacks row.
+-- A callback that cannot be queued (its class was changed since, say, and rejects the
+-- payload) must not make that transaction fail again and again, so the error becomes a
+-- WARNING (which only the ending session sees) and the row's error, and a
+-- callback_failed event on pgq_events names the callback and its chain or batch,
+-- nothing more: any role of the database may LISTEN to pgq_events, and an error's text
+-- may quote the payload (S45, S94). The callback is not queued.
+CREATE OR REPLACE FUNCTION pgq._dispatch_callback(
+    p_kind text, p_job text, p_payload jsonb, p_queue text, p_batch uuid, p_chain uuid
+) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_uuid uuid;
 BEGIN
-    PERFORM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue);
-EXCEPTION WHEN OTHERS THEN
-    RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
-    PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
-        'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
+    BEGIN
+        SELECT u INTO v_uuid
+        FROM pgq._dispatch(p_job, ARRAY[p_payload], queue => p_queue,
+                           p_chain_id => coalesce(p_chain, p_batch), p_chain_step => 0) u;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'pgq: callback % could not be queued: % (SQLSTATE %)', p_job, SQLERRM, SQLSTATE;
+        PERFORM pg_notify('pgq_events', json_build_object('event', 'callback_failed', 'job', p_job,
+            'chain_id', p_payload ->> 'chain_id', 'batch_id', p_payload ->> 'batch_id')::text);
+        INSERT INTO pgq.callbacks (batch_id, chain_id, kind, job, error)
+        VALUES (CASE WHEN p_chain IS NULL THEN p_batch END, p_chain, p_kind, p_job,
+                format('%s (SQLSTATE %s)', SQLERRM, SQLSTATE));
+        RETURN;
+    END;
+    INSERT INTO pgq.callbacks (batch_id, chain_id, kind, job, job_uuid, error)
+    VALUES (CASE WHEN p_chain IS NULL THEN p_batch END, p_chain, p_kind, p_job, v_uuid,
+            CASE WHEN v_uuid IS NULL THEN 'DroppedAsDuplicate: a unique lock on its key is held by another job' END);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_callback(text, jsonb, text) IS 'Queues a chain''s on_failure or a batch callback; an error becomes a WARNING and a callback_failed event, never a failed completion.';
+COMMENT ON FUNCTION pgq._dispatch_callback(text, text, jsonb, text, uuid, uuid) IS
+    'Queues a chain''s on_failure or a batch callback and records it in pgq.callbacks (S97); an error becomes a WARNING, a callback_failed event and the row''s error, never a failed completion.';
 
--- pgq._chain_dispatch_step: queues step p_step of a chain (its batch too). Returns the
--- job's uuid, or NULL when the step was dropped as a unique duplicate (S72). The first
--- step is queued by the dispatching call, within the ceilings of its role (S90); a later
--- one was checked against them then (pgq._chain_start's trial), and is queued inside a
--- worker's transaction, whose role is not the one that chose its options.
+-- pgq._chain_dispatch_step: queues step p_step of a chain (its batch too) and keeps its
+-- job's uuid in job_uuids (S97). Returns the job's uuid, or NULL when the step was
+-- dropped as a unique duplicate (S72). The first step is queued by the dispatching call,
+-- within the ceilings of its role (S90); a later one was checked against them then
+-- (pgq._chain_start's trial), and is queued inside a worker's transaction, whose role is
+-- not the one that chose its options.
 CREATE OR REPLACE FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step int) RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -173,7 +193,11 @@ DECLARE
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
                                      p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
-    UPDATE pgq.job_chains c SET step = p_step, job_uuid = v_uuid WHERE c.id = p_chain.id;
+    UPDATE pgq.job_chains c
+    SET step = p_step, job_uuid = v_uuid,
+        job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
+                    || v_uuid
+    WHERE c.id = p_chain.id;
     RETURN v_uuid;
 END;
 $$;
@@ -191,11 +215,11 @@ BEGIN
     UPDATE pgq.job_chains c SET state = p_state, exception = p_exception, finished_at = now()
     WHERE c.id = p_chain.id;
     IF p_state = 'failed' AND p_chain.on_failure IS NOT NULL THEN
-        PERFORM pgq._dispatch_callback(p_chain.on_failure,
+        PERFORM pgq._dispatch_callback('on_failure', p_chain.on_failure,
             jsonb_build_object('chain_id', p_chain.id, 'batch_id', p_chain.batch_id, 'step', p_chain.step,
                                'job', p_chain.steps -> (p_chain.step - 1) ->> 'job', 'job_uuid', p_job,
                                'exception', p_exception),
-            p_chain.queue);
+            p_chain.queue, NULL, p_chain.id);
     END IF;
 END;
 $$;
@@ -473,26 +497,28 @@ $$;
 COMMENT ON FUNCTION pgq.add_to_batch(uuid, jsonb, uuid, uuid) IS
     'Adds jobs (and chains) to a running batch (S73), from a running member of it (job, token) or the role that dispatched it (S93); 42501 for anyone else, PQ003 when it has finished or was cancelled. Returns how many members were added.';
 
--- pgq._batch_callback: queues a batch callback job with the batch's figures.
-CREATE OR REPLACE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_job text, p_extra jsonb DEFAULT '{}')
+-- pgq._batch_callback: queues the batch's callback of kind p_kind (then, catch or
+-- finally: options ->> 'then_job', ...) with the batch's figures, when it has one.
+CREATE OR REPLACE FUNCTION pgq._batch_callback(p_batch pgq.job_batches, p_kind text, p_extra jsonb DEFAULT '{}')
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_job    text := p_batch.options ->> (p_kind || '_job');
     v_counts record;
 BEGIN
-    IF p_job IS NULL THEN
+    IF v_job IS NULL THEN
         RETURN;
     END IF;
     SELECT coalesce(sum(c.pending), 0) AS pending, coalesce(sum(c.failed), 0) AS failed INTO v_counts
     FROM pgq.batch_counts c WHERE c.batch_id = p_batch.id;
-    PERFORM pgq._dispatch_callback(p_job,
+    PERFORM pgq._dispatch_callback(p_kind, v_job,
         jsonb_build_object('batch_id', p_batch.id, 'name', p_batch.name, 'total_jobs', p_batch.total_jobs,
                            'pending_jobs', v_counts.pending + v_counts.failed, 'failed_jobs', v_counts.failed,
                            'failed_job_ids', to_jsonb(p_batch.failed_job_ids),
                            'cancelled', p_batch.cancelled_at IS NOT NULL) || p_extra,
-        p_batch.options ->> 'queue');
+        p_batch.options ->> 'queue', p_batch.id, NULL);
 END;
 $$;
 
@@ -524,11 +550,11 @@ BEGIN
     UPDATE pgq.job_batches b SET finished_at = coalesce(b.finished_at, now()) WHERE b.id = p_batch;
     IF v_batch.then_at IS NULL AND v_counts.failed = 0 AND v_counts.cancelled = 0 AND v_batch.cancelled_at IS NULL THEN
         UPDATE pgq.job_batches b SET then_at = now() WHERE b.id = p_batch;
-        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'then_job');
+        PERFORM pgq._batch_callback(v_batch, 'then');
     END IF;
     IF v_batch.finally_at IS NULL THEN
         UPDATE pgq.job_batches b SET finally_at = now() WHERE b.id = p_batch;
-        PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'finally_job');
+        PERFORM pgq._batch_callback(v_batch, 'finally');
     END IF;
 END;
 $$;
@@ -537,15 +563,16 @@ COMMENT ON FUNCTION pgq._batch_settle(uuid) IS 'Finds whether a batch has ended,
 
 -- pgq._batch_cancel_waiting: cancels the batch's waiting jobs that no other transaction
 -- holds (SKIP LOCKED: those are being reserved or ended right now; a job reserved after
--- this commits is cancelled at pickup, S74). Each is recorded as cancelled; a chain whose
--- step it was is cancelled; the members are counted as cancelled. The caller holds every
--- shard of the batch and its row.
+-- this commits is cancelled at pickup, S74). Each is recorded as cancelled in
+-- pgq.attempts and in pgq.job_ends, whose trigger ends its chain and counts it in the
+-- batch, as for a job the core ends (S97). The caller holds every shard of the batch and
+-- its row. Returns how many jobs were cancelled.
 CREATE OR REPLACE FUNCTION pgq._batch_cancel_waiting(p_batch uuid, p_reason text) RETURNS int
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_members uuid[];
+    v_n int;
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.jobs j
@@ -562,19 +589,16 @@ BEGIN
     ), debounce_gone AS (
         DELETE FROM pgq.debounce_tokens d USING gone g
         WHERE g.debounce_key IS NOT NULL AND d.key = g.debounce_key AND d.token = g.debounce_token
-    ), chains AS (
-        UPDATE pgq.job_chains c SET state = 'cancelled', exception = p_reason, finished_at = now()
-        FROM gone g WHERE c.id = g.chain_id
+    ), ended AS (
+        INSERT INTO pgq.job_ends (job_uuid, outcome, exception, batch_id, chain_id, chain_step)
+        SELECT g.uuid, 'cancelled', p_reason, g.batch_id, g.chain_id, g.chain_step FROM gone g ORDER BY g.id
     )
-    SELECT coalesce(array_agg(coalesce(g.chain_id, g.uuid)), '{}') INTO v_members FROM gone g;
-    UPDATE pgq.batch_counts c SET pending = c.pending - d.n, cancelled = c.cancelled + d.n
-    FROM (SELECT pgq._batch_shard(m) AS shard, count(*) AS n FROM unnest(v_members) m GROUP BY 1) d
-    WHERE c.batch_id = p_batch AND c.shard = d.shard;
-    RETURN cardinality(v_members);
+    SELECT count(*) INTO v_n FROM gone;
+    RETURN v_n;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._batch_cancel_waiting(uuid, text) IS 'Cancels a batch''s waiting jobs not held by another transaction and counts them as cancelled (S74).';
+COMMENT ON FUNCTION pgq._batch_cancel_waiting(uuid, text) IS 'Cancels a batch''s waiting jobs not held by another transaction; their ends in pgq.job_ends count them as cancelled (S74, S97).';
 
 -- pgq._batch_members_ended: members of one batch ended: 'succeeded', 'failed' (failed
 -- for good; p_job is the failed job for failed_job_ids) or 'cancelled'. Updates their
@@ -623,7 +647,7 @@ BEGIN
         WHERE b.id = p_batch
         RETURNING * INTO v_batch;
         IF v_first THEN
-            PERFORM pgq._batch_callback(v_batch, v_batch.options ->> 'catch_job',
+            PERFORM pgq._batch_callback(v_batch, 'catch',
                                         jsonb_build_object('failed_job', p_job, 'exception', p_exception));
             IF NOT coalesce((v_batch.options ->> 'allow_failures')::boolean, false) AND v_batch.cancelled_at IS NULL THEN
                 UPDATE pgq.job_batches b SET cancelled_at = now() WHERE b.id = p_batch;
@@ -739,8 +763,9 @@ COMMENT ON FUNCTION pgq._jobs_ended(text, uuid[], uuid[], uuid[], int[], text) I
     'Moves the chains and batches of jobs that ended (succeeded, failed for good, cancelled): next step or chain stop (S70-S72, S74), batch counts and callbacks (S73-S76).';
 
 -- pgq._job_ends_advance: the trigger by which the workflows learn that jobs ended
--- (pgq.job_ends, written by the core in the ending transaction): their chains and
--- batches move on, in the order the jobs were recorded.
+-- (pgq.job_ends, written by the core in the ending transaction, or by a batch's cancel):
+-- a callback's end (chain_step 0) is copied to its pgq.callbacks row (S97); the chains
+-- and batches of the others move on, in the order the jobs were recorded.
 CREATE OR REPLACE FUNCTION pgq._job_ends_advance() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -748,10 +773,14 @@ AS $$
 DECLARE
     r record;
 BEGIN
+    UPDATE pgq.callbacks c SET outcome = e.outcome, exception = e.exception, ended_at = e.ended_at
+    FROM ended e
+    WHERE e.chain_step = 0 AND c.job_uuid = e.job_uuid;
     FOR r IN
         SELECT e.outcome, e.exception, array_agg(e.job_uuid ORDER BY e.id) AS uuids, array_agg(e.batch_id ORDER BY e.id) AS batches,
                array_agg(e.chain_id ORDER BY e.id) AS chains, array_agg(e.chain_step ORDER BY e.id) AS steps
         FROM ended e
+        WHERE e.chain_step IS DISTINCT FROM 0
         GROUP BY e.outcome, e.exception
         ORDER BY min(e.id)
     LOOP
@@ -762,7 +791,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._job_ends_advance() IS
-    'Trigger on pgq.job_ends: moves the chains and counts the batches of the jobs that ended (S70-S76).';
+    'Trigger on pgq.job_ends: records callbacks'' ends (S97), moves the chains and counts the batches of the other jobs that ended (S70-S76).';
 
 -- ALWAYS: a session in replica mode (session_replication_role) ends jobs too.
 CREATE OR REPLACE TRIGGER job_ends_advance AFTER INSERT ON pgq.job_ends
@@ -812,7 +841,8 @@ COMMENT ON FUNCTION pgq.job_batch(uuid) IS 'The batch a live job belongs to, or 
 
 -- pgq._batches_prune: deletes batches that finished more than older_than ago with no
 -- member left to end, and chains that ended that long ago (S39, S73). Returns the rows
--- deleted (counter shards, and the ends of their jobs in pgq.job_ends, go with them).
+-- deleted (counter shards, callbacks, and the ends of their jobs in pgq.job_ends, go
+-- with them).
 CREATE OR REPLACE FUNCTION pgq._batches_prune(p_older_than interval) RETURNS bigint
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -837,7 +867,8 @@ BEGIN
           AND NOT EXISTS (SELECT FROM pgq.failed_jobs f WHERE f.batch_id = b.id)
         RETURNING b.id
     ), ends AS (
-        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g)
+        -- its callbacks' ends carry its id as chain_id (S97)
+        DELETE FROM pgq.job_ends e WHERE e.batch_id IN (SELECT g.id FROM gone g) OR e.chain_id IN (SELECT g.id FROM gone g)
     )
     SELECT count(*) INTO v_n FROM gone;
     RETURN v_count + v_n;
@@ -848,7 +879,10 @@ COMMENT ON FUNCTION pgq._batches_prune(interval) IS 'Retention: deletes batches 
 
 -- pgq.batches: Laravel's job_batches, one row per batch. pending_jobs counts, as
 -- Laravel's does, members not yet succeeded (a failed one stays pending); progress is the
--- percentage of members finished (succeeded, failed for good or cancelled).
+-- percentage of members finished (succeeded, failed for good or cancelled). state is
+-- running or cancelling until every member finished; then failed when a member failed
+-- for good (whether or not that cancelled the batch), cancelled when the batch or a
+-- member was cancelled, else succeeded.
 CREATE OR REPLACE VIEW pgq.batches AS
 SELECT b.id, b.name, b.total_jobs,
        (c.pending + c.failed)::int AS pending_jobs, c.failed::int AS failed_jobs, b.failed_job_ids, b.options,
@@ -857,25 +891,31 @@ SELECT b.id, b.name, b.total_jobs,
        (b.total_jobs - c.pending - c.failed - c.cancelled)::int AS succeeded_jobs,
        (CASE WHEN b.total_jobs = 0 THEN 100
              ELSE round(100.0 * (b.total_jobs - c.pending) / b.total_jobs, 1) END)::double precision AS progress,
-       b.then_at, b.catch_at, b.finally_at
+       b.then_at, b.catch_at, b.finally_at,
+       (CASE WHEN b.finished_at IS NULL THEN CASE WHEN b.cancelled_at IS NULL THEN 'running' ELSE 'cancelling' END
+             WHEN c.failed > 0 THEN 'failed'
+             WHEN b.cancelled_at IS NOT NULL OR c.cancelled > 0 THEN 'cancelled'
+             ELSE 'succeeded' END)::text AS state
 FROM pgq.job_batches b
 CROSS JOIN LATERAL (SELECT coalesce(sum(s.pending), 0) AS pending, coalesce(sum(s.failed), 0) AS failed,
                            coalesce(sum(s.cancelled), 0) AS cancelled
                     FROM pgq.batch_counts s WHERE s.batch_id = b.id) c;
 
 COMMENT ON VIEW pgq.batches IS
-    'Batches with Laravel''s job_batches columns (pending_jobs counts failed members too, as Laravel''s does) plus unfinished, cancelled and succeeded members, progress (% finished) and when each callback was queued.';
+    'Batches with Laravel''s job_batches columns (pending_jobs counts failed members too, as Laravel''s does) plus unfinished, cancelled and succeeded members, progress (% finished), when each callback was queued, and state: running, cancelling (cancelled, members still running), or once finished failed (a member failed for good), cancelled (the batch or a member was) or succeeded.';
 
 -- pgq.chains: one row per chain: its state, the step now queued (or where it stopped)
--- and its job. steps shows only to payload readers (S45).
+-- and its job; each step's job name and the uuid of each step's job once queued (S97).
+-- steps, with their payloads, shows only to payload readers (S45).
 CREATE OR REPLACE VIEW pgq.chains AS
 SELECT c.id, c.batch_id, c.state, c.step, jsonb_array_length(c.steps) AS total_steps,
        (c.steps -> (c.step - 1) ->> 'job')::text AS job, c.job_uuid, c.on_failure, c.queue, c.exception,
        c.created_at, c.finished_at,
-       (CASE WHEN (SELECT pgq._sees_payloads()) THEN c.steps END)::jsonb AS steps
+       (CASE WHEN (SELECT pgq._sees_payloads()) THEN c.steps END)::jsonb AS steps,
+       c.job_uuids, ARRAY(SELECT s ->> 'job' FROM jsonb_array_elements(c.steps) WITH ORDINALITY AS x(s, n) ORDER BY x.n)::text[] AS step_jobs
 FROM pgq.job_chains c;
 
-COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers.';
+COMMENT ON VIEW pgq.chains IS 'Chains: state (running, succeeded, failed, cancelled), the step queued or where it stopped, its job, why it stopped; steps (with payloads) only for payload readers; each step''s job name (step_jobs) and, once queued, its job uuid (job_uuids).';
 
 -- pgq._jobs_retried: failed jobs of chains or batches are back (pgq.retry_failed): a
 -- chain that stopped at the job's step runs again from it; a batch counts the member as
@@ -893,7 +933,12 @@ DECLARE
     v_batch   uuid;
     i         int;
 BEGIN
+    -- A retried callback (chain_step 0) waits again: it has not ended (S97).
+    UPDATE pgq.callbacks c SET outcome = NULL, exception = NULL, ended_at = NULL
+    FROM unnest(p_uuids, p_steps) AS r(uuid, step)
+    WHERE r.step = 0 AND c.job_uuid = r.uuid;
     FOR i IN 1 .. cardinality(p_uuids) LOOP
+        CONTINUE WHEN p_steps[i] = 0;
         IF p_chains[i] IS NOT NULL THEN
             UPDATE pgq.job_chains c
             SET state = 'running', step = p_steps[i], job_uuid = p_uuids[i], exception = NULL, finished_at = NULL

@@ -26,19 +26,16 @@ $$;
 
 COMMENT ON FUNCTION pgq.run_now(uuid) IS 'Makes a waiting job available now (S20); false when there is no such waiting job.';
 
--- pgq.retry_failed: puts failed jobs back on their queue with attempts reset and their
--- settings as dispatched; the attempt history is kept (S20). A deadline is moved by the
--- time the job spent since dispatch, so the job gets its whole retry window again.
--- uuid NULL retries every failed job matching the filters given (queue, job, failed more
--- than older_than ago), oldest failure first. Returns the uuids requeued. A job that a
--- concurrent retry or flush takes first is skipped, so each is requeued once. Each is
--- recorded in pgq.actions. A job of a chain resumes the chain at its step; a job of a
--- batch counts as pending again there, and no longer as failed (S73).
--- State change: failed -> waiting.
-CREATE OR REPLACE FUNCTION pgq.retry_failed(
-    uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
-) RETURNS SETOF uuid
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+-- pgq._retry_failed_ids: puts the failed jobs of these pgq.failed_jobs ids back on their
+-- queues with attempts reset and their settings as dispatched; the attempt history is
+-- kept (S20). A deadline is moved by the time the job spent since dispatch, so the job
+-- gets its whole retry window again. A job that a concurrent retry or flush takes first
+-- is skipped, so each is requeued once. Each is recorded in pgq.actions, with p_detail.
+-- A job of a chain resumes the chain at its step; a job of a batch counts as pending
+-- again there, and no longer as failed (S73). Returns the uuids requeued, oldest failure
+-- first. State change: failed -> waiting.
+CREATE OR REPLACE FUNCTION pgq._retry_failed_ids(p_ids bigint[], p_detail text DEFAULT NULL) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -51,10 +48,7 @@ DECLARE
 BEGIN
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
-        WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
-          AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
-          AND (retry_failed.job IS NULL OR f.job = retry_failed.job)
-          AND (retry_failed.older_than IS NULL OR f.failed_at < now() - retry_failed.older_than)
+        WHERE f.id = ANY (p_ids)
         RETURNING f.*
     ), back AS (
         -- The unique token comes back but not the lock (released when the job failed):
@@ -76,8 +70,8 @@ BEGIN
         ORDER BY g.id
         RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
     ), recorded AS (
-        INSERT INTO pgq.actions (actor, action, job_uuid, queue)
-        SELECT session_user, 'retry', b.uuid, b.queue FROM back b
+        INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
+        SELECT session_user, 'retry', b.uuid, b.queue, p_detail FROM back b
     )
     SELECT coalesce(array_agg(b.uuid), '{}'), coalesce(array_agg(DISTINCT b.queue), '{}'),
            array_agg(b.uuid) FILTER (WHERE b.batch_id IS NOT NULL OR b.chain_id IS NOT NULL),
@@ -96,8 +90,72 @@ BEGIN
 END;
 $$;
 
+COMMENT ON FUNCTION pgq._retry_failed_ids(bigint[], text) IS
+    'Requeues the failed jobs of these pgq.failed_jobs ids with attempts reset, recorded in pgq.actions; chains resume, batches count them pending (S20, S73).';
+
+-- pgq.retry_failed: puts failed jobs back on their queue with attempts reset
+-- (pgq._retry_failed_ids, S20). uuid NULL retries every failed job matching the filters
+-- given (queue, job, failed more than older_than ago), oldest failure first. Returns the
+-- uuids requeued. A job of a chain resumes the chain at its step; a job of a batch
+-- counts as pending again there, and no longer as failed (S73).
+-- State change: failed -> waiting.
+CREATE OR REPLACE FUNCTION pgq.retry_failed(
+    uuid uuid, queue text DEFAULT NULL, job text DEFAULT NULL, older_than interval DEFAULT NULL
+) RETURNS SETOF uuid
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pgq._retry_failed_ids(ARRAY(
+        SELECT f.id FROM pgq.failed_jobs f
+        WHERE (retry_failed.uuid IS NULL OR f.uuid = retry_failed.uuid)
+          AND (retry_failed.queue IS NULL OR f.queue = retry_failed.queue)
+          AND (retry_failed.job IS NULL OR f.job = retry_failed.job)
+          AND (retry_failed.older_than IS NULL OR f.failed_at < now() - retry_failed.older_than)
+        ORDER BY f.id));
+$$;
+
 COMMENT ON FUNCTION pgq.retry_failed(uuid, text, text, interval) IS
     'Requeues a failed job (or, uuid NULL, all matching queue, job and older_than) with attempts reset; history kept (S20).';
+
+-- pgq.retry_batch_failed: puts every failed job of a batch (its lone jobs and its
+-- chains' steps) back on its queue, as pgq.retry_failed does each (S96): the batch
+-- counts them pending again and is no longer finished, a chain resumes at the failed
+-- step, and a then_job that has not run runs if they all succeed. Each is recorded in
+-- pgq.actions as a retry, with the batch in its detail. Returns the uuids requeued
+-- (none when nothing failed). Raises P0002 when there is no such batch, and PQ003 when
+-- the batch was cancelled (its retried jobs would be cancelled before they run, S74):
+-- checked again under the batch's row lock after the retry, so a cancel that commits
+-- meanwhile rolls the retry back.
+CREATE OR REPLACE FUNCTION pgq.retry_batch_failed(batch uuid) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_uuids     uuid[];
+    v_cancelled timestamptz;
+BEGIN
+    SELECT b.cancelled_at INTO v_cancelled FROM pgq.job_batches b WHERE b.id = retry_batch_failed.batch;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgq: no batch %', retry_batch_failed.batch USING ERRCODE = 'P0002';
+    END IF;
+    IF v_cancelled IS NULL THEN
+        v_uuids := ARRAY(SELECT pgq._retry_failed_ids(
+            ARRAY(SELECT f.id FROM pgq.failed_jobs f WHERE f.batch_id = retry_batch_failed.batch ORDER BY f.id),
+            format('with batch %s', retry_batch_failed.batch)));
+        -- The retry locked the batch's shards, then its row (pgq._jobs_retried): a cancel
+        -- that committed meanwhile is seen now.
+        SELECT b.cancelled_at INTO v_cancelled FROM pgq.job_batches b WHERE b.id = retry_batch_failed.batch;
+    END IF;
+    IF v_cancelled IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: batch % was cancelled: a retried job would be cancelled before it runs', retry_batch_failed.batch
+            USING ERRCODE = 'PQ003', HINT = 'dispatch the failed jobs again in a new batch';
+    END IF;
+    RETURN QUERY SELECT unnest(v_uuids);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.retry_batch_failed(uuid) IS
+    'Requeues every failed job of a batch as pgq.retry_failed does (S96); P0002 when there is no such batch, PQ003 when it was cancelled. Returns the uuids requeued.';
 
 -- pgq.forget_failed: deletes one failed job. Returns false when there was none.
 -- Recorded in pgq.actions.
@@ -252,7 +310,8 @@ COMMENT ON FUNCTION pgq._retry_window(int, int[], int) IS 'Seconds between a job
 -- about those queues and the workers' settings (a worker checks what it serves).
 -- Besides the timings: a SQL handler that runs with no search_path but pg_catalog,
 -- pg_temp (S86); jobs waiting in a queue that no live worker serves, and jobs whose
--- name no class defines and no live worker has a handler for (S87).
+-- name no class defines and no live worker has a handler for (S87); chains and batches
+-- that stalled (pgq.stalled, S95).
 CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1, queues text[] DEFAULT NULL)
 RETURNS SETOF pgq.check_finding
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -379,10 +438,19 @@ AS $$
     FROM nameless x
     WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
       AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
+    UNION ALL
+    SELECT st.kind || ' ' || st.id || coalesce(' (' || st.name || ')', ''), st.kind || '_stalled',
+           format('job %s (%s) has been ready in queue %s for %s s, longer than its retry_after of %s s, and no job of the %s ran since%s',
+                  st.job_uuid, st.job, st.queue, floor(extract(epoch FROM now() - st.waiting_since)), st.retry_after, st.kind,
+                  CASE WHEN st.paused THEN ': the queue is paused' ELSE '' END),
+           CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
+                ELSE format('run a worker on queue %s (pgq-worker work --queue %s), or look for a middleware turning its jobs away', st.queue, st.queue) END,
+           st.queue
+    FROM pgq.stalled st
     ) f
     WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
     ORDER BY 1, 2, 5;
 $$;
 
 COMMENT ON FUNCTION pgq.check(int, int, text[]) IS
-    'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87).';
+    'The ordering linter (S16): one row per problem in queues and job classes (object, rule, detail, fix, queue), given the worker''s --timeout and --tries; with queues, only those about them. Also SQL handlers without a search_path (S86), queues no live worker serves and job names nothing handles (S87), and stalled chains and batches (S95).';

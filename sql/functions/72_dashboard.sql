@@ -4,8 +4,10 @@
 
 -- pgq.job_settings: each live job's frozen settings (S1), counters and where it stands,
 -- without its payload: the job page's header. state is ready, scheduled, retrying or
--- running, by the conditions of the views of those names. Read one job with
--- pgq.live_job(uuid), which has these columns and more.
+-- running, by the conditions of the views of those names. batch_id, chain_id and
+-- chain_step say which batch or chain it belongs to (chain_step 0: a callback of the
+-- batch or chain chain_id, S97). Read one job with pgq.live_job(uuid), which has these
+-- columns and more.
 CREATE OR REPLACE VIEW pgq.job_settings AS
 SELECT l.uuid, l.state, l.job, l.queue, l.priority, l.handler, l.tries, l.backoff, l.max_exceptions, l.timeout,
        l.fail_on_timeout, l.retry_until, l.unique_key, l.unique_until, l.debounce_key, l.middleware,
@@ -20,7 +22,7 @@ COMMENT ON VIEW pgq.job_settings IS
     'Each live job''s frozen settings (S1), counters, state (ready, scheduled, retrying, running) and its batch or chain, without its payload.';
 
 -- pgq.failed_job_settings: each failed job's frozen settings (S1) and its failure,
--- without its payload. Read it by uuid (failed_jobs_uuid_key).
+-- without its payload, and its batch or chain. Read it by uuid (failed_jobs_uuid_key).
 CREATE OR REPLACE VIEW pgq.failed_job_settings AS
 SELECT f.uuid, f.job, f.queue, f.priority, f.handler, f.tries, f.backoff, f.max_exceptions, f.timeout,
        f.fail_on_timeout, f.retry_until, f.unique_key, f.unique_until, f.debounce_key, f.middleware,

@@ -34,3 +34,6 @@ SELECT * FROM pgq.chains WHERE batch_id = @batch_id::uuid ORDER BY created_at;
 
 -- name: ChainGet :one
 SELECT * FROM pgq.chains WHERE id = @id::uuid;
+
+-- name: BatchRetryFailed :many
+SELECT * FROM pgq.retry_batch_failed(batch => @batch::uuid);

@@ -1,6 +1,6 @@
 -- The dashboard's reads (dashboard/). They read the views for psql, the dashboard's
 -- views (pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview), pgq.attempts,
--- pgq.actions, pgq.queues and pgq.job_classes only, so a role that may
+-- pgq.actions, pgq.queues, pgq.job_classes, pgq.job_ends and pgq.callbacks only, so a role that may
 -- SELECT just those (pgq_reader) can serve the dashboard read-only. Lists page by keyset
 -- (the last row's sort key), never by OFFSET. The dashboard sends each with an unnamed
 -- statement, planned for its own arguments: the optional filters (@x IS NULL OR …) then
@@ -231,3 +231,100 @@ SELECT c.name FROM pgq.job_classes c ORDER BY c.name;
 -- Names the person the next actions of this transaction are taken for: pgq.actions
 -- records it as on_behalf_of (migration 12).
 SELECT set_config('pgq.on_behalf_of', @on_behalf_of::text, true);
+
+-- name: DashboardBatchList :many
+-- Batches, the newest first, after (after_at, after_id); state filters by pgq.batches's
+-- state, unfinished_only narrows the read to the batches that have not finished
+-- (job_batches_unfinished_idx) for the states that have not.
+SELECT b.*
+FROM pgq.batches b
+WHERE (sqlc.narg('state')::text IS NULL OR b.state = sqlc.narg('state')::text)
+  AND (NOT @unfinished_only::boolean OR b.finished_at IS NULL)
+  AND (sqlc.narg('after_at')::timestamptz IS NULL
+       OR (b.created_at, b.id) < (sqlc.narg('after_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY b.created_at DESC, b.id DESC
+LIMIT @max::int;
+
+-- name: DashboardBatchUnfinishedCount :one
+SELECT count(*)::bigint AS batches FROM pgq.batches b WHERE b.finished_at IS NULL;
+
+-- name: DashboardCallbackListByBatches :many
+-- The callbacks queued for these batches.
+SELECT c.* FROM pgq.callbacks c WHERE c.batch_id = ANY (@batches::uuid[]) ORDER BY c.id;
+
+-- name: DashboardCallbackListByChain :many
+SELECT c.* FROM pgq.callbacks c WHERE c.chain_id = @chain_id::uuid ORDER BY c.id;
+
+-- name: DashboardCallbackGet :one
+-- The callback a job was queued as, if it was one.
+SELECT c.* FROM pgq.callbacks c WHERE c.job_uuid = @job_uuid::uuid;
+
+-- name: DashboardBatchJobList :many
+-- One batch's jobs in one state, in (at, sort) order after (after_at, after_sort): each
+-- state reads one index in that order (pgq.batch_jobs).
+SELECT w.*
+FROM pgq.batch_jobs w
+WHERE w.batch_id = @batch_id::uuid AND w.state = @state::text
+  AND (sqlc.narg('after_at')::timestamptz IS NULL
+       OR (w.at, w.sort) > (sqlc.narg('after_at')::timestamptz, sqlc.narg('after_sort')::bigint))
+ORDER BY w.at, w.sort
+LIMIT @max::int;
+
+-- name: DashboardBatchJobCounts :many
+-- One batch's jobs by state: the live and failed ones through pgq.batch_jobs, the ended
+-- ones counted in pgq.job_ends itself (the view would look each one's attempt up).
+SELECT w.state, count(*)::bigint AS jobs
+FROM pgq.batch_jobs w
+WHERE w.batch_id = @batch_id::uuid AND w.state IN ('ready', 'scheduled', 'retrying', 'running', 'failed')
+GROUP BY w.state
+UNION ALL
+SELECT e.outcome, count(*)::bigint
+FROM pgq.job_ends e
+WHERE e.batch_id = @batch_id::uuid AND e.outcome IN ('succeeded', 'cancelled')
+GROUP BY e.outcome;
+
+-- name: DashboardChainList :many
+-- Chains, the newest first, after (after_at, after_id), of one state and one batch when given.
+SELECT c.id, c.batch_id, c.state, c.step, c.total_steps, c.job, c.job_uuid, c.on_failure, c.queue, c.exception,
+       c.created_at, c.finished_at, c.step_jobs
+FROM pgq.chains c
+WHERE (sqlc.narg('state')::text IS NULL OR c.state = sqlc.narg('state')::text)
+  AND (sqlc.narg('batch_id')::uuid IS NULL OR c.batch_id = sqlc.narg('batch_id')::uuid)
+  AND (sqlc.narg('after_at')::timestamptz IS NULL
+       OR (c.created_at, c.id) < (sqlc.narg('after_at')::timestamptz, sqlc.narg('after_id')::uuid))
+ORDER BY c.created_at DESC, c.id DESC
+LIMIT @max::int;
+
+-- name: DashboardChainGet :one
+SELECT c.id, c.batch_id, c.state, c.step, c.total_steps, c.job, c.job_uuid, c.on_failure, c.queue, c.exception,
+       c.created_at, c.finished_at, c.step_jobs, c.job_uuids
+FROM pgq.chains c
+WHERE c.id = @id::uuid;
+
+-- name: DashboardChainEndList :many
+-- How the steps of a chain ended, in order (a retried step has more than one end).
+SELECT e.job_uuid, e.outcome, e.exception, e.chain_step, e.ended_at
+FROM pgq.job_ends e
+WHERE e.chain_id = @chain_id::uuid AND e.chain_step > 0
+ORDER BY e.id;
+
+-- name: DashboardJobEndGet :one
+-- The last end of a job of a chain or batch (pgq.job_ends): which one it belonged to.
+SELECT e.batch_id, e.chain_id, e.chain_step, e.outcome, e.ended_at
+FROM pgq.job_ends e
+WHERE e.job_uuid = @job_uuid::uuid
+ORDER BY e.id DESC
+LIMIT 1;
+
+-- name: DashboardStalledList :many
+-- Stalled chains and batches (S95), the longest waiting first.
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+ORDER BY s.waiting_since, s.id
+LIMIT @max::int;
+
+-- name: DashboardStalledGet :many
+-- Whether one chain or batch stalled (S95): a row if it did.
+SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
+FROM pgq.stalled s
+WHERE s.id = @id::uuid;
