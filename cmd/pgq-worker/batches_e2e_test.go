@@ -262,6 +262,8 @@ func TestS95S96E2EBatchesRetryAndCheck(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no batch 00000000-0000-0000-0000-000000000001")
 
+	// A live worker serves q and handles a and b, so check finds nothing else to flag.
+	db.Exec(t, `SELECT pgq.worker_seen('w:1', '{q,c}', '{a,b}')`)
 	out, errOut, code = cli(t, db, "check", "--timeout", "10")
 	require.Equal(t, 0, code, out+errOut)
 	db.Exec(t, `UPDATE pgq.jobs SET available_at = now() - interval '10 minutes' WHERE batch_id = $1::uuid`, batch)
