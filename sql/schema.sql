@@ -1663,14 +1663,17 @@ COMMENT ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_
 
 
 --
--- Name: _check_dispatch_limits(integer, integer, jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _check_dispatch_limits(integer, integer, jsonb[], interval, timestamp with time zone, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) RETURNS void
+CREATE FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[], p_delay interval, p_retry_until timestamp with time zone, p_retry_for interval) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
+    IF p_payloads IS NULL OR array_position(p_payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
     IF p_timeout = 0 THEN
         RAISE EXCEPTION 'pgq: a dispatch cannot set timeout 0 (no timeout): declare it on the job class (pgq.define_job)'
             USING ERRCODE = '22023';
@@ -1682,15 +1685,24 @@ BEGIN
         RAISE EXCEPTION 'pgq: a payload is at most 8 MiB, got one of % bytes',
             (SELECT max(pg_column_size(p)) FROM unnest(p_payloads) p) USING ERRCODE = '22023';
     END IF;
+    IF p_delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', p_delay USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', p_retry_for USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_until IS NOT NULL AND p_retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[], p_delay interval, p_retry_until timestamp with time zone, p_retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
+COMMENT ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[], p_delay interval, p_retry_until timestamp with time zone, p_retry_for interval) IS 'Raises 22023 for what a dispatch may not choose: no payload, timeout 0, a priority outside -100..100, a payload over 8 MiB, a negative delay, a retry_for not positive or with retry_until (S43).';
 
 
 --
@@ -2451,18 +2463,9 @@ DECLARE
     v_job       pgq.jobs;
     v_unique    boolean;
     v_debounce  boolean;
-    v_payload   jsonb;
-    v_burst     timestamptz;
-    v_unique_for interval;
-    v_debounce_for interval;
-    v_max_wait  interval;
     v_uuids     uuid[];
     v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
-    v_ukeys     text[];   -- the unique or debounce key of each payload
-    v_explicit  text;
-    v_by        text[];
     v_max_exceptions int;  -- set by the ceilings (S90)
-    i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
     SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = _dispatch.job;
@@ -2470,19 +2473,8 @@ BEGIN
     PERFORM pgq._check_name('queue', v_queue);
     PERFORM pgq._check_settings(_dispatch.tries, _dispatch.backoff, _dispatch.max_exceptions,
                                 _dispatch.timeout, _dispatch.priority);
-    IF _dispatch.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _dispatch.retry_for USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.retry_until IS NOT NULL AND _dispatch.retry_for IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.delay < interval '0' THEN
-        RAISE EXCEPTION 'pgq: delay must not be negative, got %', _dispatch.delay USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.payloads IS NULL OR array_position(_dispatch.payloads, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
-    END IF;
-    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads,
+                                       _dispatch.delay, _dispatch.retry_until, _dispatch.retry_for);
     IF _dispatch.p_ceilings AND num_nonnulls(_dispatch.tries, _dispatch.backoff, _dispatch.retry_until, _dispatch.retry_for,
                                              _dispatch.max_exceptions, _dispatch.timeout) > 0 THEN
         v_max_exceptions := pgq._dispatch_ceilings(_dispatch.job, v_class, _dispatch.tries, _dispatch.backoff,
@@ -2528,48 +2520,9 @@ BEGIN
         PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
     ELSE
-        v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
-        v_debounce_for := coalesce(_dispatch.debounce_for, v_class.debounce_for);
-        v_max_wait := coalesce(_dispatch.debounce_max_wait, v_class.debounce_max_wait);
-        IF v_debounce AND v_debounce_for IS NULL THEN
-            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
-        END IF;
-        -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
-        -- pgq._key per payload would cost more than the rest); pgq._key raises for the
-        -- first that cannot be computed or is too long (S38).
-        v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
-        v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
-        v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
-                                     array_fill(v_explicit, ARRAY[cardinality(_dispatch.payloads)]),
-                                     array_fill(to_jsonb(v_by), ARRAY[cardinality(_dispatch.payloads)]),
-                                     _dispatch.payloads);
-        PERFORM pgq._key(_dispatch.job, v_explicit, v_by, _dispatch.payloads[k.n])
-        FROM generate_subscripts(v_ukeys, 1) k(n)
-        WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
-        ORDER BY k.n;
-        v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
-            v_payload := _dispatch.payloads[i];
-            v_job.uuid := v_uuids[i];
-            v_job.payload := v_payload;
-            IF v_unique THEN
-                v_job.unique_key := v_ukeys[i];
-                v_job.unique_token := gen_random_uuid();
-                v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
-                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
-                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
-                    CONTINUE;
-                END IF;
-            ELSE
-                v_job.debounce_key := v_ukeys[i];
-                v_job.debounce_token := gen_random_uuid();
-                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
-                v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
-                                               least(now() + v_debounce_for, v_burst + v_max_wait));
-            END IF;
-            PERFORM pgq._store(v_job, ARRAY[v_payload], ARRAY[v_job.uuid], ARRAY[v_keys[i]]);
-            RETURN NEXT v_job.uuid;
-        END LOOP;
+        RETURN QUERY SELECT * FROM pgq._dispatch_keyed(v_job, v_class, _dispatch.payloads, v_keys, v_unique,
+            _dispatch.unique_key, _dispatch.unique_for, _dispatch.unique_until,
+            _dispatch.debounce_key, _dispatch.debounce_for, _dispatch.debounce_max_wait, _dispatch.delay);
     END IF;
 
     IF coalesce(_dispatch.delay, interval '0') = interval '0' AND NOT v_debounce THEN
@@ -2770,6 +2723,70 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+
+
+--
+-- Name: _dispatch_keyed(pgq.jobs, pgq.job_classes, jsonb[], jsonb[], boolean, text, interval, text, text, interval, interval, interval); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._dispatch_keyed(p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_job          pgq.jobs := p_job;
+    v_unique_for   interval := coalesce(p_unique_for, p_class.unique_for);
+    v_debounce_for interval := coalesce(p_debounce_for, p_class.debounce_for);
+    v_max_wait     interval := coalesce(p_debounce_max_wait, p_class.debounce_max_wait);
+    v_explicit     text := CASE WHEN p_unique THEN p_unique_key ELSE p_debounce_key END;
+    v_by           text[] := CASE WHEN p_unique THEN p_class.unique_by ELSE p_class.debounce_by END;
+    v_n            int := cardinality(p_payloads);
+    v_ukeys        text[];  -- the unique or debounce key of each payload
+    v_uuids        uuid[] := pgq._uuid7s(v_n);
+    v_burst        timestamptz;
+BEGIN
+    IF NOT p_unique AND v_debounce_for IS NULL THEN
+        RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', p_job.job USING ERRCODE = '22023';
+    END IF;
+    -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
+    -- pgq._key per payload would cost more than the rest); pgq._key raises for the
+    -- first that cannot be computed or is too long (S38).
+    v_ukeys := pgq._keys_or_null(array_fill(p_job.job, ARRAY[v_n]), array_fill(v_explicit, ARRAY[v_n]),
+                                 array_fill(to_jsonb(v_by), ARRAY[v_n]), p_payloads);
+    PERFORM pgq._key(p_job.job, v_explicit, v_by, p_payloads[k.n])
+    FROM generate_subscripts(v_ukeys, 1) k(n)
+    WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
+    ORDER BY k.n;
+    FOR i IN 1 .. v_n LOOP
+        v_job.uuid := v_uuids[i];
+        v_job.payload := p_payloads[i];
+        IF p_unique THEN
+            v_job.unique_key := v_ukeys[i];
+            v_job.unique_token := gen_random_uuid();
+            v_job.unique_until := coalesce(p_unique_until, p_class.unique_until, 'processed');
+            IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                CONTINUE;
+            END IF;
+        ELSE
+            v_job.debounce_key := v_ukeys[i];
+            v_job.debounce_token := gen_random_uuid();
+            v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+            v_job.available_at := greatest(now() + coalesce(p_delay, interval '0'),
+                                           least(now() + v_debounce_for, v_burst + v_max_wait));
+        END IF;
+        PERFORM pgq._store(v_job, ARRAY[p_payloads[i]], ARRAY[v_job.uuid], ARRAY[p_keys[i]]);
+        RETURN NEXT v_job.uuid;
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _dispatch_keyed(p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._dispatch_keyed(p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval) IS 'The jobs of a unique or debounced dispatch, each behind its key (S21-S24): NULL in the answer for a unique job dropped.';
 
 
 --
@@ -11559,10 +11576,10 @@ REVOKE ALL ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[],
 
 
 --
--- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[], p_delay interval, p_retry_until timestamp with time zone, p_retry_for interval); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority integer, p_payloads jsonb[], p_delay interval, p_retry_until timestamp with time zone, p_retry_for interval) FROM PUBLIC;
 
 
 --
@@ -11694,6 +11711,13 @@ REVOKE ALL ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classe
 --
 
 REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _dispatch_keyed(p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._dispatch_keyed(p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval) FROM PUBLIC;
 
 
 --

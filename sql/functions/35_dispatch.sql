@@ -31,11 +31,16 @@ COMMENT ON FUNCTION pgq._notify(text) IS 'Wakes napping workers of a queue on co
 -- handler a connection) for ever. Priority is kept to -100..100, so that no producer
 -- can put its jobs beyond what the others may use. A payload is at most 8 MiB: a worker
 -- holds a whole reserve's payloads in memory. Raises 22023.
-CREATE OR REPLACE FUNCTION pgq._check_dispatch_limits(p_timeout int, p_priority int, p_payloads jsonb[]) RETURNS void
+CREATE OR REPLACE FUNCTION pgq._check_dispatch_limits(
+    p_timeout int, p_priority int, p_payloads jsonb[], p_delay interval, p_retry_until timestamptz, p_retry_for interval
+) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF p_payloads IS NULL OR array_position(p_payloads, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
+    END IF;
     IF p_timeout = 0 THEN
         RAISE EXCEPTION 'pgq: a dispatch cannot set timeout 0 (no timeout): declare it on the job class (pgq.define_job)'
             USING ERRCODE = '22023';
@@ -47,10 +52,19 @@ BEGIN
         RAISE EXCEPTION 'pgq: a payload is at most 8 MiB, got one of % bytes',
             (SELECT max(pg_column_size(p)) FROM unnest(p_payloads) p) USING ERRCODE = '22023';
     END IF;
+    IF p_delay < interval '0' THEN
+        RAISE EXCEPTION 'pgq: delay must not be negative, got %', p_delay USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_for <= interval '0' THEN
+        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', p_retry_for USING ERRCODE = '22023';
+    END IF;
+    IF p_retry_until IS NOT NULL AND p_retry_for IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
+    END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._check_dispatch_limits(int, int, jsonb[]) IS 'Raises 22023 for what a dispatch may not choose: timeout 0, a priority outside -100..100, a payload over 8 MiB (S43).';
+COMMENT ON FUNCTION pgq._check_dispatch_limits(int, int, jsonb[], interval, timestamptz, interval) IS 'Raises 22023 for what a dispatch may not choose: no payload, timeout 0, a priority outside -100..100, a payload over 8 MiB, a negative delay, a retry_for not positive or with retry_until (S43).';
 
 -- pgq._may_exceed_ceilings: whether the login role may dispatch past the ceilings
 -- (S90): it may define job classes (a member of pgq's admin or owner role, or a
@@ -159,6 +173,70 @@ $$;
 COMMENT ON FUNCTION pgq._dispatch_ceilings(text, pgq.job_classes, int, int[], timestamptz, int, int) IS
     'Raises 22023 when a dispatch''s own tries, deadline, max_exceptions, backoff or timeout is looser than its class allows (S90, S91); returns the max_exceptions of a job whose deadline the dispatch set beyond its class''s.';
 
+-- pgq._dispatch_keyed: the jobs of a unique or debounced dispatch, one payload at a
+-- time, since each takes its key's lock (S21, S24) before it is stored. A unique job
+-- whose key a live holder has is dropped: its place in the answer is NULL. A debounced
+-- job waits until the key's burst has been quiet for debounce_for, or at most
+-- debounce_max_wait after the burst began.
+CREATE OR REPLACE FUNCTION pgq._dispatch_keyed(
+    p_job pgq.jobs, p_class pgq.job_classes, p_payloads jsonb[], p_keys jsonb[], p_unique boolean,
+    p_unique_key text, p_unique_for interval, p_unique_until text,
+    p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_delay interval
+) RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_job          pgq.jobs := p_job;
+    v_unique_for   interval := coalesce(p_unique_for, p_class.unique_for);
+    v_debounce_for interval := coalesce(p_debounce_for, p_class.debounce_for);
+    v_max_wait     interval := coalesce(p_debounce_max_wait, p_class.debounce_max_wait);
+    v_explicit     text := CASE WHEN p_unique THEN p_unique_key ELSE p_debounce_key END;
+    v_by           text[] := CASE WHEN p_unique THEN p_class.unique_by ELSE p_class.debounce_by END;
+    v_n            int := cardinality(p_payloads);
+    v_ukeys        text[];  -- the unique or debounce key of each payload
+    v_uuids        uuid[] := pgq._uuid7s(v_n);
+    v_burst        timestamptz;
+BEGIN
+    IF NOT p_unique AND v_debounce_for IS NULL THEN
+        RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', p_job.job USING ERRCODE = '22023';
+    END IF;
+    -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
+    -- pgq._key per payload would cost more than the rest); pgq._key raises for the
+    -- first that cannot be computed or is too long (S38).
+    v_ukeys := pgq._keys_or_null(array_fill(p_job.job, ARRAY[v_n]), array_fill(v_explicit, ARRAY[v_n]),
+                                 array_fill(to_jsonb(v_by), ARRAY[v_n]), p_payloads);
+    PERFORM pgq._key(p_job.job, v_explicit, v_by, p_payloads[k.n])
+    FROM generate_subscripts(v_ukeys, 1) k(n)
+    WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
+    ORDER BY k.n;
+    FOR i IN 1 .. v_n LOOP
+        v_job.uuid := v_uuids[i];
+        v_job.payload := p_payloads[i];
+        IF p_unique THEN
+            v_job.unique_key := v_ukeys[i];
+            v_job.unique_token := gen_random_uuid();
+            v_job.unique_until := coalesce(p_unique_until, p_class.unique_until, 'processed');
+            IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
+                RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
+                CONTINUE;
+            END IF;
+        ELSE
+            v_job.debounce_key := v_ukeys[i];
+            v_job.debounce_token := gen_random_uuid();
+            v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
+            v_job.available_at := greatest(now() + coalesce(p_delay, interval '0'),
+                                           least(now() + v_debounce_for, v_burst + v_max_wait));
+        END IF;
+        PERFORM pgq._store(v_job, ARRAY[p_payloads[i]], ARRAY[v_job.uuid], ARRAY[p_keys[i]]);
+        RETURN NEXT v_job.uuid;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._dispatch_keyed(pgq.jobs, pgq.job_classes, jsonb[], jsonb[], boolean, text, interval, text, text, interval, interval, interval) IS
+    'The jobs of a unique or debounced dispatch, each behind its key (S21-S24): NULL in the answer for a unique job dropped.';
+
 -- pgq._dispatch: the body of pgq.dispatch_many (see there), with the batch and chain the
 -- jobs belong to (pgq.dispatch_batch, pgq.dispatch_chain: S70-S76) written by the same
 -- insert. p_ceilings false skips the ceilings of S90, for options an admin chose (a
@@ -199,18 +277,9 @@ DECLARE
     v_job       pgq.jobs;
     v_unique    boolean;
     v_debounce  boolean;
-    v_payload   jsonb;
-    v_burst     timestamptz;
-    v_unique_for interval;
-    v_debounce_for interval;
-    v_max_wait  interval;
     v_uuids     uuid[];
     v_keys      jsonb[];  -- the middleware keys of each payload (S38), kept in the row
-    v_ukeys     text[];   -- the unique or debounce key of each payload
-    v_explicit  text;
-    v_by        text[];
     v_max_exceptions int;  -- set by the ceilings (S90)
-    i           int;
 BEGIN
     PERFORM pgq._check_name('job', _dispatch.job);
     SELECT * INTO v_class FROM pgq.job_classes c WHERE c.name = _dispatch.job;
@@ -218,19 +287,8 @@ BEGIN
     PERFORM pgq._check_name('queue', v_queue);
     PERFORM pgq._check_settings(_dispatch.tries, _dispatch.backoff, _dispatch.max_exceptions,
                                 _dispatch.timeout, _dispatch.priority);
-    IF _dispatch.retry_for <= interval '0' THEN
-        RAISE EXCEPTION 'pgq: retry_for must be positive, got %', _dispatch.retry_for USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.retry_until IS NOT NULL AND _dispatch.retry_for IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: give retry_until or retry_for, not both' USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.delay < interval '0' THEN
-        RAISE EXCEPTION 'pgq: delay must not be negative, got %', _dispatch.delay USING ERRCODE = '22023';
-    END IF;
-    IF _dispatch.payloads IS NULL OR array_position(_dispatch.payloads, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: payload must be JSON, got NULL' USING ERRCODE = '22023';
-    END IF;
-    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads);
+    PERFORM pgq._check_dispatch_limits(_dispatch.timeout, _dispatch.priority, _dispatch.payloads,
+                                       _dispatch.delay, _dispatch.retry_until, _dispatch.retry_for);
     IF _dispatch.p_ceilings AND num_nonnulls(_dispatch.tries, _dispatch.backoff, _dispatch.retry_until, _dispatch.retry_for,
                                              _dispatch.max_exceptions, _dispatch.timeout) > 0 THEN
         v_max_exceptions := pgq._dispatch_ceilings(_dispatch.job, v_class, _dispatch.tries, _dispatch.backoff,
@@ -276,48 +334,9 @@ BEGIN
         PERFORM pgq._store(v_job, _dispatch.payloads, v_uuids, v_keys);
         RETURN QUERY SELECT unnest(v_uuids);
     ELSE
-        v_unique_for := coalesce(_dispatch.unique_for, v_class.unique_for);
-        v_debounce_for := coalesce(_dispatch.debounce_for, v_class.debounce_for);
-        v_max_wait := coalesce(_dispatch.debounce_max_wait, v_class.debounce_max_wait);
-        IF v_debounce AND v_debounce_for IS NULL THEN
-            RAISE EXCEPTION 'pgq: a debounced dispatch of % needs debounce_for', _dispatch.job USING ERRCODE = '22023';
-        END IF;
-        -- Every payload's key in one call, as pgq._check_middleware_keys does (a call of
-        -- pgq._key per payload would cost more than the rest); pgq._key raises for the
-        -- first that cannot be computed or is too long (S38).
-        v_explicit := CASE WHEN v_unique THEN _dispatch.unique_key ELSE _dispatch.debounce_key END;
-        v_by := CASE WHEN v_unique THEN v_class.unique_by ELSE v_class.debounce_by END;
-        v_ukeys := pgq._keys_or_null(array_fill(_dispatch.job, ARRAY[cardinality(_dispatch.payloads)]),
-                                     array_fill(v_explicit, ARRAY[cardinality(_dispatch.payloads)]),
-                                     array_fill(to_jsonb(v_by), ARRAY[cardinality(_dispatch.payloads)]),
-                                     _dispatch.payloads);
-        PERFORM pgq._key(_dispatch.job, v_explicit, v_by, _dispatch.payloads[k.n])
-        FROM generate_subscripts(v_ukeys, 1) k(n)
-        WHERE v_ukeys[k.n] IS NULL OR octet_length(v_ukeys[k.n]) > pgq._max_key_bytes()
-        ORDER BY k.n;
-        v_uuids := pgq._uuid7s(cardinality(_dispatch.payloads));
-        FOR i IN 1 .. cardinality(_dispatch.payloads) LOOP
-            v_payload := _dispatch.payloads[i];
-            v_job.uuid := v_uuids[i];
-            v_job.payload := v_payload;
-            IF v_unique THEN
-                v_job.unique_key := v_ukeys[i];
-                v_job.unique_token := gen_random_uuid();
-                v_job.unique_until := coalesce(_dispatch.unique_until, v_class.unique_until, 'processed');
-                IF NOT pgq._take_unique(v_job.unique_key, v_job.unique_token, v_job.uuid, v_unique_for) THEN
-                    RETURN NEXT NULL;  -- dropped: a live holder has the key (S21)
-                    CONTINUE;
-                END IF;
-            ELSE
-                v_job.debounce_key := v_ukeys[i];
-                v_job.debounce_token := gen_random_uuid();
-                v_burst := pgq._take_debounce(v_job.debounce_key, v_job.debounce_token, v_job.uuid);
-                v_job.available_at := greatest(now() + coalesce(_dispatch.delay, interval '0'),
-                                               least(now() + v_debounce_for, v_burst + v_max_wait));
-            END IF;
-            PERFORM pgq._store(v_job, ARRAY[v_payload], ARRAY[v_job.uuid], ARRAY[v_keys[i]]);
-            RETURN NEXT v_job.uuid;
-        END LOOP;
+        RETURN QUERY SELECT * FROM pgq._dispatch_keyed(v_job, v_class, _dispatch.payloads, v_keys, v_unique,
+            _dispatch.unique_key, _dispatch.unique_for, _dispatch.unique_until,
+            _dispatch.debounce_key, _dispatch.debounce_for, _dispatch.debounce_max_wait, _dispatch.delay);
     END IF;
 
     IF coalesce(_dispatch.delay, interval '0') = interval '0' AND NOT v_debounce THEN
