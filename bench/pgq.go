@@ -99,7 +99,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 // drained without_overlapping jobs at three quarters of the rate of a run on an empty or
 // vacuumed table, and the runs of one figure must measure the same thing.
 func (e *pgqEnv) truncate(ctx context.Context) error {
-	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, "+
+	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, pgq.callbacks, pgq.job_ends, "+
 		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}

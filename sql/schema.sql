@@ -165,7 +165,8 @@ CREATE TYPE pgq.picked AS (
 	tids tid[],
 	ids bigint[],
 	chunk pgq.loads,
-	last boolean
+	last boolean,
+	plain boolean[]
 );
 
 
@@ -173,7 +174,7 @@ CREATE TYPE pgq.picked AS (
 -- Name: TYPE picked; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TYPE pgq.picked IS 'What pgq._pick locked of a queue: rows of one slot (their ctids and ids, in queue order), or the chunk of a bulk dispatch whose jobs come next; last: no ready job beyond.';
+COMMENT ON TYPE pgq.picked IS 'What pgq._pick locked of a queue: rows of one slot (their ctids and ids, in queue order, and whether each is plain), or the chunk of a bulk dispatch whose jobs come next; last: no ready job beyond.';
 
 
 --
@@ -431,19 +432,24 @@ CREATE FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamp with t
 DECLARE
     -- Local arrays: a plpgsql variable keeps an array expanded, so that reading or
     -- setting its n-th element does not walk the elements before it.
-    v_admit  pgq.jobs[] := p_batch.admit;
-    v_places int[] := p_batch.admit_ords;
-    v_tids   tid[] := p_batch.tids;
-    v_held   text[] := p_batch.held;
-    v_expire int[] := p_batch.expire;
+    v_admit  pgq.jobs[];
+    v_places int[];
+    v_tids   tid[];
+    v_held   text[];
+    v_expire int[];
     v_adm    pgq.admission[];
     v_a      pgq.admission;
     v_job    pgq.jobs;
     i        int := 0;
 BEGIN
-    IF cardinality(v_admit) = 0 THEN
+    IF cardinality(p_batch.admit) = 0 THEN
         RETURN p_batch;
     END IF;
+    v_admit := p_batch.admit;
+    v_places := p_batch.admit_ords;
+    v_tids := p_batch.tids;
+    v_held := p_batch.held;
+    v_expire := p_batch.expire;
     v_adm := ARRAY(
         SELECT a FROM pgq._admit(ARRAY(SELECT u.job FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
                                  ARRAY(SELECT u.payload FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
@@ -4338,6 +4344,7 @@ CREATE FUNCTION pgq._pick(p_cursor jsonb, p_queue text, p_want integer, p_now ti
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
     v_load pgq.loads;
     v_rows record;
     v_n    int;
@@ -4345,11 +4352,11 @@ DECLARE
 BEGIN
     -- The queue's first chunk that is ready and that no other reserve holds.
     SELECT * INTO v_load FROM pgq.loads l
-    WHERE l.queue = p_queue AND l.available_at <= p_now
+    WHERE l.queue = p_queue AND l.available_at <= p_now AND l.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
     ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
     LIMIT 1
     FOR UPDATE SKIP LOCKED;
-    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', p_queue, p_want, p_now, p_skip, v_load);
+    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', v_slots, p_queue, p_want, p_now, p_skip, v_load);
     v_out.last := v_load.first_id IS NULL AND cardinality(v_rows.tids) < p_want;
     -- Rows after the chunk stay locked, and are picked again after it.
     v_n := coalesce(array_position(v_rows.before, false), cardinality(v_rows.before) + 1) - 1;
@@ -4365,15 +4372,19 @@ BEGIN
         FROM pgq._load_rows(v_load, v_load.next + 1, v_n, v_out.slot, NULL, NULL, NULL, NULL) r;
         RETURN v_out;
     END IF;
-    -- One slot: up to the first row of another (or of the chunk).
-    v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
-                                WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    -- One slot: up to the first row of another (or of the chunk). Most often all are
+    -- of one slot, which an expression tells at less cost than the statement.
+    IF cardinality(array_remove(v_rows.slots, v_rows.slots[1])) > 0 THEN
+        v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                                    WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    END IF;
     IF v_n < cardinality(v_rows.tids) THEN
         v_out.last := false;
     END IF;
     v_out.slot := v_rows.slots[1];
     v_out.tids := v_rows.tids[1 : v_n];
     v_out.ids := v_rows.ids[1 : v_n];
+    v_out.plain := v_rows.plain[1 : v_n];
     RETURN v_out;
 END;
 $$;
@@ -4397,23 +4408,41 @@ CREATE FUNCTION pgq._pick_begin(p_queues text[]) RETURNS jsonb
     SET enable_seqscan TO 'off'
     AS $$
 DECLARE
-    v_state  jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;
+    v_state  jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;  -- the marks kept
     v_snap   pg_snapshot := pg_current_snapshot();
+    v_queues jsonb := '{}';
     v_cursor jsonb;
+    v_slots  smallint[];
     v_xmax   xid8;
     v_xip    xid8[];
+    q        text;
     r        record;
 BEGIN
-    v_cursor := jsonb_build_object(
-        'queues', (SELECT coalesce(jsonb_object_agg(q.key, q.value), '{}') FROM jsonb_each(v_state -> 'queues') q
-                   WHERE q.key = ANY (p_queues)),
-        'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
-                                    'xip', (SELECT coalesce(jsonb_agg(x::text), '[]') FROM pg_snapshot_xip(v_snap) x)));
-    IF v_cursor -> 'queues' = '{}' THEN
+    -- The slots that may hold jobs, read after the snapshot above: a slot that becomes
+    -- current later holds only rows written by transactions that snapshot did not see,
+    -- which the next reserve finds (below). Every statement of the reserve on pgq.jobs
+    -- and pgq.loads names them, so that the empty slots' partitions are pruned when it
+    -- starts, not set up for nothing: as slot IN (s[1], .., s[4]), the four slots, since
+    -- a partition is pruned at a statement's start by a list of values, not an array.
+    v_slots := ARRAY(SELECT s.slot FROM pgq.job_slots s WHERE s.state <> 'empty' ORDER BY s.slot);
+    IF v_state ->> 'layout' IS DISTINCT FROM '2' THEN
+        v_state := NULL;  -- kept by the functions of an earlier release: walk from the fronts
+    END IF;
+    FOREACH q IN ARRAY p_queues LOOP
+        IF v_state -> 'queues' ? q THEN
+            v_queues := v_queues || jsonb_build_object(q, v_state -> 'queues' -> q);
+        END IF;
+    END LOOP;
+    -- The snapshot as its xmax and its in-progress list, comma-separated (its text form
+    -- is xmin:xmax:xip).
+    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues,
+                                   'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
+                                                               'xip', split_part(v_snap::text, ':', 3)));
+    IF v_queues = '{}' THEN
         RETURN v_cursor;
     END IF;
-    v_xmax := (v_state -> 'since' ->> 'xmax')::xid8;
-    v_xip := ARRAY(SELECT x::xid8 FROM jsonb_array_elements_text(v_state -> 'since' -> 'xip') x);
+    v_xmax := (v_state #>> '{since,xmax}')::xid8;
+    v_xip := coalesce(string_to_array(nullif(v_state #>> '{since,xip}', ''), ',')::xid8[], '{}');
     -- Materialized: both aggregates read the rows found through jobs_txid_idx, never
     -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
     FOR r IN
@@ -4422,6 +4451,7 @@ BEGIN
             FROM pgq.jobs j
             WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
               AND j.queue = ANY (p_queues)
+              AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
         )
         (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
          FROM written w
@@ -4464,30 +4494,37 @@ CREATE FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) RETURNS jsonb
     SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
-    v_qm jsonb := coalesce(p_cursor -> 'queues' -> p_queue, '{}');
+    v_qm  jsonb := coalesce(p_cursor -> 'queues' -> p_queue, '{}');
+    v_p   jsonb := v_qm -> 'p';
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_new jsonb := '[]';
+    v_at  timestamptz;
+    v_id  bigint;
 BEGIN
-    IF v_qm -> 'p' IS NULL THEN
-        v_qm := jsonb_set(v_qm, '{p}', coalesce((
-            SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
-            FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
-                  FROM pgq.jobs p
-                  WHERE p.queue = p_queue AND p.reserved_at IS NULL
-                  ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
+    IF v_p IS NULL THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_array(f.priority, f.available_at, f.id) ORDER BY f.priority DESC), '[]')
+        INTO v_new
+        FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              ORDER BY p.priority DESC, p.available_at, p.id) f;
     ELSE
-        v_qm := jsonb_set(v_qm, '{p}', coalesce((
-            SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
-            FROM jsonb_each(v_qm -> 'p') m
-            CROSS JOIN LATERAL (
-                SELECT p.available_at, p.id
-                FROM pgq.jobs p
-                WHERE p.queue = p_queue
-                  AND p.priority = m.key::int
-                  AND p.reserved_at IS NULL
-                  AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
-                ORDER BY p.available_at, p.id
-                LIMIT 1) f), '{}'));
+        FOR i IN 0 .. jsonb_array_length(v_p) - 1 LOOP
+            SELECT p.available_at, p.id INTO v_at, v_id
+            FROM pgq.jobs p
+            WHERE p.queue = p_queue
+              AND p.priority = (v_p -> i ->> 0)::int
+              AND p.reserved_at IS NULL
+              AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              AND (p.available_at, p.id) >= ((v_p -> i ->> 1)::timestamptz, (v_p -> i ->> 2)::bigint)
+            ORDER BY p.available_at, p.id
+            LIMIT 1;
+            IF FOUND THEN
+                v_new := v_new || jsonb_build_array(jsonb_build_array(v_p -> i -> 0, v_at, v_id));
+            END IF;
+        END LOOP;
     END IF;
-    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue], v_qm);
+    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue], jsonb_set(v_qm, '{p}', v_new));
 END;
 $$;
 
@@ -4503,13 +4540,17 @@ COMMENT ON FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) IS 'Reserve''s 
 -- Name: _pick_end(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS void
+CREATE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_own xid8 := pg_current_xact_id_if_assigned();
 BEGIN
-    PERFORM set_config('pgq.reserve_marks', jsonb_set(p_cursor, '{since,xip}',
-        (p_cursor -> 'since' -> 'xip') || coalesce(to_jsonb(pg_current_xact_id_if_assigned()::text), '[]'))::text, false);
+    IF v_own IS NOT NULL THEN
+        p_cursor := jsonb_set(p_cursor, '{since,xip}', to_jsonb(concat_ws(',', nullif(p_cursor #>> '{since,xip}', ''), v_own::text)));
+    END IF;
+    RETURN set_config('pgq.reserve_marks', p_cursor::text, false)::jsonb;
 END;
 $$;
 
@@ -4530,15 +4571,23 @@ CREATE FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority integer
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_mark jsonb := p_cursor -> 'queues' -> p_queue -> 'p' -> (p_priority::text);
+    v_p    jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
+    v_mark jsonb := jsonb_build_array(p_priority, p_at, p_id);
 BEGIN
-    IF p_cursor -> 'queues' -> p_queue -> 'p' IS NULL THEN
+    IF v_p IS NULL THEN
         RETURN p_cursor;
     END IF;
-    IF v_mark IS NULL OR (p_at, p_id) < ((v_mark ->> 0)::timestamptz, (v_mark ->> 1)::bigint) THEN
-        RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id));
-    END IF;
-    RETURN p_cursor;
+    FOR i IN 0 .. jsonb_array_length(v_p) - 1 LOOP
+        IF (v_p -> i ->> 0)::int = p_priority THEN
+            IF (p_at, p_id) >= ((v_p -> i ->> 1)::timestamptz, (v_p -> i ->> 2)::bigint) THEN
+                RETURN p_cursor;
+            END IF;
+            RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p', i::text], v_mark);
+        ELSIF (v_p -> i ->> 0)::int < p_priority THEN
+            RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p'], jsonb_insert(v_p, ARRAY[i::text], v_mark));
+        END IF;
+    END LOOP;
+    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p'], v_p || jsonb_build_array(v_mark));
 END;
 $$;
 
@@ -4551,10 +4600,10 @@ COMMENT ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority int
 
 
 --
--- Name: _pick_rows(jsonb, text, integer, timestamp with time zone, bigint[], pgq.loads); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _pick_rows(jsonb, smallint[], text, integer, timestamp with time zone, bigint[], pgq.loads); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) RETURNS record
+CREATE FUNCTION pgq._pick_rows(p_marks jsonb, p_slots smallint[], p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -4571,36 +4620,45 @@ BEGIN
     slots := '{}';
     ids := '{}';
     before := '{}';
+    plain := '{}';
     IF p_marks IS NULL THEN
         SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
-               coalesce(array_agg(x.first), '{}')
-        INTO tids, slots, ids, before
+               coalesce(array_agg(x.first), '{}'), coalesce(array_agg(x.plain), '{}')
+        INTO tids, slots, ids, before, plain
         FROM (SELECT p.ctid, p.slot, p.id,
                      p_load.first_id IS NULL OR p.priority > p_load.priority
                      OR (p.priority = p_load.priority
-                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first
+                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first,
+                     p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                     AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                     AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS plain
               FROM pgq.jobs p
               WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
               ORDER BY p.priority DESC, p.available_at, p.id
               LIMIT p_want
               FOR UPDATE SKIP LOCKED) x;
         RETURN;
     END IF;
-    FOR v_prio, v_at, v_id IN
-        SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
-        FROM jsonb_each(p_marks) m
-        ORDER BY m.key::int DESC
-    LOOP
+    FOR i IN 0 .. jsonb_array_length(p_marks) - 1 LOOP
+        v_prio := (p_marks -> i ->> 0)::int;
+        v_at := (p_marks -> i ->> 1)::timestamptz;
+        v_id := (p_marks -> i ->> 2)::bigint;
         EXIT WHEN p_load.priority > v_prio;  -- a lower priority's rows come after the chunk
         SELECT tids || coalesce(array_agg(x.ctid), '{}'), slots || coalesce(array_agg(x.slot), '{}'),
-               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}')
-        INTO tids, slots, ids, before
+               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}'),
+               _pick_rows.plain || coalesce(array_agg(x.plain), '{}')
+        INTO tids, slots, ids, before, plain
         FROM (SELECT p.ctid, p.slot, p.id,
                      p_load.first_id IS NULL OR v_prio > p_load.priority
-                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first
+                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first,
+                     p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                     AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                     AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS plain
               FROM pgq.jobs p
               WHERE p.queue = p_queue AND p.priority = v_prio AND p.reserved_at IS NULL
                 AND (p.available_at, p.id) >= (v_at, v_id) AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
               ORDER BY p.available_at, p.id
               LIMIT p_want - cardinality(tids)
               FOR UPDATE SKIP LOCKED) x;
@@ -4611,10 +4669,31 @@ $$;
 
 
 --
--- Name: FUNCTION _pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _pick_rows(p_marks jsonb, p_slots smallint[], p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) IS 'Reserve: the next waiting rows of a queue, locked (SKIP LOCKED), in its order, from the session''s marks (S30, S77).';
+COMMENT ON FUNCTION pgq._pick_rows(p_marks jsonb, p_slots smallint[], p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]) IS 'Reserve: the next waiting rows of a queue, locked (SKIP LOCKED), in its order, from the session''s marks (S30, S77).';
+
+
+--
+-- Name: _pick_slots(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_slots(p_cursor jsonb) RETURNS smallint[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN (p_cursor ->> 'slots')::smallint[];
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_slots(p_cursor jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_slots(p_cursor jsonb) IS 'The slots of pgq.jobs that may hold jobs, as the reserve''s cursor read them (S80).';
 
 
 --
@@ -4627,17 +4706,26 @@ CREATE FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low timestamp
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     AS $$
+DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_left  jsonb := '{}';  -- per queue, the first expired lease left
+    q       text;
 BEGIN
-    RETURN jsonb_set(p_cursor, '{queues}', coalesce((
-        SELECT jsonb_object_agg(q.name, jsonb_set(coalesce(p_cursor -> 'queues' -> q.name, '{}'), '{l}',
-                                                  to_jsonb(coalesce(l.until, p_now))))
-        FROM unnest(p_queues) q(name)
-        LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
-                   FROM pgq.jobs j
-                   WHERE j.reserved_until < p_now
-                     AND j.reserved_until >= p_low
-                     AND j.queue = ANY (p_queues)
-                   GROUP BY j.queue) l ON l.queue = q.name), '{}'));
+    IF p_low IS NOT NULL THEN
+        SELECT coalesce(jsonb_object_agg(l.queue, l.until), '{}') INTO v_left
+        FROM (SELECT j.queue, min(j.reserved_until) AS until
+              FROM pgq.jobs j
+              WHERE j.reserved_until < p_now
+                AND j.reserved_until >= p_low
+                AND j.queue = ANY (p_queues)
+                AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              GROUP BY j.queue) l;
+    END IF;
+    FOREACH q IN ARRAY p_queues LOOP
+        p_cursor := jsonb_set(p_cursor, ARRAY['queues', q],
+                              jsonb_set(coalesce(p_cursor -> 'queues' -> q, '{}'), '{l}', coalesce(v_left -> q, to_jsonb(p_now))));
+    END LOOP;
+    RETURN p_cursor;
 END;
 $$;
 
@@ -4660,6 +4748,7 @@ CREATE FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timesta
     SET enable_mergejoin TO 'off'
     SET enable_nestloop TO 'off'
     SET enable_hashjoin TO 'on'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v_n     int := cardinality(p_pick.tids);
@@ -5181,9 +5270,13 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 --
 
 CREATE FUNCTION pgq._slot() RETURNS smallint
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
+    AS $$
+BEGIN
+    RETURN (SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current');
+END;
+$$;
 
 
 --
@@ -5424,13 +5517,13 @@ CREATE FUNCTION pgq._sweep_from(p_cursor jsonb, p_queues text[], p_now timestamp
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_low timestamptz;
+    v_low timestamptz := 'infinity';
+    q     text;
 BEGIN
-    SELECT CASE WHEN bool_and(p_cursor -> 'queues' -> q ->> 'l' IS NOT NULL)
-                THEN min((p_cursor -> 'queues' -> q ->> 'l')::timestamptz) END
-    INTO v_low
-    FROM unnest(p_queues) q;
-    RETURN CASE WHEN v_low IS NULL OR v_low > p_now THEN '-infinity' ELSE v_low END;
+    FOREACH q IN ARRAY p_queues LOOP
+        v_low := least(v_low, coalesce((p_cursor -> 'queues' -> q ->> 'l')::timestamptz, '-infinity'));
+    END LOOP;
+    RETURN CASE WHEN v_low > p_now THEN '-infinity' ELSE v_low END;
 END;
 $$;
 
@@ -5454,18 +5547,21 @@ CREATE FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timesta
     SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
-    v_low timestamptz := pgq._sweep_from(p_cursor, p_queues, p_now);
+    v_low   timestamptz := pgq._sweep_from(p_cursor, p_queues, p_now);
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
     r     record;
 BEGIN
     -- Looked for first: setting up the sweep's statement costs more than a probe of
     -- jobs_lease_idx, and most calls find no lease to sweep.
     IF EXISTS (SELECT FROM pgq.jobs j
-               WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)) THEN
+               WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)
+                 AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])) THEN
         FOR r IN
         WITH expired AS (
             SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
             FROM pgq.jobs j
             WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)
+              AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
             ORDER BY j.reserved_until
             LIMIT 1000
             FOR UPDATE SKIP LOCKED
@@ -5493,8 +5589,9 @@ BEGIN
         LOOP
             p_cursor := pgq._pick_lower(p_cursor, r.queue, r.priority, r.available_at, r.id);
         END LOOP;
+        RETURN pgq._pick_swept(p_cursor, p_queues, v_low, p_now);
     END IF;
-    RETURN pgq._pick_swept(p_cursor, p_queues, v_low, p_now);
+    RETURN pgq._pick_swept(p_cursor, p_queues, NULL, p_now);  -- no lease ended since v_low
 END;
 $$;
 
@@ -7794,6 +7891,18 @@ BEGIN
                 CONTINUE;
             END IF;
             EXIT WHEN coalesce(cardinality(v_pick.tids), 0) = 0;
+            IF false <> ALL (v_pick.plain) THEN
+                -- Plain jobs only, as a chunk's: no pickup check or admission applies.
+                RETURN QUERY
+                SELECT (t.reserved).*
+                FROM pgq._take_rows(v_pick.slot, v_pick.tids,
+                                    pgq._lease_tokens(v_base, array_fill(v_pick.slot, ARRAY[cardinality(v_pick.ids)]), v_pick.ids),
+                                    NULL, NULL, v_now, v_lease, reserve.worker) t;
+                GET DIAGNOSTICS v_taken = ROW_COUNT;
+                v_left := v_left - v_taken;
+                EXIT WHEN v_pick.last OR v_left <= 0;
+                CONTINUE;
+            END IF;
             v_batch := pgq._admission(pgq._pickup_checks(v_pick, v_base, v_now, v_lease, reserve.worker, reserve.default_tries),
                                       v_now, reserve.worker);
             -- Taken and reported, in pick order.
@@ -7815,7 +7924,7 @@ BEGIN
         END LOOP;
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
-    PERFORM pgq._pick_end(v_cursor);
+    v_cursor := pgq._pick_end(v_cursor);
 END;
 $$;
 
@@ -12125,10 +12234,17 @@ REVOKE ALL ON FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority 
 
 
 --
--- Name: FUNCTION _pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _pick_rows(p_marks jsonb, p_slots smallint[], p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._pick_rows(p_marks jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._pick_rows(p_marks jsonb, p_slots smallint[], p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[], p_load pgq.loads, OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_slots(p_cursor jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_slots(p_cursor jsonb) FROM PUBLIC;
 
 
 --

@@ -8,11 +8,16 @@
 -- A reserve works with a cursor (jsonb): the session's marks, kept between its calls in
 -- the setting pgq.reserve_marks (it lives as long as the session, and reverts with a
 -- transaction that fails):
--- * queues -> queue -> p -> priority: a position [available_at, id] below which no
---   waiting job of that queue and priority was visible to the session's last reserve;
+-- * queues -> queue -> p: the marks, [priority, available_at, id] each, highest
+--   priority first: no waiting job of that queue and priority below (available_at, id)
+--   was visible to the session's last reserve;
 -- * queues -> queue -> l: the time below which its last reserve swept every expired
 --   lease;
--- * since: the snapshot of the last reserve (xmax and the transactions in progress).
+-- * since: the snapshot of the last reserve (xmax, and xip: the transactions in
+--   progress, comma-separated);
+-- * layout: 2, this layout; marks kept in another are dropped.
+-- The cursor's functions work on it with expressions, one statement each at most where
+-- they must read pgq.jobs: a statement costs a reserve far more than an expression.
 -- A job becomes waiting, or gets or renews its lease, only in a row version whose txid
 -- names the top-level transaction that wrote it (column default, trigger, take). So a
 -- row below a mark that the last reserve could not see was written by a transaction

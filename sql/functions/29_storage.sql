@@ -23,10 +23,16 @@
 -- or reads pgq.loads, a slot's partition or the marks.
 
 -- pgq._slot: the slot of pgq.jobs a new row goes to (pgq.job_slots, state current).
+-- PL/pgSQL, not SQL: a SQL function that pins its search_path is planned on every call,
+-- where PL/pgSQL keeps its plan for the session.
 CREATE OR REPLACE FUNCTION pgq._slot() RETURNS smallint
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current' $$;
+AS $$
+BEGIN
+    RETURN (SELECT s.slot FROM pgq.job_slots s WHERE s.state = 'current');
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._slot() IS 'The slot of pgq.jobs that new jobs go to (pgq.job_slots, state current).';
 
@@ -264,14 +270,15 @@ $$;
 
 COMMENT ON FUNCTION pgq._job_for_update(uuid) IS 'The live job with this uuid, locked for an operation on it, out of its chunk if it was in one (S80, S85); NULL when there is none.';
 
--- pgq._pick_rows: the next waiting rows of p_queue (pgq._pick), locked with SKIP
--- LOCKED, in the queue's order, at most p_want, none of p_skip: from the marks p_marks
--- (S77), one priority after the other, or from the queue's front when there are none;
--- with their slots and ids, and whether each comes before the chunk p_load in the
--- queue's order (all do when there is none).
+-- pgq._pick_rows: the next waiting rows of p_queue in the slots p_slots (pgq._pick),
+-- locked with SKIP LOCKED, in the queue's order, at most p_want, none of p_skip: from
+-- the marks p_marks (S77), one priority after the other, or from the queue's front when
+-- there are none; with their slots and ids, whether each comes before the chunk p_load
+-- in the queue's order (all do when there is none), and whether each is plain
+-- (pgq._pick).
 CREATE OR REPLACE FUNCTION pgq._pick_rows(
-    p_marks jsonb, p_queue text, p_want int, p_now timestamptz, p_skip bigint[], p_load pgq.loads,
-    OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[]
+    p_marks jsonb, p_slots smallint[], p_queue text, p_want int, p_now timestamptz, p_skip bigint[], p_load pgq.loads,
+    OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT before boolean[], OUT plain boolean[]
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -287,36 +294,45 @@ BEGIN
     slots := '{}';
     ids := '{}';
     before := '{}';
+    plain := '{}';
     IF p_marks IS NULL THEN
         SELECT coalesce(array_agg(x.ctid), '{}'), coalesce(array_agg(x.slot), '{}'), coalesce(array_agg(x.id), '{}'),
-               coalesce(array_agg(x.first), '{}')
-        INTO tids, slots, ids, before
+               coalesce(array_agg(x.first), '{}'), coalesce(array_agg(x.plain), '{}')
+        INTO tids, slots, ids, before, plain
         FROM (SELECT p.ctid, p.slot, p.id,
                      p_load.first_id IS NULL OR p.priority > p_load.priority
                      OR (p.priority = p_load.priority
-                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first
+                         AND (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next)) AS first,
+                     p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                     AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                     AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS plain
               FROM pgq.jobs p
               WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
               ORDER BY p.priority DESC, p.available_at, p.id
               LIMIT p_want
               FOR UPDATE SKIP LOCKED) x;
         RETURN;
     END IF;
-    FOR v_prio, v_at, v_id IN
-        SELECT m.key::int, (m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint
-        FROM jsonb_each(p_marks) m
-        ORDER BY m.key::int DESC
-    LOOP
+    FOR i IN 0 .. jsonb_array_length(p_marks) - 1 LOOP
+        v_prio := (p_marks -> i ->> 0)::int;
+        v_at := (p_marks -> i ->> 1)::timestamptz;
+        v_id := (p_marks -> i ->> 2)::bigint;
         EXIT WHEN p_load.priority > v_prio;  -- a lower priority's rows come after the chunk
         SELECT tids || coalesce(array_agg(x.ctid), '{}'), slots || coalesce(array_agg(x.slot), '{}'),
-               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}')
-        INTO tids, slots, ids, before
+               ids || coalesce(array_agg(x.id), '{}'), before || coalesce(array_agg(x.first), '{}'),
+               _pick_rows.plain || coalesce(array_agg(x.plain), '{}')
+        INTO tids, slots, ids, before, plain
         FROM (SELECT p.ctid, p.slot, p.id,
                      p_load.first_id IS NULL OR v_prio > p_load.priority
-                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first
+                     OR (p.available_at, p.id) < (p_load.available_at, p_load.first_id + p_load.next) AS first,
+                     p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                     AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                     AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS plain
               FROM pgq.jobs p
               WHERE p.queue = p_queue AND p.priority = v_prio AND p.reserved_at IS NULL
                 AND (p.available_at, p.id) >= (v_at, v_id) AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
               ORDER BY p.available_at, p.id
               LIMIT p_want - cardinality(tids)
               FOR UPDATE SKIP LOCKED) x;
@@ -325,7 +341,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._pick_rows(jsonb, text, int, timestamptz, bigint[], pgq.loads) IS
+COMMENT ON FUNCTION pgq._pick_rows(jsonb, smallint[], text, int, timestamptz, bigint[], pgq.loads) IS
     'Reserve: the next waiting rows of a queue, locked (SKIP LOCKED), in its order, from the session''s marks (S30, S77).';
 
 -- pgq._pick: the next waiting jobs of p_queue, available at p_now, in the queue's order
@@ -334,7 +350,9 @@ COMMENT ON FUNCTION pgq._pick_rows(jsonb, text, int, timestamptz, bigint[], pgq.
 -- p_want, none of the ids in p_skip. Either
 -- * rows: in one slot (slot, tids, ids; a ctid names a row within its slot), up to the
 --   first picked row of another slot, which stays locked and comes first in the next
---   pick; or
+--   pick; and whether each is plain: a job as a chunk keeps them, on its first attempt,
+--   within its deadline, with no middleware, no batch, no debounce, no unique lock held
+--   until processing and no cancel request, to which no pickup check applies; or
 -- * chunk: the queue's next jobs are the next jobs of this chunk of a bulk dispatch
 --   (rows empty), for pgq._take_chunk. A chunk whose deadline (retry_until) has passed
 --   comes back instead as its next jobs made waiting rows, for the pickup checks to
@@ -348,6 +366,7 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -
 SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 AS $$
 DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
     v_load pgq.loads;
     v_rows record;
     v_n    int;
@@ -355,11 +374,11 @@ DECLARE
 BEGIN
     -- The queue's first chunk that is ready and that no other reserve holds.
     SELECT * INTO v_load FROM pgq.loads l
-    WHERE l.queue = p_queue AND l.available_at <= p_now
+    WHERE l.queue = p_queue AND l.available_at <= p_now AND l.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
     ORDER BY l.priority DESC, l.available_at, l.first_id + l.next  -- loads_queue_idx
     LIMIT 1
     FOR UPDATE SKIP LOCKED;
-    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', p_queue, p_want, p_now, p_skip, v_load);
+    v_rows := pgq._pick_rows(p_cursor -> 'queues' -> p_queue -> 'p', v_slots, p_queue, p_want, p_now, p_skip, v_load);
     v_out.last := v_load.first_id IS NULL AND cardinality(v_rows.tids) < p_want;
     -- Rows after the chunk stay locked, and are picked again after it.
     v_n := coalesce(array_position(v_rows.before, false), cardinality(v_rows.before) + 1) - 1;
@@ -375,15 +394,19 @@ BEGIN
         FROM pgq._load_rows(v_load, v_load.next + 1, v_n, v_out.slot, NULL, NULL, NULL, NULL) r;
         RETURN v_out;
     END IF;
-    -- One slot: up to the first row of another (or of the chunk).
-    v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
-                                WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    -- One slot: up to the first row of another (or of the chunk). Most often all are
+    -- of one slot, which an expression tells at less cost than the statement.
+    IF cardinality(array_remove(v_rows.slots, v_rows.slots[1])) > 0 THEN
+        v_n := least(v_n, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                                    WHERE v_rows.slots[i] <> v_rows.slots[1]), v_n));
+    END IF;
     IF v_n < cardinality(v_rows.tids) THEN
         v_out.last := false;
     END IF;
     v_out.slot := v_rows.slots[1];
     v_out.tids := v_rows.tids[1 : v_n];
     v_out.ids := v_rows.ids[1 : v_n];
+    v_out.plain := v_rows.plain[1 : v_n];
     RETURN v_out;
 END;
 $$;
@@ -465,24 +488,45 @@ $$;
 COMMENT ON FUNCTION pgq._take_rows(smallint, tid[], uuid[], text[], int[], timestamptz, int, text) IS
     'Reserve: picked rows of pgq.jobs become reserved, with the lease tokens and overlap keys given (S5, S14, S77); returns them with their places, in order.';
 
+-- pgq._pick_slots: the slots a reserve's statements read (pgq._pick_begin).
+CREATE OR REPLACE FUNCTION pgq._pick_slots(p_cursor jsonb) RETURNS smallint[]
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN (p_cursor ->> 'slots')::smallint[];
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._pick_slots(jsonb) IS 'The slots of pgq.jobs that may hold jobs, as the reserve''s cursor read them (S80).';
+
 -- pgq._pick_lower: the cursor with the mark of (queue, priority) lowered to (at, id), or
 -- set when the queue has marks but none for that priority. A queue without marks
--- (walked from its front at its next pick) is left so.
+-- (walked from its front at its next pick) is left so. The marks of a queue are an
+-- array of [priority, available_at, id], highest priority first.
 CREATE OR REPLACE FUNCTION pgq._pick_lower(p_cursor jsonb, p_queue text, p_priority int, p_at timestamptz, p_id bigint)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_mark jsonb := p_cursor -> 'queues' -> p_queue -> 'p' -> (p_priority::text);
+    v_p    jsonb := p_cursor -> 'queues' -> p_queue -> 'p';
+    v_mark jsonb := jsonb_build_array(p_priority, p_at, p_id);
 BEGIN
-    IF p_cursor -> 'queues' -> p_queue -> 'p' IS NULL THEN
+    IF v_p IS NULL THEN
         RETURN p_cursor;
     END IF;
-    IF v_mark IS NULL OR (p_at, p_id) < ((v_mark ->> 0)::timestamptz, (v_mark ->> 1)::bigint) THEN
-        RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p', p_priority::text], jsonb_build_array(p_at, p_id));
-    END IF;
-    RETURN p_cursor;
+    FOR i IN 0 .. jsonb_array_length(v_p) - 1 LOOP
+        IF (v_p -> i ->> 0)::int = p_priority THEN
+            IF (p_at, p_id) >= ((v_p -> i ->> 1)::timestamptz, (v_p -> i ->> 2)::bigint) THEN
+                RETURN p_cursor;
+            END IF;
+            RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p', i::text], v_mark);
+        ELSIF (v_p -> i ->> 0)::int < p_priority THEN
+            RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p'], jsonb_insert(v_p, ARRAY[i::text], v_mark));
+        END IF;
+    END LOOP;
+    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue, 'p'], v_p || jsonb_build_array(v_mark));
 END;
 $$;
 
@@ -493,7 +537,8 @@ COMMENT ON FUNCTION pgq._pick_lower(jsonb, text, int, timestamptz, bigint) IS
 -- them (the others are dropped: the rows written to them from now on will not be
 -- looked at), lowered to every row written since the session's last reserve by a
 -- transaction its snapshot did not see, with this call's snapshot. No marks on a
--- session's first call. No sequential scan: the rows are few and jobs_txid_idx finds
+-- session's first call. One statement: the rest are expressions, which cost far less
+-- than a statement each. No sequential scan: the rows are few and jobs_txid_idx finds
 -- them, whatever the statistics say (none, on a server without autovacuum); a generic
 -- plan, so that no reserve pays for planning.
 CREATE OR REPLACE FUNCTION pgq._pick_begin(p_queues text[]) RETURNS jsonb
@@ -503,23 +548,41 @@ SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 AS $$
 DECLARE
-    v_state  jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;
+    v_state  jsonb := nullif(current_setting('pgq.reserve_marks', true), '')::jsonb;  -- the marks kept
     v_snap   pg_snapshot := pg_current_snapshot();
+    v_queues jsonb := '{}';
     v_cursor jsonb;
+    v_slots  smallint[];
     v_xmax   xid8;
     v_xip    xid8[];
+    q        text;
     r        record;
 BEGIN
-    v_cursor := jsonb_build_object(
-        'queues', (SELECT coalesce(jsonb_object_agg(q.key, q.value), '{}') FROM jsonb_each(v_state -> 'queues') q
-                   WHERE q.key = ANY (p_queues)),
-        'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
-                                    'xip', (SELECT coalesce(jsonb_agg(x::text), '[]') FROM pg_snapshot_xip(v_snap) x)));
-    IF v_cursor -> 'queues' = '{}' THEN
+    -- The slots that may hold jobs, read after the snapshot above: a slot that becomes
+    -- current later holds only rows written by transactions that snapshot did not see,
+    -- which the next reserve finds (below). Every statement of the reserve on pgq.jobs
+    -- and pgq.loads names them, so that the empty slots' partitions are pruned when it
+    -- starts, not set up for nothing: as slot IN (s[1], .., s[4]), the four slots, since
+    -- a partition is pruned at a statement's start by a list of values, not an array.
+    v_slots := ARRAY(SELECT s.slot FROM pgq.job_slots s WHERE s.state <> 'empty' ORDER BY s.slot);
+    IF v_state ->> 'layout' IS DISTINCT FROM '2' THEN
+        v_state := NULL;  -- kept by the functions of an earlier release: walk from the fronts
+    END IF;
+    FOREACH q IN ARRAY p_queues LOOP
+        IF v_state -> 'queues' ? q THEN
+            v_queues := v_queues || jsonb_build_object(q, v_state -> 'queues' -> q);
+        END IF;
+    END LOOP;
+    -- The snapshot as its xmax and its in-progress list, comma-separated (its text form
+    -- is xmin:xmax:xip).
+    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues,
+                                   'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
+                                                               'xip', split_part(v_snap::text, ':', 3)));
+    IF v_queues = '{}' THEN
         RETURN v_cursor;
     END IF;
-    v_xmax := (v_state -> 'since' ->> 'xmax')::xid8;
-    v_xip := ARRAY(SELECT x::xid8 FROM jsonb_array_elements_text(v_state -> 'since' -> 'xip') x);
+    v_xmax := (v_state #>> '{since,xmax}')::xid8;
+    v_xip := coalesce(string_to_array(nullif(v_state #>> '{since,xip}', ''), ',')::xid8[], '{}');
     -- Materialized: both aggregates read the rows found through jobs_txid_idx, never
     -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
     FOR r IN
@@ -528,6 +591,7 @@ BEGIN
             FROM pgq.jobs j
             WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
               AND j.queue = ANY (p_queues)
+              AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
         )
         (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
          FROM written w
@@ -561,13 +625,13 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_low timestamptz;
+    v_low timestamptz := 'infinity';
+    q     text;
 BEGIN
-    SELECT CASE WHEN bool_and(p_cursor -> 'queues' -> q ->> 'l' IS NOT NULL)
-                THEN min((p_cursor -> 'queues' -> q ->> 'l')::timestamptz) END
-    INTO v_low
-    FROM unnest(p_queues) q;
-    RETURN CASE WHEN v_low IS NULL OR v_low > p_now THEN '-infinity' ELSE v_low END;
+    FOREACH q IN ARRAY p_queues LOOP
+        v_low := least(v_low, coalesce((p_cursor -> 'queues' -> q ->> 'l')::timestamptz, '-infinity'));
+    END LOOP;
+    RETURN CASE WHEN v_low > p_now THEN '-infinity' ELSE v_low END;
 END;
 $$;
 
@@ -577,23 +641,33 @@ COMMENT ON FUNCTION pgq._sweep_from(jsonb, text[], timestamptz) IS
 -- pgq._pick_swept: the cursor after a sweep from p_low at p_now: every lease of these
 -- queues that ended before p_now, and was not left locked by another transaction (or
 -- beyond the sweep's limit), came back; the next sweep starts at the first one left.
+-- p_low NULL: the sweep found no lease that ended since p_low, so none is left.
 CREATE OR REPLACE FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low timestamptz, p_now timestamptz) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 AS $$
+DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_left  jsonb := '{}';  -- per queue, the first expired lease left
+    q       text;
 BEGIN
-    RETURN jsonb_set(p_cursor, '{queues}', coalesce((
-        SELECT jsonb_object_agg(q.name, jsonb_set(coalesce(p_cursor -> 'queues' -> q.name, '{}'), '{l}',
-                                                  to_jsonb(coalesce(l.until, p_now))))
-        FROM unnest(p_queues) q(name)
-        LEFT JOIN (SELECT j.queue, min(j.reserved_until) AS until
-                   FROM pgq.jobs j
-                   WHERE j.reserved_until < p_now
-                     AND j.reserved_until >= p_low
-                     AND j.queue = ANY (p_queues)
-                   GROUP BY j.queue) l ON l.queue = q.name), '{}'));
+    IF p_low IS NOT NULL THEN
+        SELECT coalesce(jsonb_object_agg(l.queue, l.until), '{}') INTO v_left
+        FROM (SELECT j.queue, min(j.reserved_until) AS until
+              FROM pgq.jobs j
+              WHERE j.reserved_until < p_now
+                AND j.reserved_until >= p_low
+                AND j.queue = ANY (p_queues)
+                AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              GROUP BY j.queue) l;
+    END IF;
+    FOREACH q IN ARRAY p_queues LOOP
+        p_cursor := jsonb_set(p_cursor, ARRAY['queues', q],
+                              jsonb_set(coalesce(p_cursor -> 'queues' -> q, '{}'), '{l}', coalesce(v_left -> q, to_jsonb(p_now))));
+    END LOOP;
+    RETURN p_cursor;
 END;
 $$;
 
@@ -603,8 +677,8 @@ COMMENT ON FUNCTION pgq._pick_swept(jsonb, text[], timestamptz, timestamptz) IS
 -- pgq._pick_done: the cursor once a reserve is done with a queue: its marks move up to
 -- its first waiting job of each priority, locked by another reserve or not (that
 -- reserve may roll back). The first time, by walking the queue; then from the marks,
--- and a priority with no waiting job left is dropped (a new one comes back through
--- pgq._pick_begin).
+-- one probe per priority, and a priority with no waiting job left is dropped (a new one
+-- comes back through pgq._pick_begin).
 CREATE OR REPLACE FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -612,30 +686,37 @@ SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
 AS $$
 DECLARE
-    v_qm jsonb := coalesce(p_cursor -> 'queues' -> p_queue, '{}');
+    v_qm  jsonb := coalesce(p_cursor -> 'queues' -> p_queue, '{}');
+    v_p   jsonb := v_qm -> 'p';
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_new jsonb := '[]';
+    v_at  timestamptz;
+    v_id  bigint;
 BEGIN
-    IF v_qm -> 'p' IS NULL THEN
-        v_qm := jsonb_set(v_qm, '{p}', coalesce((
-            SELECT jsonb_object_agg(f.priority, jsonb_build_array(f.available_at, f.id))
-            FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
-                  FROM pgq.jobs p
-                  WHERE p.queue = p_queue AND p.reserved_at IS NULL
-                  ORDER BY p.priority DESC, p.available_at, p.id) f), '{}'));
+    IF v_p IS NULL THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_array(f.priority, f.available_at, f.id) ORDER BY f.priority DESC), '[]')
+        INTO v_new
+        FROM (SELECT DISTINCT ON (p.priority) p.priority, p.available_at, p.id
+              FROM pgq.jobs p
+              WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              ORDER BY p.priority DESC, p.available_at, p.id) f;
     ELSE
-        v_qm := jsonb_set(v_qm, '{p}', coalesce((
-            SELECT jsonb_object_agg(m.key, jsonb_build_array(f.available_at, f.id))
-            FROM jsonb_each(v_qm -> 'p') m
-            CROSS JOIN LATERAL (
-                SELECT p.available_at, p.id
-                FROM pgq.jobs p
-                WHERE p.queue = p_queue
-                  AND p.priority = m.key::int
-                  AND p.reserved_at IS NULL
-                  AND (p.available_at, p.id) >= ((m.value ->> 0)::timestamptz, (m.value ->> 1)::bigint)
-                ORDER BY p.available_at, p.id
-                LIMIT 1) f), '{}'));
+        FOR i IN 0 .. jsonb_array_length(v_p) - 1 LOOP
+            SELECT p.available_at, p.id INTO v_at, v_id
+            FROM pgq.jobs p
+            WHERE p.queue = p_queue
+              AND p.priority = (v_p -> i ->> 0)::int
+              AND p.reserved_at IS NULL
+              AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+              AND (p.available_at, p.id) >= ((v_p -> i ->> 1)::timestamptz, (v_p -> i ->> 2)::bigint)
+            ORDER BY p.available_at, p.id
+            LIMIT 1;
+            IF FOUND THEN
+                v_new := v_new || jsonb_build_array(jsonb_build_array(v_p -> i -> 0, v_at, v_id));
+            END IF;
+        END LOOP;
     END IF;
-    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue], v_qm);
+    RETURN jsonb_set(p_cursor, ARRAY['queues', p_queue], jsonb_set(v_qm, '{p}', v_new));
 END;
 $$;
 
@@ -643,16 +724,21 @@ COMMENT ON FUNCTION pgq._pick_done(jsonb, text) IS
     'Reserve''s cursor once a queue is done: its marks move up to its first waiting job of each priority (S77).';
 
 -- pgq._pick_end: keeps the cursor's marks for the session's next reserve, with the
--- snapshot they hold for. The transaction's own id is added to the in-progress list:
--- its rows written after this call (a reserve inside a longer transaction) are looked
--- at next time.
-CREATE OR REPLACE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS void
+-- snapshot they hold for, and returns them. The transaction's own id is added to the
+-- in-progress list: its rows written after this call (a reserve inside a longer
+-- transaction) are looked at next time. A function with a result, so that the reserve
+-- calls it in an expression rather than a statement.
+CREATE OR REPLACE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_own xid8 := pg_current_xact_id_if_assigned();
 BEGIN
-    PERFORM set_config('pgq.reserve_marks', jsonb_set(p_cursor, '{since,xip}',
-        (p_cursor -> 'since' -> 'xip') || coalesce(to_jsonb(pg_current_xact_id_if_assigned()::text), '[]'))::text, false);
+    IF v_own IS NOT NULL THEN
+        p_cursor := jsonb_set(p_cursor, '{since,xip}', to_jsonb(concat_ws(',', nullif(p_cursor #>> '{since,xip}', ''), v_own::text)));
+    END IF;
+    RETURN set_config('pgq.reserve_marks', p_cursor::text, false)::jsonb;
 END;
 $$;
 

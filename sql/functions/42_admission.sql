@@ -390,19 +390,24 @@ AS $$
 DECLARE
     -- Local arrays: a plpgsql variable keeps an array expanded, so that reading or
     -- setting its n-th element does not walk the elements before it.
-    v_admit  pgq.jobs[] := p_batch.admit;
-    v_places int[] := p_batch.admit_ords;
-    v_tids   tid[] := p_batch.tids;
-    v_held   text[] := p_batch.held;
-    v_expire int[] := p_batch.expire;
+    v_admit  pgq.jobs[];
+    v_places int[];
+    v_tids   tid[];
+    v_held   text[];
+    v_expire int[];
     v_adm    pgq.admission[];
     v_a      pgq.admission;
     v_job    pgq.jobs;
     i        int := 0;
 BEGIN
-    IF cardinality(v_admit) = 0 THEN
+    IF cardinality(p_batch.admit) = 0 THEN
         RETURN p_batch;
     END IF;
+    v_admit := p_batch.admit;
+    v_places := p_batch.admit_ords;
+    v_tids := p_batch.tids;
+    v_held := p_batch.held;
+    v_expire := p_batch.expire;
     v_adm := ARRAY(
         SELECT a FROM pgq._admit(ARRAY(SELECT u.job FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
                                  ARRAY(SELECT u.payload FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),

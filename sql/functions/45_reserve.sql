@@ -63,18 +63,21 @@ SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
-    v_low timestamptz := pgq._sweep_from(p_cursor, p_queues, p_now);
+    v_low   timestamptz := pgq._sweep_from(p_cursor, p_queues, p_now);
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
     r     record;
 BEGIN
     -- Looked for first: setting up the sweep's statement costs more than a probe of
     -- jobs_lease_idx, and most calls find no lease to sweep.
     IF EXISTS (SELECT FROM pgq.jobs j
-               WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)) THEN
+               WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)
+                 AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])) THEN
         FOR r IN
         WITH expired AS (
             SELECT j.*, j.handler IS NOT NULL AND j.interruptions < pgq._max_give_backs() AS refund
             FROM pgq.jobs j
             WHERE j.reserved_until < p_now AND j.reserved_until >= v_low AND j.queue = ANY (p_queues)
+              AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
             ORDER BY j.reserved_until
             LIMIT 1000
             FOR UPDATE SKIP LOCKED
@@ -102,8 +105,9 @@ BEGIN
         LOOP
             p_cursor := pgq._pick_lower(p_cursor, r.queue, r.priority, r.available_at, r.id);
         END LOOP;
+        RETURN pgq._pick_swept(p_cursor, p_queues, v_low, p_now);
     END IF;
-    RETURN pgq._pick_swept(p_cursor, p_queues, v_low, p_now);
+    RETURN pgq._pick_swept(p_cursor, p_queues, NULL, p_now);  -- no lease ended since v_low
 END;
 $$;
 
@@ -122,7 +126,8 @@ COMMENT ON FUNCTION pgq._sweep_leases(jsonb, text[], timestamptz) IS
 --     unlimited) or its deadline has passed (S12): failed for good with
 --     MaxAttemptsExceeded (its until-processing lock goes too, S23).
 -- A job with middleware goes on to admission; any other is handed over (S23). Reads
--- only the batch's rows that need any of this, by one TID scan. Returns the batch.
+-- only the batch's rows that need any of this, by one TID scan (never a plain one:
+-- pgq.reserve takes a pick of plain jobs without this stage). Returns the batch.
 CREATE OR REPLACE FUNCTION pgq._pickup_checks(
     p_pick pgq.picked, p_base text, p_now timestamptz, p_lease int, p_worker text, p_default_tries int
 ) RETURNS pgq.reserve_batch
@@ -130,6 +135,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_mergejoin = off  -- by TID only (S78)
 SET enable_nestloop = off SET enable_hashjoin = on  -- the rows matched to their places in the pick in a hash
+SET plan_cache_mode = force_generic_plan  -- a custom plan costs more than the rest of a reserve
 AS $$
 DECLARE
     v_n     int := cardinality(p_pick.tids);
@@ -275,6 +281,18 @@ BEGIN
                 CONTINUE;
             END IF;
             EXIT WHEN coalesce(cardinality(v_pick.tids), 0) = 0;
+            IF false <> ALL (v_pick.plain) THEN
+                -- Plain jobs only, as a chunk's: no pickup check or admission applies.
+                RETURN QUERY
+                SELECT (t.reserved).*
+                FROM pgq._take_rows(v_pick.slot, v_pick.tids,
+                                    pgq._lease_tokens(v_base, array_fill(v_pick.slot, ARRAY[cardinality(v_pick.ids)]), v_pick.ids),
+                                    NULL, NULL, v_now, v_lease, reserve.worker) t;
+                GET DIAGNOSTICS v_taken = ROW_COUNT;
+                v_left := v_left - v_taken;
+                EXIT WHEN v_pick.last OR v_left <= 0;
+                CONTINUE;
+            END IF;
             v_batch := pgq._admission(pgq._pickup_checks(v_pick, v_base, v_now, v_lease, reserve.worker, reserve.default_tries),
                                       v_now, reserve.worker);
             -- Taken and reported, in pick order.
@@ -296,7 +314,7 @@ BEGIN
         END LOOP;
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
-    PERFORM pgq._pick_end(v_cursor);
+    v_cursor := pgq._pick_end(v_cursor);
 END;
 $$;
 
