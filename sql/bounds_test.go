@@ -352,3 +352,63 @@ func TestS45S94CallbackFailedCarriesIdsOnly(t *testing.T) {
 	require.NotNil(t, n)
 	require.JSONEq(t, `{"event": "callback_failed", "job": "done", "chain_id": null, "batch_id": "`+batch.String()+`"}`, n.Payload)
 }
+
+// S98: a producer's middleware is bounded at dispatch, definition and schedule (entries,
+// "by" fields, key bytes), and a job stored past the bound fails alone at its reserve:
+// the plain jobs picked with it in the same call are reserved.
+func TestS98MiddlewareIsBounded(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	producer := db.ConnAs(t, pgqtest.ProducerRole)
+	overlaps := func(n, keyLen int) string {
+		return fmt.Sprintf(`(SELECT jsonb_agg(jsonb_build_object('without_overlapping', jsonb_build_object('key', 'k' || g || repeat('z', %d))))
+			FROM generate_series(1, %d) g)`, keyLen, n)
+	}
+	nineFields := `'[{"rate_limited": {"limit": "api", "by": ["a","b","c","d","e","f","g","h","i"]}}]'`
+	db.Exec(t, `SELECT pgq.define_limit('api', 10, '1 minute')`)
+	for call, want := range map[string]string{
+		`pgq.dispatch('h', '{}', middleware => ` + overlaps(5000, 900) + `)`:                 "at most 8 middleware entries, got 5000",
+		`pgq.dispatch('h', '{}', middleware => ` + overlaps(9, 0) + `)`:                      "at most 8 middleware entries, got 9",
+		`pgq.dispatch('h', '{"a": 1}', middleware => ` + nineFields + `)`:                    `"by" must be an array of 1 to 8 payload field names`,
+		`pgq.dispatch('h', '{}', middleware => ` + overlaps(5, 900) + `)`:                    "take 4520 bytes, more than the 4000 a job may carry",
+		`pgq.dispatch_many('h', ARRAY['{}'::jsonb], middleware => ` + overlaps(5, 900) + `)`: "more than the 4000 a job may carry",
+		`pgq.define_job('h', middleware => ` + overlaps(9, 0) + `)`:                          "at most 8 middleware entries",
+		`pgq.schedule('s', '@daily', 'h', middleware => ` + overlaps(9, 0) + `)`:             "at most 8 middleware entries",
+	} {
+		_, err := producer.Exec(ctx, `SELECT `+call)
+		if strings.HasPrefix(call, "pgq.define_job") || strings.HasPrefix(call, "pgq.schedule") {
+			_, err = db.Pool.Exec(ctx, `SELECT `+call) // an admin's call: the bound holds for admins too
+		}
+		require.Equal(t, "22023", pgCode(err), "%s: %v", call, err)
+		require.Contains(t, err.Error(), want, call)
+	}
+	require.Zero(t, count(t, db, "pgq.jobs"))
+
+	// At the bounds, accepted.
+	_, err := producer.Exec(ctx, `SELECT pgq.dispatch('h', '{}', middleware => `+overlaps(8, 400)+`)`)
+	require.NoError(t, err)
+	_, err = producer.Exec(ctx, `SELECT pgq.dispatch('h', '{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}',
+		middleware => '[{"rate_limited": {"limit": "api", "by": ["a","b","c","d","e","f","g","h"]}}]')`)
+	require.NoError(t, err)
+	db.Exec(t, `DELETE FROM pgq.jobs`)
+
+	// A job stored past the bound, between plain ones, fails alone and for good.
+	first := dispatch(t, db, `'plain'`)
+	big := dispatch(t, db, `'h', middleware => '[{"without_overlapping": {"key": "a"}}]'`)
+	last := dispatch(t, db, `'plain'`)
+	db.Exec(t, `UPDATE pgq.jobs SET middleware = `+overlaps(5000, 900)+`, middleware_keys = NULL WHERE uuid = $1`, big)
+	rows, err := db.WorkerPool.Query(ctx, `SELECT uuid, coalesce(pickup::text, '') FROM pgq.reserve('w1', '{default}', 10)`)
+	require.NoError(t, err)
+	got := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var pickup string
+		require.NoError(t, rows.Scan(&id, &pickup))
+		got[id] = pickup
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[uuid.UUID]string{first: "", last: "", big: "failed"}, got)
+	require.Contains(t, pgqtest.Scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1`, big),
+		"middleware could not be evaluated: 5000 entries, more than the 8 a job may carry")
+	require.Zero(t, count(t, db, "pgq.overlap_locks"), "no lease was taken for it")
+}

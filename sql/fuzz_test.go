@@ -189,3 +189,59 @@ func FuzzDefineJob(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDispatchMiddleware: a producer's middleware, with a payload for its keys, is
+// either refused with a clear code or accepted within the bounds of S98 (entries, "by"
+// fields, key bytes); an accepted job is then reserved by a worker under a 5 s
+// statement_timeout, far above what a bounded job's admission costs, and the reserve
+// must not fail (S38, S98).
+func FuzzDispatchMiddleware(f *testing.F) {
+	db := pgqtest.New(f)
+	db.Exec(f, `SELECT pgq.define_limit('api', 1000, '1 minute')`)
+	producer := db.ConnAs(f, pgqtest.ProducerRole)
+	worker := db.ConnAs(f, pgqtest.WorkerRole)
+	f.Add(`[{"without_overlapping": {"key": "k"}}]`, `{}`)
+	f.Add(`[{"without_overlapping": {"by": ["a", "b"]}}, {"rate_limited": {"limit": "api", "by": ["a"]}}]`, `{"a": 1, "b": "x"}`)
+	f.Add(`[{"throttles_exceptions": {"max_exceptions": 2, "decay": 60, "by": ["t"], "when": "^5\\d\\d"}}]`, `{"t": [1, {"x": null}]}`)
+	f.Add(`[`+strings.Repeat(`{"without_overlapping": {"by": ["a"]}},`, 8)+`{"rate_limited": {"limit": "api"}}]`, `{"a": "`+strings.Repeat("z", 600)+`"}`)
+	f.Add(`[{"rate_limited": {"limit": "api", "by": ["a","b","c","d","e","f","g","h","i"]}}]`, `{"a": 1}`)
+	f.Add(`[{"without_overlapping": {"key": "`+strings.Repeat("k", 999)+`"}}, {"without_overlapping": {"key": "`+strings.Repeat("k", 999)+`"}}]`, `{}`)
+	f.Add(`[{"without_overlapping": {"by": ["a"], "expire_after": 1, "release_after": 2147483647, "shared": true}}]`, `{"a": "\u0000"}`)
+	f.Fuzz(func(t *testing.T, middleware, payload string) {
+		var id uuid.NullUUID
+		err := producer.QueryRow(ctx, `SELECT pgq.dispatch('mw', $2::text::jsonb, middleware => $1::text::jsonb)`, middleware, payload).Scan(&id)
+		call := fmt.Sprintf("dispatch('mw', %.200q, middleware => %.300q)", payload, middleware)
+		if err != nil {
+			if !clearError(err) {
+				t.Fatalf("%s: %v", call, err)
+			}
+			return
+		}
+		var entries, maxBy, keyBytes int
+		if err := db.Pool.QueryRow(ctx, `SELECT jsonb_array_length(j.middleware),
+				coalesce((SELECT max(jsonb_array_length(m.value -> 'by')) FROM jsonb_array_elements(j.middleware) e, jsonb_each(e) m
+				          WHERE jsonb_typeof(m.value -> 'by') = 'array'), 0),
+				coalesce((SELECT sum(octet_length(k)) FROM jsonb_array_elements_text(j.middleware_keys) k), 0)
+			FROM pgq.jobs j WHERE j.uuid = $1`, id.UUID).Scan(&entries, &maxBy, &keyBytes); err != nil {
+			t.Fatalf("%s: reading job %s: %v", call, id.UUID, err)
+		}
+		if entries > 8 || maxBy > 8 || keyBytes > 4000 {
+			t.Fatalf("%s was accepted past the bounds: %d entries, %d by fields, %d key bytes", call, entries, maxBy, keyBytes)
+		}
+		tx, err := worker.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) // the reserve's leases, locks and windows go with it
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '5s'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT * FROM pgq.reserve('fuzz', '{default}', 100)`); err != nil {
+			t.Fatalf("reserve after %s: %v", call, err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		db.Exec(t, `DELETE FROM pgq.jobs WHERE uuid = $1`, id.UUID)
+	})
+}

@@ -523,8 +523,13 @@ DECLARE
     v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_ov    record;                     -- the leases without_overlapping won
 BEGIN
-    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
+    v_out := pgq._admit_unbounded(p_middleware);
+    FOR i IN 1 .. cardinality(v_out) LOOP
+        v_alive[v_out[i].ord] := false;
+    END LOOP;
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m
+    WHERE jsonb_array_length(m) <= (pgq._middleware_bounds()).entries;
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     v_exp := array_fill(NULL::int, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
@@ -539,20 +544,8 @@ BEGIN
         EXIT WHEN v_ord IS NULL;
         v_dec := '{}';
         IF v_missing THEN
-            -- Keys dispatch did not store (older jobs, re-queued jobs) are computed; one
-            -- that cannot be fails its job (a key dispatch stored is never NULL).
-            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
-            FROM unnest(v_key) WITH ORDINALITY s(key, n)
-            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
-                                             v_name, v_cfg,
-                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
-                 WITH ORDINALITY c(key, n) ON c.n = s.n;
-            v_dec := ARRAY(
-                SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'),
-                           NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.key IS NULL);
+            SELECT m.keys, m.failed INTO v_key, v_dec
+            FROM pgq._admit_missing_keys(v_ord, v_name, v_cfg, v_key, p_jobs, p_payloads) m;
         END IF;
         IF 'without_overlapping' = ANY (v_name) THEN
             v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
@@ -638,6 +631,38 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) IS 'Admission: throttles_exceptions for one middleware position of a batch: the jobs whose circuit is open, turned away (S29).';
+
+
+--
+-- Name: _admit_missing_keys(integer[], text[], jsonb[], text[], text[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO keys
+    FROM unnest(p_key) WITH ORDINALITY s(key, n)
+    JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(p_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                     p_name, p_cfg,
+                                     ARRAY(SELECT p_payloads[o] FROM unnest(p_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+         WITH ORDINALITY c(key, n) ON c.n = s.n;
+    failed := ARRAY(
+        SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                   format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'),
+                   NULL, NULL)::pgq.admission
+        FROM unnest(p_ord, p_name, p_cfg, keys) s(ord, name, cfg, key)
+        WHERE s.key IS NULL);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]) IS 'The middleware keys of one position of a reserve batch that dispatch did not store, computed; the jobs that have none, failed.';
 
 
 --
@@ -855,6 +880,30 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone) IS 'Admission: rate_limited for one middleware position of a batch: the jobs turned away, or left waiting when their window is busy (S28, S82).';
+
+
+--
+-- Name: _admit_unbounded(jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) RETURNS pgq.admission[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
+                                  format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
+                                         jsonb_array_length(u.m), (pgq._middleware_bounds()).entries),
+                                  NULL, NULL)::pgq.admission), '{}')
+    FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
+    WHERE jsonb_array_length(u.m) > (pgq._middleware_bounds()).entries;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_unbounded(p_middleware jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) IS 'The jobs of a reserve batch whose middleware is past the bound of a dispatch, failed (S98).';
 
 
 --
@@ -1781,7 +1830,11 @@ BEGIN
         RETURN;
     END IF;
     IF jsonb_typeof(p_middleware) <> 'array' THEN
-        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', p_middleware USING ERRCODE = '22023';
+        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', left(p_middleware::text, 200) USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_array_length(p_middleware) > (pgq._middleware_bounds()).entries THEN
+        RAISE EXCEPTION 'pgq: a job may carry at most % middleware entries, got %',
+            (pgq._middleware_bounds()).entries, jsonb_array_length(p_middleware) USING ERRCODE = '22023';
     END IF;
     FOR v_mw IN SELECT m FROM jsonb_array_elements(p_middleware) m LOOP
         IF jsonb_typeof(v_mw) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v_mw)) <> 1 THEN
@@ -1804,9 +1857,10 @@ BEGIN
         IF v_bad IS NOT NULL THEN
             RAISE EXCEPTION 'pgq: unknown setting(s) % of %', v_bad, v_name USING ERRCODE = '22023';
         END IF;
-        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0) THEN
-            RAISE EXCEPTION 'pgq: % "by" must be a non-empty array of payload field names, got %', v_name, v_cfg -> 'by'
-                USING ERRCODE = '22023';
+        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0
+                             OR jsonb_array_length(v_cfg -> 'by') > (pgq._middleware_bounds()).by_fields) THEN
+            RAISE EXCEPTION 'pgq: % "by" must be an array of 1 to % payload field names, got %',
+                v_name, (pgq._middleware_bounds()).by_fields, left((v_cfg -> 'by')::text, 200) USING ERRCODE = '22023';
         END IF;
         IF EXISTS (SELECT FROM jsonb_each(v_cfg) e
                    WHERE e.key IN ('release_after', 'expire_after', 'max_exceptions', 'decay', 'backoff')
@@ -1857,6 +1911,8 @@ DECLARE
     v_keys     text[];
     v_max      int := pgq._max_key_bytes();
     v_m        int := jsonb_array_length(p_middleware);
+    v_over     int;                   -- the first payload whose keys take too many bytes, and their bytes
+    v_bytes    bigint;
 BEGIN
     -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
     SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
@@ -1876,6 +1932,17 @@ BEGIN
     FROM generate_subscripts(v_keys, 1) i
     WHERE octet_length(v_keys[i]) > v_max
     ORDER BY (i - 1) % v_m, i;
+    SELECT (i - 1) / v_m + 1, sum(octet_length(v_keys[i])) INTO v_over, v_bytes
+    FROM generate_subscripts(v_keys, 1) i
+    GROUP BY (i - 1) / v_m
+    HAVING sum(octet_length(v_keys[i])) > (pgq._middleware_bounds()).key_bytes
+    ORDER BY 1
+    LIMIT 1;
+    IF v_over IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: the middleware keys of % (payload %) take % bytes, more than the % a job may carry',
+            p_job, v_over, v_bytes, (pgq._middleware_bounds()).key_bytes
+            USING ERRCODE = '22023', HINT = 'Key jobs by an id, not by a large payload field.';
+    END IF;
     RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;
@@ -4074,6 +4141,23 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) IS 'The settings of the first middleware of that name, or NULL.';
+
+
+--
+-- Name: _middleware_bounds(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer) RETURNS record
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT 8, 8, 4000 $$;
+
+
+--
+-- Name: FUNCTION _middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer) IS 'The most middleware a job may carry: 8 entries, 8 "by" fields each, 4,000 bytes of keys (S98).';
 
 
 --
@@ -11545,6 +11629,13 @@ REVOKE ALL ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key 
 
 
 --
+-- Name: FUNCTION _admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11556,6 +11647,13 @@ REVOKE ALL ON FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg 
 --
 
 REVOKE ALL ON FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _admit_unbounded(p_middleware jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) FROM PUBLIC;
 
 
 --
@@ -12126,6 +12224,13 @@ REVOKE ALL ON FUNCTION pgq._may_exceed_ceilings() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer) FROM PUBLIC;
 
 
 --

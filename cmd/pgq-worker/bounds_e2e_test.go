@@ -1,8 +1,8 @@
 package main
 
-// What a producer may choose (S90), what the server can run (S92) and who may add to a
-// batch (S93), through the binary: the producer's own login dispatches, pgq-worker
-// works as the worker's login.
+// What a producer may choose (S90), what the server can run (S92), who may add to a
+// batch (S93) and how much middleware a job may carry (S98), through the binary: the
+// producer's own login dispatches, pgq-worker works as the worker's login.
 
 import (
 	"context"
@@ -57,6 +57,36 @@ SELECT pgq.define_job('rec', handler => 'app.rec');
 	w = startWorker(t, db, "W2", "--sleep", "1", "--concurrency", "8", "--stop-when-empty")
 	require.Equal(t, 0, w.waitExit(t, 60*time.Second))
 	require.Equal(t, 100, scalar[int](t, db, `SELECT count(DISTINCT n)::int FROM app.runs`))
+}
+
+// S98: the hostile dispatch of 5,000 overlap keys is refused for the producer; the same
+// middleware stored in a job's row (as by an older version) fails that job alone at its
+// reserve, and the 100 plain jobs of its queue, dispatched after it by the producer, all
+// run.
+func TestS98E2EHostileMiddlewareStallsNoQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgqtest.New(t)
+	db.Exec(t, appSchema+`SELECT pgq.define_job('rec', handler => 'app.rec');
+SELECT pgq.define_job('h', handler => 'app.rec');`)
+	hostile := `(SELECT jsonb_agg(jsonb_build_object('without_overlapping', jsonb_build_object('key', 'k' || g || repeat('z', 900))))
+		FROM generate_series(1, 5000) g)`
+	producer := db.ConnAs(t, pgqtest.ProducerRole)
+	_, err := producer.Exec(ctx, `SELECT pgq.dispatch('h', '{"n": "h"}', middleware => `+hostile+`)`)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "%v", err)
+	require.Equal(t, "22023", pgErr.Code)
+
+	id := dispatch(t, db, `pgq.dispatch('h', '{"n": "h"}', middleware => '[{"without_overlapping": {"key": "a"}}]')`)
+	db.Exec(t, `UPDATE pgq.jobs SET middleware = `+hostile+`, middleware_keys = NULL WHERE uuid = $1::uuid`, id)
+	_, err = producer.Exec(ctx, `SELECT pgq.dispatch_many('rec', ARRAY(SELECT jsonb_build_object('n', i) FROM generate_series(1, 100) i))`)
+	require.NoError(t, err)
+	w := startWorker(t, db, "W", "--sleep", "1", "--concurrency", "8", "--stop-when-empty")
+	require.Equal(t, 0, w.waitExit(t, 60*time.Second))
+	require.Equal(t, 100, scalar[int](t, db, `SELECT count(DISTINCT n)::int FROM app.runs WHERE n <> 'h'`))
+	require.Contains(t, scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1::uuid`, id),
+		"middleware could not be evaluated: 5000 entries, more than the 8 a job may carry")
+	require.NotContains(t, w.logs(), "reserve failed")
 }
 
 // S92: a job whose timeout no statement_timeout can hold (written into its row, as a job

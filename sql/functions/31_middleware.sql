@@ -31,6 +31,17 @@ $$;
 
 COMMENT ON FUNCTION pgq._check_regex(jsonb) IS 'Raises 22023 unless a throttles_exceptions "when" is a valid regular expression of at most 512 characters without back-references (S38).';
 
+-- pgq._middleware_bounds: how much middleware one job may carry (S98): entries, payload
+-- fields per "by", and bytes of all its keys together. Admission runs a job's middleware
+-- one entry at a time for the whole reserve batch, so a job's share of a reserve call
+-- grows with these; they are far above what a job class needs.
+CREATE OR REPLACE FUNCTION pgq._middleware_bounds(OUT entries int, OUT by_fields int, OUT key_bytes int)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT 8, 8, 4000 $$;
+
+COMMENT ON FUNCTION pgq._middleware_bounds() IS 'The most middleware a job may carry: 8 entries, 8 "by" fields each, 4,000 bytes of keys (S98).';
+
 -- pgq._check_middleware: middleware is a JSON array of one-key objects, evaluated in
 -- order before the handler (S26-S29):
 --   {"without_overlapping": {"key": "k" | "by": ["field"], "release_after": 0, "expire_after": 30,
@@ -53,7 +64,11 @@ BEGIN
         RETURN;
     END IF;
     IF jsonb_typeof(p_middleware) <> 'array' THEN
-        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', p_middleware USING ERRCODE = '22023';
+        RAISE EXCEPTION 'pgq: middleware must be a JSON array, got %', left(p_middleware::text, 200) USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_array_length(p_middleware) > (pgq._middleware_bounds()).entries THEN
+        RAISE EXCEPTION 'pgq: a job may carry at most % middleware entries, got %',
+            (pgq._middleware_bounds()).entries, jsonb_array_length(p_middleware) USING ERRCODE = '22023';
     END IF;
     FOR v_mw IN SELECT m FROM jsonb_array_elements(p_middleware) m LOOP
         IF jsonb_typeof(v_mw) <> 'object' OR (SELECT count(*) FROM jsonb_object_keys(v_mw)) <> 1 THEN
@@ -76,9 +91,10 @@ BEGIN
         IF v_bad IS NOT NULL THEN
             RAISE EXCEPTION 'pgq: unknown setting(s) % of %', v_bad, v_name USING ERRCODE = '22023';
         END IF;
-        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0) THEN
-            RAISE EXCEPTION 'pgq: % "by" must be a non-empty array of payload field names, got %', v_name, v_cfg -> 'by'
-                USING ERRCODE = '22023';
+        IF v_cfg ? 'by' AND (jsonb_typeof(v_cfg -> 'by') <> 'array' OR jsonb_array_length(v_cfg -> 'by') = 0
+                             OR jsonb_array_length(v_cfg -> 'by') > (pgq._middleware_bounds()).by_fields) THEN
+            RAISE EXCEPTION 'pgq: % "by" must be an array of 1 to % payload field names, got %',
+                v_name, (pgq._middleware_bounds()).by_fields, left((v_cfg -> 'by')::text, 200) USING ERRCODE = '22023';
         END IF;
         IF EXISTS (SELECT FROM jsonb_each(v_cfg) e
                    WHERE e.key IN ('release_after', 'expire_after', 'max_exceptions', 'decay', 'backoff')
@@ -169,6 +185,8 @@ DECLARE
     v_keys     text[];
     v_max      int := pgq._max_key_bytes();
     v_m        int := jsonb_array_length(p_middleware);
+    v_over     int;                   -- the first payload whose keys take too many bytes, and their bytes
+    v_bytes    bigint;
 BEGIN
     -- payload-major: element (p - 1) * v_m + m is middleware m of payload p
     SELECT array_agg(m.key ORDER BY p.n, mw.n), array_agg(m.value ORDER BY p.n, mw.n), array_agg(p.payload ORDER BY p.n, mw.n)
@@ -188,6 +206,17 @@ BEGIN
     FROM generate_subscripts(v_keys, 1) i
     WHERE octet_length(v_keys[i]) > v_max
     ORDER BY (i - 1) % v_m, i;
+    SELECT (i - 1) / v_m + 1, sum(octet_length(v_keys[i])) INTO v_over, v_bytes
+    FROM generate_subscripts(v_keys, 1) i
+    GROUP BY (i - 1) / v_m
+    HAVING sum(octet_length(v_keys[i])) > (pgq._middleware_bounds()).key_bytes
+    ORDER BY 1
+    LIMIT 1;
+    IF v_over IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: the middleware keys of % (payload %) take % bytes, more than the % a job may carry',
+            p_job, v_over, v_bytes, (pgq._middleware_bounds()).key_bytes
+            USING ERRCODE = '22023', HINT = 'Key jobs by an id, not by a large payload field.';
+    END IF;
     RETURN ARRAY(SELECT to_jsonb(v_keys[(p - 1) * v_m + 1 : p * v_m]) FROM generate_series(1, cardinality(p_payloads)) p ORDER BY p);
 END;
 $$;

@@ -1,6 +1,52 @@
 -- Admission: the middleware of a reserve batch evaluated before the handlers run
 -- (S26-S29): without_overlapping leases (S34, S81), rate limits (S82), circuit breakers.
 
+-- pgq._admit_unbounded: the jobs of a batch carrying more middleware than a dispatch
+-- may (stored before the bound held, or from a class defined then), failed: they fail
+-- alone, so that none lengthens a reserve call for the batch's other jobs (S98).
+CREATE OR REPLACE FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) RETURNS pgq.admission[]
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
+                                  format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
+                                         jsonb_array_length(u.m), (pgq._middleware_bounds()).entries),
+                                  NULL, NULL)::pgq.admission), '{}')
+    FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
+    WHERE jsonb_array_length(u.m) > (pgq._middleware_bounds()).entries;
+$$;
+
+COMMENT ON FUNCTION pgq._admit_unbounded(jsonb[]) IS 'The jobs of a reserve batch whose middleware is past the bound of a dispatch, failed (S98).';
+
+-- pgq._admit_missing_keys: the keys of one position of a batch's middleware that
+-- dispatch did not store (older jobs, re-queued jobs), computed; a job whose key cannot
+-- be computed fails (a key dispatch stored is never NULL). p_ord: the jobs' places in
+-- the batch, with the name, settings and stored key of their middleware there.
+CREATE OR REPLACE FUNCTION pgq._admit_missing_keys(
+    p_ord int[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[],
+    OUT keys text[], OUT failed pgq.admission[]
+)
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO keys
+    FROM unnest(p_key) WITH ORDINALITY s(key, n)
+    JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(p_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
+                                     p_name, p_cfg,
+                                     ARRAY(SELECT p_payloads[o] FROM unnest(p_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
+         WITH ORDINALITY c(key, n) ON c.n = s.n;
+    failed := ARRAY(
+        SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
+                   format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'),
+                   NULL, NULL)::pgq.admission
+        FROM unnest(p_ord, p_name, p_cfg, keys) s(ord, name, cfg, key)
+        WHERE s.key IS NULL);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._admit_missing_keys(int[], text[], jsonb[], text[], text[], jsonb[]) IS 'The middleware keys of one position of a reserve batch that dispatch did not store, computed; the jobs that have none, failed.';
+
 -- pgq._admit: runs the middleware of a batch of jobs being reserved, before their
 -- handlers (S26-S29), set-based: for each position in the middleware lists, one
 -- statement per middleware kind decides every job still in, in batch order. The batch
@@ -51,8 +97,13 @@ DECLARE
     v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_ov    record;                     -- the leases without_overlapping won
 BEGIN
-    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m;
     v_alive := array_fill(true, ARRAY[v_n]);
+    v_out := pgq._admit_unbounded(p_middleware);
+    FOR i IN 1 .. cardinality(v_out) LOOP
+        v_alive[v_out[i].ord] := false;
+    END LOOP;
+    SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m
+    WHERE jsonb_array_length(m) <= (pgq._middleware_bounds()).entries;
     v_held := array_fill(NULL::text, ARRAY[v_n]);
     v_exp := array_fill(NULL::int, ARRAY[v_n]);
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
@@ -67,20 +118,8 @@ BEGIN
         EXIT WHEN v_ord IS NULL;
         v_dec := '{}';
         IF v_missing THEN
-            -- Keys dispatch did not store (older jobs, re-queued jobs) are computed; one
-            -- that cannot be fails its job (a key dispatch stored is never NULL).
-            SELECT array_agg(coalesce(s.key, c.key) ORDER BY s.n) INTO v_key
-            FROM unnest(v_key) WITH ORDINALITY s(key, n)
-            JOIN unnest(pgq._middleware_keys(ARRAY(SELECT p_jobs[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n),
-                                             v_name, v_cfg,
-                                             ARRAY(SELECT p_payloads[o] FROM unnest(v_ord) WITH ORDINALITY u(o, n) ORDER BY u.n)))
-                 WITH ORDINALITY c(key, n) ON c.n = s.n;
-            v_dec := ARRAY(
-                SELECT ROW(s.ord, NULL, NULL, NULL, false, NULL,
-                           format('middleware could not be evaluated: %s has no key for this payload (by %s)', s.name, s.cfg -> 'by'),
-                           NULL, NULL)::pgq.admission
-                FROM unnest(v_ord, v_name, v_cfg, v_key) s(ord, name, cfg, key)
-                WHERE s.key IS NULL);
+            SELECT m.keys, m.failed INTO v_key, v_dec
+            FROM pgq._admit_missing_keys(v_ord, v_name, v_cfg, v_key, p_jobs, p_payloads) m;
         END IF;
         IF 'without_overlapping' = ANY (v_name) THEN
             v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
