@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Every target of issue 19 in one sitting (about 75 minutes on the 2-core VM), one
-# benchmark binary, one log directory. Each step is a bench invocation whose full
+# Every target of bench/RESULTS.md in one sitting (about 85 minutes on the 2-core VM),
+# one benchmark binary, one log directory. Each step is a bench invocation whose full
 # output is kept in $out/<step>.log; the summary table of each is printed as it ends.
 #   drain        100k backlog (loads, the default), pgq and River tuned, 5 runs
 #   drain-rows   the same with -pgq-load-min 0: the backlog as one row per job
 #   bulk         DispatchMany and ByCopy against InsertMany and InsertManyFast, 5 runs
+#   bulk-shape   one dispatch of 20,000 and of 200,000 1 KiB payloads, jsonb[] and
+#                ByCopy: time per payload and the ratio of the two (1: linear), 3 runs
+#   latency      one job about every 143 ms (7/s) for 30 s to idle workers, dispatch
+#                commit to handler start: pgq, River at defaults and River tuned, 5 runs
 #   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, 3 runs
 #   burst        $BURST_PAIRS pairs (default 3), alternating: 60 s clean, 60 s at 6x 5,000/s,
 #                60 s recovery (pgq); then the recovery's reference, 850,000 rows
@@ -18,7 +22,7 @@
 set -euo pipefail
 out=${1:-/tmp/pgq-targets}
 shift || true
-steps=${*:-drain drain-rows bulk middleware burst tail pressure}
+steps=${*:-drain drain-rows bulk bulk-shape latency middleware burst tail pressure}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 bin=$out/bench
@@ -46,6 +50,9 @@ for step in $steps; do
     drain) run drain -runs 5 -scenarios drain -systems pgq,river ;;
     drain-rows) run drain-rows -runs 5 -scenarios drain -systems pgq,river -pgq-load-min 0 ;;
     bulk) run bulk -runs 5 -scenarios bulk -systems pgq,river -quiet-cores 0.2 -quiet-max 20s ;;
+    bulk-shape) run bulk-shape -runs 3 -scenarios bulk-shape -systems pgq -quiet-cores 0.2 -quiet-max 20s ;;
+    latency)
+        run latency -runs 5 -scenarios latency -systems pgq,river -latency-rate 7 -latency-duration 30s ;;
     middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle -systems pgq ;;
     burst)
         ratios=()
