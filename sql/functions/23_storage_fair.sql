@@ -1,0 +1,203 @@
+-- Storage, internal: fair queues (S130-S136). A queue defined with fair_by takes its
+-- jobs round-robin across keys (the payload's fair_by field, kept in pgq.jobs.fair_key):
+-- a weighted round-robin by pass, as in stride scheduling. Each key with live jobs has
+-- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
+-- priority that has a ready job by ascending pass (then key), up to its weight
+-- (pgq.fair_weights, 1 by default) a key a round, and each job it takes adds 1/weight
+-- to its key's pass. A key that gets a turn starts at the lowest pass of the queue, so
+-- it waits at most one round, whatever the others' backlog (S131); within a key the
+-- jobs go in queue order (S132).
+--
+-- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
+-- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
+-- ends (pgq._fair_enter), and a reserve ends a turn only when it gets that lock alone
+-- and then, in a later statement, still sees no live job of the key: every store that
+-- began before is then visible, and every store that begins later waits for the
+-- reserve's end and finds no turn, so it makes one. So no key is left with jobs and no
+-- turn.
+--
+-- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
+-- from the session's marks (S77): they walk each key's jobs from its front in
+-- jobs_fair_idx. pgq.reserve still moves the marks of a fair queue with pgq._pick_done,
+-- which reads the waiting rows as they are, so the marks stay right for the
+-- pgq._pick that serves what no turn holds (S134).
+
+-- pgq._fair_probe: the next ready waiting rows of one key of a fair queue at priority
+-- p_prio, in the slots p_slots, in the queue's order, locked with SKIP LOCKED, at most
+-- p_want, none of p_skip; and whether each is plain (pgq._pick).
+CREATE OR REPLACE FUNCTION pgq._fair_probe(
+    p_slots smallint[], p_queue text, p_key text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[]
+) RETURNS TABLE (row_tid tid, row_slot smallint, row_id bigint, row_plain boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT p.ctid, p.slot, p.id,
+           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+           AND (p.retry_until IS NULL OR p.retry_until >= p_now)
+    FROM pgq.jobs p
+    WHERE p.queue = p_queue AND p.fair_key = p_key AND p.priority = p_prio
+      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+    LIMIT p_want
+    FOR UPDATE SKIP LOCKED;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestamptz, bigint[]) IS
+    'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S132).';
+
+-- pgq._fair_rows: the next ready waiting rows of p_queue at priority p_prio, in the
+-- slots p_slots, round-robin across its keys' turns, locked with SKIP LOCKED, at most
+-- p_want, none of p_skip. A first round walks the turns by ascending pass, taking from
+-- each key up to its weight; the keys that gave their whole share then take the rest
+-- in further rounds, each its weight's share of what is left, in one probe a key a
+-- round. Rows in the order to take them: by each job's tag (its key's pass plus
+-- n/weight for its key's n-th job here), then walk order. keys: each row's key.
+-- idle: keys walked that gave no row. last: every turn was walked and no key may have
+-- more.
+CREATE OR REPLACE FUNCTION pgq._fair_rows(
+    p_slots smallint[], p_queue text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[],
+    OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[],
+    OUT idle text[], OUT last boolean
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_tags  float8[] := '{}';
+    v_more  text[] := '{}';    -- keys that gave their whole share: they may have more
+    v_pass  float8[] := '{}';  -- and their pass, weight and rows taken, in walk order
+    v_w     int[] := '{}';
+    v_took  int[] := '{}';
+    v_keys  text[];
+    v_quota int;
+    v_n     int;
+    v_m     int;
+    k       record;
+BEGIN
+    tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
+    last := true;
+    FOR k IN
+        SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight
+        FROM pgq.fair_turns t
+        LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+        WHERE t.queue = p_queue
+        ORDER BY t.pass, t.key
+    LOOP
+        IF cardinality(tids) >= p_want THEN
+            last := false;  -- turns left unwalked
+            EXIT;
+        END IF;
+        v_quota := least(k.weight, p_want - cardinality(tids));
+        v_n := cardinality(tids);
+        SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
+               ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
+        INTO tids, slots, ids, plain
+        FROM pgq._fair_probe(p_slots, p_queue, k.key, p_prio, v_quota, p_now, p_skip || ids) x;
+        v_n := cardinality(tids) - v_n;
+        keys := keys || array_fill(k.key, ARRAY[v_n]);
+        v_tags := v_tags || ARRAY(SELECT k.pass + i::float8 / k.weight FROM generate_series(1, v_n) i);
+        IF v_n = 0 THEN
+            idle := idle || k.key;
+        ELSIF v_n = k.weight THEN
+            v_more := v_more || k.key; v_pass := v_pass || k.pass; v_w := v_w || k.weight; v_took := v_took || v_n;
+        END IF;
+    END LOOP;
+    WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
+        -- Whole rounds of the keys left, at once: each takes its weight times m.
+        v_m := greatest(1, (p_want - cardinality(tids)) / (SELECT sum(w) FROM unnest(v_w) w)::int);
+        v_keys := v_more;
+        v_more := '{}';
+        FOR i IN 1 .. cardinality(v_keys) LOOP
+            EXIT WHEN cardinality(tids) >= p_want;
+            v_quota := least(v_w[i] * v_m, p_want - cardinality(tids));
+            v_n := cardinality(tids);
+            SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
+                   ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
+            INTO tids, slots, ids, plain
+            FROM pgq._fair_probe(p_slots, p_queue, v_keys[i], p_prio, v_quota, p_now, p_skip || ids) x;
+            v_n := cardinality(tids) - v_n;
+            keys := keys || array_fill(v_keys[i], ARRAY[v_n]);
+            v_tags := v_tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
+            v_took[i] := v_took[i] + v_n;
+            IF v_n = v_quota THEN
+                v_more := v_more || v_keys[i];  -- kept at the same place of the arrays below
+            END IF;
+        END LOOP;
+        -- Keep the arrays of the keys that go on, in their order.
+        SELECT coalesce(array_agg(v_pass[i] ORDER BY i), '{}'), coalesce(array_agg(v_w[i] ORDER BY i), '{}'),
+               coalesce(array_agg(v_took[i] ORDER BY i), '{}')
+        INTO v_pass, v_w, v_took
+        FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
+    END LOOP;
+    last := last AND cardinality(v_more) = 0 AND cardinality(tids) < p_want;
+    -- In the order to take them: by tag, then as walked.
+    SELECT array_agg(tids[i] ORDER BY v_tags[i], i), array_agg(slots[i] ORDER BY v_tags[i], i),
+           array_agg(ids[i] ORDER BY v_tags[i], i), array_agg(plain[i] ORDER BY v_tags[i], i),
+           array_agg(keys[i] ORDER BY v_tags[i], i)
+    INTO tids, slots, ids, plain, keys
+    FROM generate_subscripts(v_tags, 1) i;
+    tids := coalesce(tids, '{}'); slots := coalesce(slots, '{}'); ids := coalesce(ids, '{}');
+    plain := coalesce(plain, '{}'); keys := coalesce(keys, '{}');
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_rows(smallint[], text, int, int, timestamptz, bigint[]) IS
+    'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
+
+-- pgq._fair_settle: the turns of p_queue after a reserve took jobs of the keys p_keys
+-- (one element a job) and found none to take of the keys p_idle: each key's pass
+-- advances by 1/weight a job; an idle key's turn ends when it has no live job left
+-- (the module's comment says why no store is missed), and one with live jobs (running,
+-- or waiting later) keeps up with the lowest pass served here, so that it banks no
+-- turns while it has nothing ready. The turns are locked in key order: reserves that
+-- settle at the same time wait for each other, never in a cycle.
+CREATE OR REPLACE FUNCTION pgq._fair_settle(p_queue text, p_keys text[], p_idle text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_front float8;
+    v_alone text[];
+BEGIN
+    PERFORM FROM pgq.fair_turns t
+    WHERE t.queue = p_queue AND (t.key = ANY (p_keys) OR t.key = ANY (p_idle))
+    ORDER BY t.key
+    FOR UPDATE;
+    IF cardinality(p_keys) > 0 THEN
+        SELECT min(t.pass) INTO v_front FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = ANY (p_keys);
+        UPDATE pgq.fair_turns t
+        SET pass = t.pass + c.n::float8 / coalesce(w.weight, 1)
+        FROM (SELECT k, count(*) AS n FROM unnest(p_keys) k GROUP BY k) c
+        LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = c.k
+        WHERE t.queue = p_queue AND t.key = c.k;
+    END IF;
+    IF cardinality(p_idle) = 0 THEN
+        RETURN;
+    END IF;
+    -- Alone on the key's lock first; then, by a statement that starts after, no live job.
+    v_alone := ARRAY(SELECT k FROM unnest(p_idle) k
+                     WHERE pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
+                     ORDER BY k);
+    DELETE FROM pgq.fair_turns t
+    WHERE t.queue = p_queue AND t.key = ANY (v_alone)
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = p_queue AND j.fair_key = t.key);
+    IF v_front IS NOT NULL THEN
+        UPDATE pgq.fair_turns t SET pass = v_front
+        WHERE t.queue = p_queue AND t.key = ANY (p_idle) AND t.pass < v_front;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_settle(text, text[], text[]) IS
+    'Reserve: a fair queue''s turns after a pick: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
