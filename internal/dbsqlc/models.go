@@ -291,6 +291,18 @@ type PgqFailedJobSetting struct {
 	ChainStep       *int32
 }
 
+// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S135).
+type PgqFairKey struct {
+	Queue      string
+	Key        *string
+	Weight     int32
+	Ready      int64
+	OldestWait time.Duration
+	Later      int64
+	Running    int64
+	Pass       *float64
+}
+
 // The turns of a fair queue's keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key's pass.
 type PgqFairTurn struct {
 	Queue string

@@ -59,12 +59,11 @@ COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestampt
 -- in further rounds, each its weight's share of what is left, in one probe a key a
 -- round. Rows in the order to take them: by each job's tag (its key's pass plus
 -- n/weight for its key's n-th job here), then walk order. keys: each row's key.
--- idle: keys walked that gave no row. last: every turn was walked and no key may have
--- more.
+-- idle: keys walked that gave no row.
 CREATE OR REPLACE FUNCTION pgq._fair_rows(
     p_slots smallint[], p_queue text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[],
     OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[],
-    OUT idle text[], OUT last boolean
+    OUT idle text[]
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -84,7 +83,6 @@ DECLARE
     k       record;
 BEGIN
     tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
-    last := true;
     FOR k IN
         SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight
         FROM pgq.fair_turns t
@@ -92,10 +90,7 @@ BEGIN
         WHERE t.queue = p_queue
         ORDER BY t.pass, t.key
     LOOP
-        IF cardinality(tids) >= p_want THEN
-            last := false;  -- turns left unwalked
-            EXIT;
-        END IF;
+        EXIT WHEN cardinality(tids) >= p_want;
         v_quota := least(k.weight, p_want - cardinality(tids));
         v_n := cardinality(tids);
         SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
@@ -138,7 +133,6 @@ BEGIN
         INTO v_pass, v_w, v_took
         FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
     END LOOP;
-    last := last AND cardinality(v_more) = 0 AND cardinality(tids) < p_want;
     -- In the order to take them: by tag, then as walked.
     SELECT array_agg(tids[i] ORDER BY v_tags[i], i), array_agg(slots[i] ORDER BY v_tags[i], i),
            array_agg(ids[i] ORDER BY v_tags[i], i), array_agg(plain[i] ORDER BY v_tags[i], i),
@@ -153,51 +147,86 @@ $$;
 COMMENT ON FUNCTION pgq._fair_rows(smallint[], text, int, int, timestamptz, bigint[]) IS
     'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
 
--- pgq._fair_settle: the turns of p_queue after a reserve took jobs of the keys p_keys
--- (one element a job) and found none to take of the keys p_idle: each key's pass
--- advances by 1/weight a job; an idle key's turn ends when it has no live job left
--- (the module's comment says why no store is missed), and one with live jobs (running,
--- or waiting later) keeps up with the lowest pass served here, so that it banks no
--- turns while it has nothing ready. The turns are locked in key order: reserves that
--- settle at the same time wait for each other, never in a cycle.
-CREATE OR REPLACE FUNCTION pgq._fair_settle(p_queue text, p_keys text[], p_idle text[]) RETURNS void
+-- pgq._fair_taken: notes, for pgq._fair_settle at the reserve's end, that this reserve
+-- took jobs of the keys p_keys of p_queue (one element a job) and found none to take of
+-- the keys p_idle. Kept in the transaction's setting pgq.fair_pending, as a jsonb
+-- array of [queue, key, jobs].
+CREATE OR REPLACE FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM set_config('pgq.fair_pending',
+        (coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb
+         || coalesce((SELECT jsonb_agg(jsonb_build_array(p_queue, k.key, k.n))
+                      FROM (SELECT u.key, count(*) AS n FROM unnest(p_keys) u(key) GROUP BY u.key
+                            UNION ALL SELECT i.key, 0 FROM unnest(p_idle) i(key)) k), '[]'))::text,
+        true);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_taken(text, text[], text[]) IS
+    'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S131).';
+
+-- pgq._fair_settle: the turns after a reserve, from what its picks noted
+-- (pgq._fair_taken): each key's pass advances by 1/weight a job taken; an idle key's
+-- turn ends when it has no live job left (the module's comment says why no store is
+-- missed), and one with live jobs (running, or waiting later) keeps up with the lowest
+-- pass served in its queue here, so that it banks no turns while it has nothing ready.
+-- Once a reserve, at its end, and the turns locked in one statement in (queue, key)
+-- order: reserves that settle at the same time wait for each other, never in a cycle.
+CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_front float8;
-    v_alone text[];
+    v_tids  tid[];     -- the turns locked, in (queue, key) order
+    v_q     text[];
+    v_k     text[];
+    v_n     bigint[];  -- jobs taken of the key; 0: idle
+    v_pass  float8[];
+    v_w     int[];
+    v_front jsonb;     -- per queue, the lowest pass served
+    v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
+    v_idle  tid[];
 BEGIN
-    PERFORM FROM pgq.fair_turns t
-    WHERE t.queue = p_queue AND (t.key = ANY (p_keys) OR t.key = ANY (p_idle))
-    ORDER BY t.key
-    FOR UPDATE;
-    IF cardinality(p_keys) > 0 THEN
-        SELECT min(t.pass) INTO v_front FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = ANY (p_keys);
-        UPDATE pgq.fair_turns t
-        SET pass = t.pass + c.n::float8 / coalesce(w.weight, 1)
-        FROM (SELECT k, count(*) AS n FROM unnest(p_keys) k GROUP BY k) c
-        LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = c.k
-        WHERE t.queue = p_queue AND t.key = c.k;
-    END IF;
-    IF cardinality(p_idle) = 0 THEN
+    SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
+           array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
+           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, t.pass, coalesce(w.weight, 1) AS weight
+          FROM pgq.fair_turns t
+          JOIN (SELECT x ->> 0 AS q, x ->> 1 AS k, sum((x ->> 2)::int) AS n
+                FROM jsonb_array_elements(p_pending) x GROUP BY 1, 2) e ON t.queue = e.q AND t.key = e.k
+          LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          ORDER BY t.queue, t.key
+          FOR UPDATE OF t) l;
+    IF v_tids IS NULL THEN
         RETURN;
     END IF;
-    -- Alone on the key's lock first; then, by a statement that starts after, no live job.
-    v_alone := ARRAY(SELECT k FROM unnest(p_idle) k
-                     WHERE pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
-                     ORDER BY k);
+    -- Only the rows locked above, by TID: a turn made since by a store is left alone.
+    SELECT jsonb_object_agg(f.q, f.pass) INTO v_front
+    FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
+    UPDATE pgq.fair_turns t
+    SET pass = t.pass + u.n::float8 / u.w
+    FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
+    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
+    -- An idle key: alone on its lock first; then, by a statement that starts after, no
+    -- live job.
+    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
     DELETE FROM pgq.fair_turns t
-    WHERE t.queue = p_queue AND t.key = ANY (v_alone)
-      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = p_queue AND j.fair_key = t.key);
+    WHERE t.ctid = ANY (v_alone)
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
     IF v_front IS NOT NULL THEN
-        UPDATE pgq.fair_turns t SET pass = v_front
-        WHERE t.queue = p_queue AND t.key = ANY (p_idle) AND t.pass < v_front;
+        v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
+        UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
+        WHERE t.ctid = ANY (v_idle) AND t.pass < (v_front ->> t.queue)::float8;
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._fair_settle(text, text[], text[]) IS
-    'Reserve: a fair queue''s turns after a pick: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
+COMMENT ON FUNCTION pgq._fair_settle(jsonb) IS
+    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';

@@ -480,7 +480,8 @@ COMMENT ON FUNCTION pgq._pick(jsonb, text, int, timestamptz, bigint[]) IS
 -- pgq._pick_fair: pgq._pick for a fair queue (S130-S133): the next ready jobs of p_queue
 -- at the highest priority that has one, round-robin across its keys (pgq._fair_rows),
 -- locked with SKIP LOCKED, at most p_want, none of p_skip, as rows of one slot in the
--- order to take them; the turns advance by what it returns (pgq._fair_settle). When no
+-- order to take them; the turns advance by what it returns, at the reserve's end
+-- (pgq._fair_taken, pgq._fair_settle from pgq._pick_end). When no
 -- turn gives a job at any priority (every ready one held by other reserves, or jobs
 -- that no turn holds: a chunk or a job stored before the queue was made fair), the
 -- queue is picked in its plain order (pgq._pick), from the marks.
@@ -510,18 +511,18 @@ BEGIN
         END IF;
         v_rows := pgq._fair_rows(v_slots, p_queue, v_prio, p_want, p_now, p_skip);
         EXIT WHEN cardinality(v_rows.tids) > 0;
-        PERFORM pgq._fair_settle(p_queue, '{}', v_rows.idle);
+        PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
     END LOOP;
     -- One slot: up to the first row of another, which stays locked and comes first in
     -- the next pick.
     v_n := coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
                      WHERE v_rows.slots[i] <> v_rows.slots[1]), cardinality(v_rows.tids));
-    PERFORM pgq._fair_settle(p_queue, v_rows.keys[1 : v_n], v_rows.idle);
+    PERFORM pgq._fair_taken(p_queue, v_rows.keys[1 : v_n], v_rows.idle);
     v_out.slot := v_rows.slots[1];
     v_out.tids := v_rows.tids[1 : v_n];
     v_out.ids := v_rows.ids[1 : v_n];
     v_out.plain := v_rows.plain[1 : v_n];
-    v_out.last := v_rows.last AND v_n = cardinality(v_rows.tids);
+    v_out.last := false;  -- a lower priority may have ready jobs: the next pick tells
     RETURN v_out;
 END;
 $$;
@@ -841,15 +842,22 @@ COMMENT ON FUNCTION pgq._pick_done(jsonb, text) IS
 -- pgq._pick_end: keeps the cursor's marks for the session's next reserve, with the
 -- snapshot they hold for, and returns them. The transaction's own id is added to the
 -- in-progress list: its rows written after this call (a reserve inside a longer
--- transaction) are looked at next time. A function with a result, so that the reserve
--- calls it in an expression rather than a statement.
+-- transaction) are looked at next time. The turns of the fair queues it picked from
+-- are settled first (pgq._fair_settle, S131). A function with a result, so that the
+-- reserve calls it in an expression rather than a statement.
 CREATE OR REPLACE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_own xid8 := pg_current_xact_id_if_assigned();
+    v_own     xid8;
+    v_pending text := current_setting('pgq.fair_pending', true);
 BEGIN
+    IF v_pending <> '' THEN
+        PERFORM pgq._fair_settle(v_pending::jsonb);
+        PERFORM set_config('pgq.fair_pending', '', true);
+    END IF;
+    v_own := pg_current_xact_id_if_assigned();
     IF v_own IS NOT NULL THEN
         p_cursor := jsonb_set(p_cursor, '{since,xip}', to_jsonb(concat_ws(',', nullif(p_cursor #>> '{since,xip}', ''), v_own::text)));
     END IF;
