@@ -8,8 +8,8 @@ import (
 	"math/rand"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -65,7 +65,7 @@ func reserveTenants(t *testing.T, db *pgqtest.DB, max int) []taken {
 	return got
 }
 
-// The key is the payload's fair_by field as text ('' when it has none); a fair queue's
+// The key is the payload's fair_by field as text (” when it has none); a fair queue's
 // jobs are rows even in bulk (no loads), and redefining the queue keys its live jobs
 // anew.
 func TestS130FairQueueKeysJobsByPayloadField(t *testing.T) {
