@@ -383,3 +383,30 @@ func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Equal(t, []string{"last"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.fair_turns`))
 }
+
+// pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
+// jobs and the oldest one's wait, its jobs waiting later and running.
+func TestS135FairKeysView(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.set_fair_weight('exports', 'acme', 2)`)
+	dispatchTenant(t, db, "acme", 5, 0)
+	dispatchTenant(t, db, "zeta", 1, 0)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "zeta"}', queue => 'exports', delay => '1 hour')`)
+	require.Len(t, reserveTenants(t, db, 3), 3) // acme twice (weight 2), zeta once
+	type row struct {
+		Key                           string
+		Weight, Ready, Later, Running int
+		Waited                        bool
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT key, weight, ready::int, later::int, running::int, oldest_wait > '0'
+	                                 FROM pgq.fair_keys WHERE queue = 'exports' ORDER BY key`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.Key, &x.Weight, &x.Ready, &x.Later, &x.Running, &x.Waited)
+	})
+	require.NoError(t, err)
+	require.Equal(t, []row{{"acme", 2, 3, 0, 2, true}, {"zeta", 1, 0, 1, 1, false}}, got)
+}
