@@ -65,7 +65,7 @@ func reserveTenants(t *testing.T, db *pgqtest.DB, max int) []taken {
 	return got
 }
 
-// The key is the payload's fair_by field as text (” when it has none); a fair queue's
+// S130: the key is the payload's fair_by field as text (” when it has none); a fair queue's
 // jobs are rows even in bulk (no loads), and redefining the queue keys its live jobs
 // anew.
 func TestS130FairQueueKeysJobsByPayloadField(t *testing.T) {
@@ -112,7 +112,7 @@ func tenants(jobs []taken) []string {
 	return out
 }
 
-// A key with one waiting job waits at most one turn behind a key with 10,000: reserved
+// S131: a key with one waiting job waits at most one turn behind a key with 10,000: reserved
 // one at a time, at most one job of the big key comes before it, however far the big
 // key's backlog has been drained; and a batch reserve takes it in its first round.
 func TestS131OneJobWaitsAtMostOneTurn(t *testing.T) {
@@ -155,7 +155,7 @@ func TestS131OneJobWaitsAtMostOneTurn(t *testing.T) {
 	require.Equal(t, 10000-bigTaken-10, pgqtest.Scalar[int](t, db, `SELECT ready::int FROM pgq.fair_keys WHERE key = 'big'`))
 }
 
-// FIFO within a key: whatever the interleaving of dispatches and the size of reserves,
+// S132: FIFO within a key: whatever the interleaving of dispatches and the size of reserves,
 // each key's jobs are taken in dispatch order, round-robin across the keys.
 func TestS132FIFOWithinAKey(t *testing.T) {
 	t.Parallel()
@@ -190,7 +190,7 @@ func TestS132FIFOWithinAKey(t *testing.T) {
 	}
 }
 
-// Weights: a key of weight 3 gets three jobs a round where a key of weight 1 gets one,
+// S133: a key of weight 3 gets three jobs a round where a key of weight 1 gets one,
 // in one big reserve and in reserves of one job.
 func TestS133Weights(t *testing.T) {
 	t.Parallel()
@@ -221,7 +221,7 @@ func TestS133Weights(t *testing.T) {
 	require.Equal(t, "22023", pgErr.Code)
 }
 
-// Priority orders before fairness: a key's higher-priority jobs go before every key's
+// S134: priority orders before fairness: a key's higher-priority jobs go before every key's
 // lower ones, whatever the turns; within a priority, keys take turns.
 func TestS134PriorityBeforeFairness(t *testing.T) {
 	t.Parallel()
@@ -243,9 +243,9 @@ func TestS134PriorityBeforeFairness(t *testing.T) {
 	require.Equal(t, "small", all[len(all)-1], "the priority -1 job is last")
 }
 
-// Concurrent reserves on several connections take each job of a fair queue once, while
+// S136: concurrent reserves on several connections take each job of a fair queue once, while
 // producers dispatch to the same keys; and no key is ever left with live jobs and no
-// turn: a reserve that ends a key's turn as a producer stores a job of that key (S136).
+// turn: a reserve that ends a key's turn as a producer stores a job of that key.
 func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -384,7 +384,7 @@ func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	require.Equal(t, []string{"last"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.fair_turns`))
 }
 
-// pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
+// S135: pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
 // jobs and the oldest one's wait, its jobs waiting later and running.
 func TestS135FairKeysView(t *testing.T) {
 	t.Parallel()
