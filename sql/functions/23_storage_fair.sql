@@ -57,13 +57,13 @@ COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestampt
 -- p_want, none of p_skip. A first round walks the turns by ascending pass, taking from
 -- each key up to its weight; the keys that gave their whole share then take the rest
 -- in further rounds, each its weight's share of what is left, in one probe a key a
--- round. Rows in the order to take them: by each job's tag (its key's pass plus
--- n/weight for its key's n-th job here), then walk order. keys: each row's key.
--- idle: keys walked that gave no row.
+-- round. Rows in walk order, each with its key (keys) and its tag (tags: its key's
+-- pass plus n/weight for its key's n-th job here), by which they are taken. idle: keys
+-- walked that gave no row.
 CREATE OR REPLACE FUNCTION pgq._fair_rows(
     p_slots smallint[], p_queue text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[],
     OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[],
-    OUT idle text[]
+    OUT idle text[], OUT tags float8[]
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -71,7 +71,6 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_tags  float8[] := '{}';
     v_more  text[] := '{}';    -- keys that gave their whole share: they may have more
     v_pass  float8[] := '{}';  -- and their pass, weight and rows taken, in walk order
     v_w     int[] := '{}';
@@ -80,32 +79,51 @@ DECLARE
     v_quota int;
     v_n     int;
     v_m     int;
-    k       record;
+    v_last  bigint;    -- the place of the last turn that gave a job, in pass order
 BEGIN
     tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
-    FOR k IN
-        SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight
-        FROM pgq.fair_turns t
-        LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
-        WHERE t.queue = p_queue
-        ORDER BY t.pass, t.key
-    LOOP
-        EXIT WHEN cardinality(tids) >= p_want;
-        v_quota := least(k.weight, p_want - cardinality(tids));
-        v_n := cardinality(tids);
-        SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
-               ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
-        INTO tids, slots, ids, plain
-        FROM pgq._fair_probe(p_slots, p_queue, k.key, p_prio, v_quota, p_now, p_skip || ids) x;
-        v_n := cardinality(tids) - v_n;
-        keys := keys || array_fill(k.key, ARRAY[v_n]);
-        v_tags := v_tags || ARRAY(SELECT k.pass + i::float8 / k.weight FROM generate_series(1, v_n) i);
-        IF v_n = 0 THEN
-            idle := idle || k.key;
-        ELSIF v_n = k.weight THEN
-            v_more := v_more || k.key; v_pass := v_pass || k.pass; v_w := v_w || k.weight; v_took := v_took || v_n;
-        END IF;
-    END LOOP;
+    -- The first round, in one statement: the turns by pass, each key's next jobs up to
+    -- its weight, until p_want jobs.
+    SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.row_id ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_plain ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.key ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.pass + x.n::float8 / x.weight ORDER BY x.ord, x.n), '{}'),
+           max(x.ord)
+    INTO tids, slots, ids, plain, keys, tags, v_last
+    FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
+          FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
+                FROM pgq.fair_turns t
+                LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+                WHERE t.queue = p_queue
+                ORDER BY t.pass, t.key) t
+          CROSS JOIN LATERAL (
+              SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
+              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
+                           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                           AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
+                    FROM pgq.jobs p
+                    WHERE p.queue = p_queue AND p.fair_key = t.key AND p.priority = p_prio
+                      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+                    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+                    LIMIT t.weight
+                    FOR UPDATE SKIP LOCKED) l) j
+          LIMIT p_want) x;
+    -- The keys that gave their whole share may have more; the turns walked before the
+    -- last that gave none are idle.
+    SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
+           coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
+    INTO v_more, v_pass, v_w, v_took
+    FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM pgq.fair_turns t LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          WHERE t.queue = p_queue AND t.key = ANY (keys)) t
+    WHERE t.took = t.weight;
+    idle := ARRAY(SELECT t.key FROM pgq.fair_turns t
+                  WHERE t.queue = p_queue AND t.key <> ALL (keys)
+                  ORDER BY t.pass, t.key
+                  LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
+                             ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
     WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
         -- Whole rounds of the keys left, at once: each takes its weight times m.
         v_m := greatest(1, (p_want - cardinality(tids)) / (SELECT sum(w) FROM unnest(v_w) w)::int);
@@ -121,7 +139,7 @@ BEGIN
             FROM pgq._fair_probe(p_slots, p_queue, v_keys[i], p_prio, v_quota, p_now, p_skip || ids) x;
             v_n := cardinality(tids) - v_n;
             keys := keys || array_fill(v_keys[i], ARRAY[v_n]);
-            v_tags := v_tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
+            tags := tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
             v_took[i] := v_took[i] + v_n;
             IF v_n = v_quota THEN
                 v_more := v_more || v_keys[i];  -- kept at the same place of the arrays below
@@ -133,14 +151,6 @@ BEGIN
         INTO v_pass, v_w, v_took
         FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
     END LOOP;
-    -- In the order to take them: by tag, then as walked.
-    SELECT array_agg(tids[i] ORDER BY v_tags[i], i), array_agg(slots[i] ORDER BY v_tags[i], i),
-           array_agg(ids[i] ORDER BY v_tags[i], i), array_agg(plain[i] ORDER BY v_tags[i], i),
-           array_agg(keys[i] ORDER BY v_tags[i], i)
-    INTO tids, slots, ids, plain, keys
-    FROM generate_subscripts(v_tags, 1) i;
-    tids := coalesce(tids, '{}'); slots := coalesce(slots, '{}'); ids := coalesce(ids, '{}');
-    plain := coalesce(plain, '{}'); keys := coalesce(keys, '{}');
 END;
 $$;
 

@@ -513,6 +513,12 @@ BEGIN
         EXIT WHEN cardinality(v_rows.tids) > 0;
         PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
     END LOOP;
+    -- In the order to take them: by tag, then as walked.
+    SELECT array_agg(v_rows.tids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.slots[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.ids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.plain[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.keys[i] ORDER BY v_rows.tags[i], i)
+    INTO v_rows.tids, v_rows.slots, v_rows.ids, v_rows.plain, v_rows.keys
+    FROM generate_subscripts(v_rows.tags, 1) i;
     -- One slot: up to the first row of another, which stays locked and comes first in
     -- the next pick.
     v_n := coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
