@@ -278,6 +278,7 @@ CREATE TABLE pgq.jobs (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 PARTITION BY LIST (slot);
@@ -396,6 +397,13 @@ COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slot
 
 
 --
+-- Name: COLUMN jobs.waits_on; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.waits_on IS 'The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.';
+
+
+--
 -- Name: reserve_batch; Type: TYPE; Schema: pgq; Owner: -
 --
 
@@ -469,6 +477,12 @@ BEGIN
             PERFORM pgq._bury(v_job, v_a.error, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
+        ELSIF v_a.turned_by = 'concurrency_limited' THEN
+            -- Waits, uncounted, until its key's place frees (S99): its row as it was,
+            -- but for when it is ready and what it waits on.
+            UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => v_a.delay), waits_on = v_a.held[1]
+            WHERE j.uuid = v_job.uuid AND j.slot = p_batch.slot;
+            p_batch.turned := p_batch.turned || v_job.id;
         ELSIF v_a.turned_by IS NOT NULL THEN
             PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);
@@ -521,7 +535,8 @@ DECLARE
     v_cfg   jsonb[];
     v_key   text[];
     v_missing boolean;                  -- a key of this position was not stored at dispatch
-    v_ov    record;                     -- the leases without_overlapping won
+    v_ov    record;                     -- the leases without_overlapping or concurrency_limited won
+    v_kind  text;
 BEGIN
     v_alive := array_fill(true, ARRAY[v_n]);
     v_out := pgq._admit_unbounded(p_middleware);
@@ -547,8 +562,14 @@ BEGIN
             SELECT m.keys, m.failed INTO v_key, v_dec
             FROM pgq._admit_missing_keys(v_ord, v_name, v_cfg, v_key, p_jobs, p_payloads) m;
         END IF;
-        IF 'without_overlapping' = ANY (v_name) THEN
-            v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+        -- The kinds that lease keys: without_overlapping, and concurrency_limited's places.
+        FOREACH v_kind IN ARRAY ARRAY['without_overlapping', 'concurrency_limited'] LOOP
+            CONTINUE WHEN v_kind <> ALL (v_name);
+            IF v_kind = 'without_overlapping' THEN
+                v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            ELSE
+                v_ov := pgq._admit_concurrency(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            END IF;
             v_dec := v_dec || v_ov.turned;
             -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
             FOR i IN 1 .. coalesce(cardinality(v_ov.won_ord), 0) LOOP
@@ -556,7 +577,7 @@ BEGIN
                 v_exp[v_ov.won_ord[i]] := CASE WHEN v_ov.won_exp[i] < 0 OR v_exp[v_ov.won_ord[i]] < 0 THEN -1
                                                ELSE greatest(v_exp[v_ov.won_ord[i]], v_ov.won_exp[i]) END;
             END LOOP;
-        END IF;
+        END LOOP;
         IF 'rate_limited' = ANY (v_name) THEN
             v_dec := v_dec || pgq._admit_rate(v_ord, v_name, v_cfg, v_key, p_now);
         END IF;
@@ -583,7 +604,7 @@ BEGIN
     -- arrays from their start for each job.
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE coalesce(d.held, '{}') END, d.error,
            CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END, coalesce(d.busy, false)
     FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
@@ -631,6 +652,72 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) IS 'Admission: throttles_exceptions for one middleware position of a batch: the jobs whose circuit is open, turned away (S29).';
+
+
+--
+-- Name: _admit_concurrency(integer[], text[], jsonb[], text[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
+    v_key   text[];
+    v_lim   int[];
+    v_o_ord int[];                      -- the jobs offered a place, and the place
+    v_place text[];
+    v_ov    record;
+BEGIN
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
+    FROM (SELECT s.ord, s.key,
+                 CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int
+                      ELSE (SELECT l."limit" FROM pgq.concurrency_limits l WHERE l.name = s.cfg ->> 'limit') END AS lim
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL) j
+    WHERE j.lim IS NOT NULL;
+    IF v_ord IS NULL THEN
+        RETURN;
+    END IF;
+    WITH jobs AS (
+        SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+        FROM unnest(v_ord, v_key) j(ord, key)
+    ), places AS (
+        SELECT k.key, '#' || k.key || '#' || i AS place, row_number() OVER (PARTITION BY k.key ORDER BY i) AS n
+        FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
+             generate_series(1, k.lim) i
+        WHERE NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = '#' || k.key || '#' || i AND o.expires_at > p_now)
+    )
+    SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
+    FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
+    IF v_o_ord IS NOT NULL THEN
+        v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
+                                   array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
+        won_ord := v_ov.won_ord;
+        won_key := v_ov.won_key;
+        won_exp := v_ov.won_exp;
+    END IF;
+    turned := ARRAY(
+        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                   greatest(1, ceil(extract(epoch FROM (
+                       SELECT min(o.expires_at) FROM pgq.overlap_locks o
+                       WHERE o.key IN (SELECT '#' || j.key || '#' || i FROM generate_series(1, j.lim) i) AND o.expires_at > p_now
+                   ) - p_now)))::int,
+                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+        FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim)
+        WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) IS 'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases) and the jobs left to wait, uncounted (S99).';
 
 
 --
@@ -1718,6 +1805,43 @@ COMMENT ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_
 
 
 --
+-- Name: _check_concurrency(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_concurrency(p_cfg jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF jsonb_typeof(p_cfg -> 'limit') = 'number' AND (p_cfg ->> 'limit')::numeric BETWEEN 1 AND 1000
+       AND (p_cfg ->> 'limit')::numeric % 1 = 0 THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(p_cfg -> 'limit') = 'string' THEN
+        IF NOT EXISTS (SELECT FROM pgq.concurrency_limits l WHERE l.name = p_cfg ->> 'limit') THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited names limit %, which is not defined (pgq.define_concurrency)',
+                quote_literal(p_cfg ->> 'limit') USING ERRCODE = '22023';
+        END IF;
+        IF p_cfg ? 'key' THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited with a named limit takes "by", not "key": the limit''s name is its key'
+                USING ERRCODE = '22023';
+        END IF;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'pgq: concurrency_limited "limit" must be a whole number from 1 to 1000 or the name of a pgq.define_concurrency limit, got %',
+        coalesce(left((p_cfg -> 'limit')::text, 100), 'nothing') USING ERRCODE = '22023';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_concurrency(p_cfg jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_concurrency(p_cfg jsonb) IS 'Raises 22023 unless a concurrency_limited "limit" is 1-1000 handlers or a defined limit''s name (S99).';
+
+
+--
 -- Name: _check_dispatch_limits(integer, integer, jsonb[], interval, timestamp with time zone, interval); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1849,9 +1973,10 @@ BEGIN
             WHEN 'without_overlapping' THEN ARRAY['key', 'by', 'release_after', 'expire_after', 'dont_release', 'shared']
             WHEN 'rate_limited' THEN ARRAY['limit', 'by']
             WHEN 'throttles_exceptions' THEN ARRAY['max_exceptions', 'decay', 'backoff', 'key', 'by', 'when']
+            WHEN 'concurrency_limited' THEN ARRAY['limit', 'key', 'by']
             ELSE NULL END);
-        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions') THEN
-            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited or throttles_exceptions',
+        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions', 'concurrency_limited') THEN
+            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited, throttles_exceptions or concurrency_limited',
                 quote_literal(v_name) USING ERRCODE = '22023';
         END IF;
         IF v_bad IS NOT NULL THEN
@@ -1879,6 +2004,9 @@ BEGIN
         IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
             RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
                 coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'concurrency_limited' THEN
+            PERFORM pgq._check_concurrency(v_cfg);
         END IF;
         IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
             PERFORM pgq._check_regex(v_cfg -> 'when');
@@ -1923,7 +2051,8 @@ BEGIN
         RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
     END IF;
     v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
-    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+    PERFORM pgq._key(CASE WHEN v_names[i] = 'rate_limited' OR jsonb_typeof(v_cfgs[i] -> 'limit') = 'string'
+                          THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
     WHERE v_keys[i] IS NULL
@@ -4191,6 +4320,7 @@ BEGIN
     RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN u.cfg ->> 'limit' ELSE u.job END
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
                       ELSE u.job END ORDER BY u.n),
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
@@ -5015,6 +5145,44 @@ COMMENT ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batches u
 
 
 --
+-- Name: _refuse_named_limit(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_path  jsonpath := format('$[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_chain jsonpath := format('$[*].middleware[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_vars  jsonb := jsonb_build_object('name', p_name);
+    v_users text;
+BEGIN
+    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
+    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
+          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
+          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
+          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
+    IF v_users IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(p_name), v_users
+            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _refuse_named_limit(p_kind text, p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) IS 'Raises 2BP01 while a job class, schedule or running chain names this limit (S83, S99).';
+
+
+--
 -- Name: _reject(text, uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5065,22 +5233,47 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
-    AS $$
+    AS $_$
+DECLARE
+    v_freed text[];
+    v_queue text;
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
     -- completion batch (a join with unnest(p_keys) gets a generic plan that does too).
-    DELETE FROM pgq.overlap_locks o
-    WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+    WITH gone AS (
+        DELETE FROM pgq.overlap_locks o
+        WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
+        RETURNING o.key
+    )
+    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
+    FROM gone g WHERE g.key LIKE '#%';
+    IF v_freed IS NULL THEN
+        RETURN;
+    END IF;
+    FOR v_queue IN
+        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
+        woken AS (
+            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
+            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
+                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                                   ORDER BY w.id LIMIT f.n) w
+            WHERE j.uuid = w.uuid
+            RETURNING j.queue
+        )
+        SELECT DISTINCT queue FROM woken
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
 END;
-$$;
+$_$;
 
 
 --
 -- Name: FUNCTION _release_overlap(p_uuids uuid[], p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
+COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34); wakes a job waiting for each concurrency_limited place freed (S99).';
 
 
 --
@@ -6590,6 +6783,34 @@ COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp wi
 
 
 --
+-- Name: define_concurrency(text, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.define_concurrency(name text, "limit" integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._check_name('limit', define_concurrency.name);
+    IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
+                  define_concurrency.name, define_concurrency."limit");
+END;
+$$;
+
+
+--
+-- Name: FUNCTION define_concurrency(name text, "limit" integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.define_concurrency(name text, "limit" integer) IS 'Creates or updates a named concurrency limit: at most "limit" handlers of a key at once, across every worker (S99). Returns it as a line of text.';
+
+
+--
 -- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6971,32 +7192,38 @@ COMMENT ON FUNCTION pgq.dispatch_warnings(job text, queue text) IS 'What would k
 
 
 --
+-- Name: drop_concurrency(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.drop_concurrency(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('concurrency_limited', drop_concurrency.name);
+    DELETE FROM pgq.concurrency_limits l WHERE l.name = drop_concurrency.name;
+    RETURN FOUND;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION drop_concurrency(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.drop_concurrency(name text) IS 'Deletes a named concurrency limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S99).';
+
+
+--
 -- Name: drop_limit(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq.drop_limit(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-DECLARE
-    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
-    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
-    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
-    v_users text;
+    AS $$
 BEGIN
-    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
-    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
-          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
-          UNION ALL
-          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
-          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
-          UNION ALL
-          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
-          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
-    IF v_users IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
-            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
-    END IF;
+    PERFORM pgq._refuse_named_limit('rate_limited', drop_limit.name);
     DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
     IF NOT FOUND THEN
         RETURN false;
@@ -7006,7 +7233,7 @@ BEGIN
       AND pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]);
     RETURN true;
 END;
-$_$;
+$$;
 
 
 --
@@ -9082,6 +9309,26 @@ COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29)
 
 
 --
+-- Name: concurrency_limits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.concurrency_limits (
+    name text NOT NULL,
+    "limit" integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT concurrency_limits_limit_check CHECK ((("limit" >= 1) AND ("limit" <= 1000)))
+);
+
+
+--
+-- Name: TABLE concurrency_limits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.concurrency_limits IS 'Named concurrency limits (pgq.define_concurrency): at most "limit" handlers of a key run at once across every worker (S99).';
+
+
+--
 -- Name: debounce_tokens; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -9443,6 +9690,7 @@ CREATE TABLE pgq.jobs_0 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9503,6 +9751,7 @@ CREATE TABLE pgq.jobs_1 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9563,6 +9812,7 @@ CREATE TABLE pgq.jobs_2 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9623,6 +9873,7 @@ CREATE TABLE pgq.jobs_3 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9633,6 +9884,44 @@ WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', au
 --
 
 COMMENT ON TABLE pgq.jobs_3 IS 'Slot 3 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
+
+
+--
+-- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks (
+    key text NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    since timestamp with time zone NOT NULL,
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+)
+PARTITION BY LIST (gen);
+
+
+--
+-- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome. Partitioned by generation (pgq.overlap_gens, S81).';
+
+
+--
+-- Name: COLUMN overlap_locks.expires_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
+
+
+--
+-- Name: COLUMN overlap_locks.gen; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.gen IS 'The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.';
 
 
 --
@@ -9720,14 +10009,43 @@ UNION ALL
             ELSE 'closed'::text
         END AS state,
     c.last_exception
-   FROM pgq.circuits c;
+   FROM pgq.circuits c
+UNION ALL
+ SELECT 'concurrency'::text AS kind,
+    COALESCE(l.name, split_part(k.key, ':'::text, 1)) AS name,
+    COALESCE(k.key, l.name) AS key,
+    l."limit" AS max,
+    NULL::interval AS per,
+    (COALESCE(k.running, (0)::bigint))::integer AS used,
+    NULL::timestamp with time zone AS resets_at,
+        CASE
+            WHEN ((k.running >= l."limit") OR (k.waiting > 0)) THEN 'full'::text
+            ELSE 'available'::text
+        END AS state,
+    NULL::text AS last_exception
+   FROM (( SELECT u.key,
+            sum(u.running) AS running,
+            sum(u.waiting) AS waiting
+           FROM ( SELECT regexp_replace(substr(o.key, 2), '#[0-9]+$'::text, ''::text) AS key,
+                    1 AS running,
+                    0 AS waiting
+                   FROM pgq.overlap_locks o
+                  WHERE ((o.key ~~ '#%'::text) AND (o.expires_at > now()))
+                UNION ALL
+                 SELECT j.waits_on,
+                    0,
+                    1
+                   FROM pgq.jobs j
+                  WHERE ((j.waits_on IS NOT NULL) AND (j.reserved_at IS NULL))) u
+          GROUP BY u.key) k
+     FULL JOIN pgq.concurrency_limits l ON ((l.name = split_part(k.key, ':'::text, 1))));
 
 
 --
 -- Name: VIEW limits; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
+COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets), each circuit''s state (open: jobs are turned away until resets_at + 3 s), and each concurrency limit''s handlers running per key (used of max; max is NULL for a limit a class sets per key, S99).';
 
 
 --
@@ -9906,44 +10224,6 @@ ALTER TABLE ONLY pgq.loads_3 ALTER COLUMN payloads SET STORAGE EXTERNAL;
 --
 
 COMMENT ON TABLE pgq.loads_3 IS 'Slot 3 of pgq.loads (pgq.job_slots): read pgq.loads.';
-
-
---
--- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.overlap_locks (
-    key text NOT NULL,
-    job_uuid uuid NOT NULL,
-    worker text,
-    since timestamp with time zone NOT NULL,
-    expire_after integer,
-    lease_token uuid NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    gen smallint NOT NULL
-)
-PARTITION BY LIST (gen);
-
-
---
--- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome. Partitioned by generation (pgq.overlap_gens, S81).';
-
-
---
--- Name: COLUMN overlap_locks.expires_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
-
-
---
--- Name: COLUMN overlap_locks.gen; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.overlap_locks.gen IS 'The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.';
 
 
 --
@@ -10605,6 +10885,14 @@ ALTER TABLE ONLY pgq.circuits
 
 
 --
+-- Name: concurrency_limits concurrency_limits_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.concurrency_limits
+    ADD CONSTRAINT concurrency_limits_pkey PRIMARY KEY (name);
+
+
+--
 -- Name: debounce_tokens debounce_tokens_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -11032,6 +11320,20 @@ CREATE INDEX jobs_0_txid_idx ON pgq.jobs_0 USING btree (txid);
 
 
 --
+-- Name: jobs_waits_on_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_waits_on_idx ON ONLY pgq.jobs USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
+-- Name: jobs_0_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_waits_on_id_idx ON pgq.jobs_0 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
 -- Name: jobs_1_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11071,6 +11373,13 @@ CREATE INDEX jobs_1_reserved_until_idx ON pgq.jobs_1 USING btree (reserved_until
 --
 
 CREATE INDEX jobs_1_txid_idx ON pgq.jobs_1 USING btree (txid);
+
+
+--
+-- Name: jobs_1_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_waits_on_id_idx ON pgq.jobs_1 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
 
 
 --
@@ -11116,6 +11425,13 @@ CREATE INDEX jobs_2_txid_idx ON pgq.jobs_2 USING btree (txid);
 
 
 --
+-- Name: jobs_2_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_waits_on_id_idx ON pgq.jobs_2 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
 -- Name: jobs_3_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11155,6 +11471,13 @@ CREATE INDEX jobs_3_reserved_until_idx ON pgq.jobs_3 USING btree (reserved_until
 --
 
 CREATE INDEX jobs_3_txid_idx ON pgq.jobs_3 USING btree (txid);
+
+
+--
+-- Name: jobs_3_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_waits_on_id_idx ON pgq.jobs_3 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
 
 
 --
@@ -11319,6 +11642,13 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_0_txid_idx;
 
 
 --
+-- Name: jobs_0_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_0_waits_on_id_idx;
+
+
+--
 -- Name: jobs_1_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -11358,6 +11688,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_1_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_1_txid_idx;
+
+
+--
+-- Name: jobs_1_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_1_waits_on_id_idx;
 
 
 --
@@ -11403,6 +11740,13 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_2_txid_idx;
 
 
 --
+-- Name: jobs_2_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_2_waits_on_id_idx;
+
+
+--
 -- Name: jobs_3_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -11442,6 +11786,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_3_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_3_txid_idx;
+
+
+--
+-- Name: jobs_3_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_3_waits_on_id_idx;
 
 
 --
@@ -11629,6 +11980,13 @@ REVOKE ALL ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key 
 
 
 --
+-- Name: FUNCTION _admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -11780,6 +12138,13 @@ REVOKE ALL ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_j
 --
 
 REVOKE ALL ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_concurrency(p_cfg jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_concurrency(p_cfg jsonb) FROM PUBLIC;
 
 
 --
@@ -12397,6 +12762,13 @@ REVOKE ALL ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batche
 
 
 --
+-- Name: FUNCTION _refuse_named_limit(p_kind text, p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12738,6 +13110,14 @@ GRANT ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp 
 
 
 --
+-- Name: FUNCTION define_concurrency(name text, "limit" integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.define_concurrency(name text, "limit" integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_concurrency(name text, "limit" integer) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12808,6 +13188,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, 
 REVOKE ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_producer;
 GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_reader;
+
+
+--
+-- Name: FUNCTION drop_concurrency(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.drop_concurrency(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.drop_concurrency(name text) TO pgq_admin;
 
 
 --
@@ -13141,6 +13529,13 @@ GRANT SELECT ON TABLE pgq.chains TO pgq_reader;
 
 
 --
+-- Name: TABLE concurrency_limits; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.concurrency_limits TO pgq_reader;
+
+
+--
 -- Name: TABLE failed; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13193,6 +13588,7 @@ GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
 -- Name: TABLE limits; Type: ACL; Schema: pgq; Owner: -
 --
 
+GRANT SELECT ON TABLE pgq.limits TO pgq_worker;
 GRANT SELECT ON TABLE pgq.limits TO pgq_reader;
 
 

@@ -13,6 +13,22 @@ import (
 	"github.com/google/uuid"
 )
 
+const concurrencyDefine = `-- name: ConcurrencyDefine :one
+SELECT define_concurrency FROM pgq.define_concurrency(name => $1::text, "limit" => $2::int)
+`
+
+type ConcurrencyDefineParams struct {
+	Name string
+	Max  int32
+}
+
+func (q *Queries) ConcurrencyDefine(ctx context.Context, arg ConcurrencyDefineParams) (*string, error) {
+	row := q.db.QueryRow(ctx, concurrencyDefine, arg.Name, arg.Max)
+	var define_concurrency *string
+	err := row.Scan(&define_concurrency)
+	return define_concurrency, err
+}
+
 const jobClassDefine = `-- name: JobClassDefine :one
 SELECT define_job FROM pgq.define_job(
     name => $1::text,

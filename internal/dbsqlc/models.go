@@ -204,6 +204,14 @@ type PgqCircuit struct {
 	UpdatedAt     time.Time
 }
 
+// Named concurrency limits (pgq.define_concurrency): at most "limit" handlers of a key run at once across every worker (S99).
+type PgqConcurrencyLimit struct {
+	Name      string
+	Limit     int32
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 // The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
 type PgqDebounceToken struct {
 	Key            string
@@ -366,6 +374,8 @@ type PgqJob struct {
 	Txid pgtype.Uint64
 	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
 	Slot int16
+	// The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.
+	WaitsOn *string
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.
@@ -760,7 +770,7 @@ type PgqJobs3 struct {
 	Slot int16
 }
 
-// Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).
+// Each rate limit's budget in its current window (used of max, when it resets), each circuit's state (open: jobs are turned away until resets_at + 3 s), and each concurrency limit's handlers running per key (used of max; max is NULL for a limit a class sets per key, S99).
 type PgqLimit struct {
 	Kind          string
 	Name          string

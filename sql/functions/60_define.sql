@@ -322,20 +322,17 @@ $$;
 COMMENT ON FUNCTION pgq.define_limit(text, int, interval) IS
     'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28). Returns it as a line of text.';
 
--- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
--- schedule or a running chain names it in its middleware: their next dispatch would
--- fail. Jobs already dispatched with it are admitted from then on (there is no budget
--- left to keep). Its windows are deleted when their lock is free now, the others (a
--- reserve holds them) by retention: a drop waits for no reserve, and holds nothing a
--- reserve waits for. False when there was none.
-CREATE OR REPLACE FUNCTION pgq.drop_limit(name text) RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+-- pgq._refuse_named_limit: raises 2BP01 while a job class, a schedule or a running
+-- chain names the limit in a middleware of that kind (rate_limited or
+-- concurrency_limited): their next dispatch would fail.
+CREATE OR REPLACE FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) RETURNS void
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
-    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
-    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
+    v_path  jsonpath := format('$[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_chain jsonpath := format('$[*].middleware[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_vars  jsonb := jsonb_build_object('name', p_name);
     v_users text;
 BEGIN
     SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
@@ -348,9 +345,26 @@ BEGIN
           SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
           WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
     IF v_users IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(p_name), v_users
             USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
     END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._refuse_named_limit(text, text) IS 'Raises 2BP01 while a job class, schedule or running chain names this limit (S83, S99).';
+
+-- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
+-- schedule or a running chain names it in its middleware: their next dispatch would
+-- fail. Jobs already dispatched with it are admitted from then on (there is no budget
+-- left to keep). Its windows are deleted when their lock is free now, the others (a
+-- reserve holds them) by retention: a drop waits for no reserve, and holds nothing a
+-- reserve waits for. False when there was none.
+CREATE OR REPLACE FUNCTION pgq.drop_limit(name text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('rate_limited', drop_limit.name);
     DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
     IF NOT FOUND THEN
         RETURN false;
@@ -364,3 +378,43 @@ $$;
 
 COMMENT ON FUNCTION pgq.drop_limit(text) IS
     'Deletes a named rate limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S83).';
+
+-- pgq.define_concurrency: creates or updates a named concurrency limit (S99): at most
+-- "limit" handlers (1 to 1,000) of each of its keys run at once across every worker, for
+-- every job class whose concurrency_limited middleware names it. Lowering it lets the
+-- handlers running finish; no new one starts until fewer than the limit run.
+CREATE OR REPLACE FUNCTION pgq.define_concurrency(name text, "limit" int) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._check_name('limit', define_concurrency.name);
+    IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
+                  define_concurrency.name, define_concurrency."limit");
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.define_concurrency(text, int) IS
+    'Creates or updates a named concurrency limit: at most "limit" handlers of a key at once, across every worker (S99). Returns it as a line of text.';
+
+-- pgq.drop_concurrency: deletes a named concurrency limit, refused (2BP01) while a job
+-- class, a schedule or a running chain names it. Jobs already dispatched with it are
+-- admitted from then on. False when there was none.
+CREATE OR REPLACE FUNCTION pgq.drop_concurrency(name text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('concurrency_limited', drop_concurrency.name);
+    DELETE FROM pgq.concurrency_limits l WHERE l.name = drop_concurrency.name;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.drop_concurrency(text) IS
+    'Deletes a named concurrency limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S99).';

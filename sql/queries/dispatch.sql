@@ -55,6 +55,9 @@ SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after:
 -- name: LimitDefine :one
 SELECT * FROM pgq.define_limit(name => @name::text, max => @max::int, per => @per::interval);
 
+-- name: ConcurrencyDefine :one
+SELECT * FROM pgq.define_concurrency(name => @name::text, "limit" => @max::int);
+
 -- name: JobStageDispatch :one
 SELECT pgq.stage_dispatch();
 
