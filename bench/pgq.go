@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"sync/atomic"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -61,6 +62,10 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		return nil, err
 	}
 	if err := e.client.DefineLimit(ctx, "bench_huge", 1_000_000_000, time.Hour); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := e.client.DefineConcurrency(ctx, "bench_conc", o.conc); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -117,6 +122,7 @@ type pgqScenario struct {
 	concurrency int // 0: the worker's default
 	sqlHandler  bool
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
+	limit       int                         // > 0: the run fails when more handlers than this ran at once
 	batch       bool                        // the backlog is one batch (DispatchBatch, then AddToBatch)
 	payload     func(i int) json.RawMessage // nil: {}
 	dispatch    []pgq.Option
@@ -156,6 +162,10 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with rate_limited (huge budget), jobs/s (concurrency %d)", o.extraJobs, o.conc),
 			job: "noop_ratelimit", jobs: o.extraJobs, concurrency: o.conc,
 			dispatch: mw(pgq.RateLimited{Limit: "bench_huge"})}
+	case "mw-concurrency":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs under concurrency_limited (one key, limit %d = the concurrency), jobs/s (concurrency %d)", o.extraJobs, o.conc, o.conc),
+			job: "noop_concurrency", jobs: o.extraJobs, concurrency: o.conc, limit: o.conc,
+			dispatch: mw(pgq.ConcurrencyLimited{Named: "bench_conc"})}
 	case "mw-throttle":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with throttles_exceptions (no exceptions), jobs/s (concurrency %d)", o.extraJobs, o.conc),
 			job: "noop_throttle", jobs: o.extraJobs, concurrency: o.conc,
@@ -297,10 +307,17 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	if err != nil {
 		return fail(err)
 	}
+	var running, mostRunning atomic.Int64
 	if !sc.sqlHandler {
-		failOnce := sc.failOnce
+		failOnce, limit := sc.failOnce, sc.limit
 		worker.Handle(w, sc.job, worker.Handler[json.RawMessage]{
 			Run: func(_ context.Context, j *worker.Job[json.RawMessage]) error {
+				if limit > 0 {
+					n := running.Add(1)
+					defer running.Add(-1)
+					for m := mostRunning.Load(); n > m && !mostRunning.CompareAndSwap(m, n); m = mostRunning.Load() {
+					}
+				}
 				if failOnce && j.Attempt == 1 {
 					return errors.New("bench: fail the first attempt")
 				}
@@ -367,6 +384,9 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	failedAttempts := 0
 	if sc.failOnce {
 		failedAttempts = sc.jobs
+	}
+	if sc.limit > 0 && mostRunning.Load() > int64(sc.limit) {
+		return fail(fmt.Errorf("%d handlers ran at once under a concurrency limit of %d", mostRunning.Load(), sc.limit))
 	}
 	if err := e.verify(ctx, sc.job, sc.jobs, failedAttempts); err != nil {
 		if d.warnings > failedAttempts {
