@@ -9,9 +9,9 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"sync/atomic"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
