@@ -123,7 +123,7 @@ type pgqScenario struct {
 	jobs        int
 	concurrency int // 0: the worker's default
 	sqlHandler  bool
-	rows        string // a table the handler inserts one row into per job: verified, then emptied
+	rows        string                      // a table the handler inserts one row into per job: verified, then emptied
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
 	batch       bool                        // the backlog is one batch (DispatchBatch, then AddToBatch)
 	payload     func(i int) json.RawMessage // nil: {}
