@@ -510,9 +510,12 @@ BEGIN
     END IF;
     IF NOT p_grouped THEN
         DELETE FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid;
-    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid)
-       OR EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
-        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid USING ERRCODE = 'PQ003';
+    ELSIF EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = format('Its class %s is isolated.', v_job.job);
+    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = 'Its last attempt was lost with its group.';
     END IF;
     IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
         RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
