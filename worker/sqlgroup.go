@@ -64,8 +64,11 @@ type sqlGroups struct {
 	mu    sync.Mutex
 	queue []*sqlCall // guarded by mu: jobs waiting for a group, oldest first
 
-	// durations: per job class, a moving average of its handler's recent runs in
-	// nanoseconds (*atomic.Int64); a class with none yet runs alone.
+	// durations: per job class, how long its handler's recent runs took, in nanoseconds
+	// (*atomic.Int64): a run shorter than the estimate sets it, a longer one raises it by
+	// a sixteenth of the difference, so that runs a busy server slowed down do not send a
+	// short handler's jobs to run alone, while a handler that runs long every time gets
+	// there within a few dozen runs. A class with none yet runs alone.
 	durations sync.Map
 	// isolated: per job class said to be isolated, when to ask again (time.Time).
 	isolated sync.Map
@@ -111,11 +114,11 @@ func (g *sqlGroups) ran(job string, d time.Duration) {
 	if !ok {
 		v, ok = g.durations.LoadOrStore(job, new(atomic.Int64))
 	}
-	avg := v.(*atomic.Int64)
-	if old := avg.Load(); ok && old > 0 {
-		avg.Store(old + (int64(d)-old)/4)
+	est := v.(*atomic.Int64)
+	if old := est.Load(); ok && old > 0 && int64(d) > old {
+		est.Store(old + (int64(d)-old)/16)
 	} else {
-		avg.Store(int64(d))
+		est.Store(int64(d))
 	}
 }
 
