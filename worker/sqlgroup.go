@@ -276,11 +276,11 @@ func (e *executor) runInGroup(bctx context.Context, tx pgx.Tx, c *sqlCall, first
 		return e.lostWith(c, err)
 	}
 	// The job's own outcome: back to its savepoint, and the group goes on.
-	rb := &pgx.Batch{}
-	rq := dbsqlc.New(batchQueue{rb})
-	_ = rq.GroupRollbackSavepoint(bctx)
-	_ = rq.GroupReleaseSavepoint(bctx)
-	rerr := tx.SendBatch(bctx, rb).Close()
+	rq := dbsqlc.New(simpleQueries{tx})
+	rerr := rq.GroupRollbackSavepoint(bctx)
+	if rerr == nil {
+		rerr = rq.GroupReleaseSavepoint(bctx)
+	}
 	if rerr != nil && pgErr.Code != "PQ100" {
 		return e.lostWith(c, err) // what ended the job ended the transaction too
 	}
@@ -318,6 +318,23 @@ func (e *executor) lostWith(c *sqlCall, err error) (kept bool, lost error) {
 		return false, err
 	}
 	return true, fmt.Errorf("job %s: %w", c.a.row.Uuid, err)
+}
+
+// simpleQueries runs sqlc's :exec queries with the simple protocol, which an aborted
+// transaction accepts for ROLLBACK TO SAVEPOINT (the extended protocol's prepare of a
+// statement not yet cached there is refused).
+type simpleQueries struct{ tx pgx.Tx }
+
+func (q simpleQueries) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return q.tx.Exec(ctx, sql, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+}
+
+func (q simpleQueries) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	panic("simpleQueries runs :exec queries only")
+}
+
+func (q simpleQueries) QueryRow(context.Context, string, ...any) pgx.Row {
+	panic("simpleQueries runs :exec queries only")
 }
 
 // batchQueue queues the statements of sqlc's :exec queries into a batch, so that a

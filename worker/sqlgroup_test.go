@@ -134,7 +134,10 @@ func TestS121TimeoutInAGroupCancelsThatJobAlone(t *testing.T) {
 	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.runs WHERE n = 5`))
 	for n, id := range ids {
 		if n != 5 {
-			require.Equal(t, []string{"succeeded"}, b.outcomes(t, id), "job %d", n)
+			// A job that waited for the slot past its own timeout while job 5 ran was
+			// never started, and was given back uncounted (S13, S35).
+			require.Equal(t, 1, pgqtest.Scalar[int](t, b.db,
+				`SELECT attempt FROM pgq.attempts WHERE job_uuid = $1 AND outcome = 'succeeded'`, id), "job %d", n)
 		}
 	}
 	require.Equal(t, 9, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.runs WHERE n > 0`))
@@ -179,7 +182,7 @@ func TestS122LostGroupGivesBackAndRunsAlone(t *testing.T) {
 	}
 	culprit := b.outcomes(t, ids[7])
 	require.Equal(t, "interrupted", culprit[0], "the group's loss gave its attempt back too")
-	require.Equal(t, "failed", culprit[len(culprit)-1], "run alone, the culprit is charged once its give-backs are spent")
+	require.Contains(t, b.failedException(t, ids[7]), "interrupted by infrastructure", "run alone, the culprit is charged once its give-backs are spent")
 	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.sql_alone WHERE job_uuid <> $1`, ids[7]),
 		"a job that ran alone lost its mark")
 }
