@@ -5349,17 +5349,18 @@ COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot)
 CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
-    AS $$
+    AS $_$
 DECLARE
     v_job pgq.jobs;
     v_key text;
 BEGIN
     -- The token's slot only, planned for it: the handler's transaction then holds a
     -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    SELECT * INTO v_job FROM pgq.jobs j
-    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
-    IF NOT FOUND THEN
+    -- EXECUTE of a constant statement plans it with the values given, every call, and
+    -- leaves the function's other statements their cached plans.
+    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
+        INTO v_job USING pgq._token_slot(p_token), p_uuid, p_token;
+    IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
     IF NOT p_grouped THEN
@@ -5392,7 +5393,7 @@ BEGIN
     attempt := v_job.attempts;
     search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
-$$;
+$_$;
 
 
 --

@@ -495,7 +495,6 @@ CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boo
                                         OUT worker text, OUT attempt integer, OUT search_path text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan  -- planned for the token's slot: pruned, and not locked
 AS $$
 DECLARE
     v_job pgq.jobs;
@@ -503,9 +502,11 @@ DECLARE
 BEGIN
     -- The token's slot only, planned for it: the handler's transaction then holds a
     -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    SELECT * INTO v_job FROM pgq.jobs j
-    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
-    IF NOT FOUND THEN
+    -- EXECUTE of a constant statement plans it with the values given, every call, and
+    -- leaves the function's other statements their cached plans.
+    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
+        INTO v_job USING pgq._token_slot(p_token), p_uuid, p_token;
+    IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
     IF NOT p_grouped THEN
