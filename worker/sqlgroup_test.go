@@ -76,7 +76,7 @@ func (b groupBundle) waitEnded(t *testing.T, job string, attempts int) {
 // S120, S48: a job that raises in a group of 30 is rolled back to its savepoint and
 // fails alone with its exception; the other 29 commit, in a group, each having seen its
 // own uuid in pgq.job_uuid. (The class's first job runs alone: its duration is unknown.)
-func TestS120RaisingJobFailsAloneInItsGroup(t *testing.T) {
+func TestS120S48RaisingJobFailsAloneInItsGroup(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.work(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
@@ -149,7 +149,7 @@ func TestS121TimeoutInAGroupCancelsThatJobAlone(t *testing.T) {
 // no other job spend an attempt: every job of the lost group is given back uncounted and
 // runs alone next, so the others succeed on attempt 1 and the culprit alone is charged
 // once its own give-backs are spent.
-func TestS122LostGroupGivesBackAndRunsAlone(t *testing.T) {
+func TestS122S35LostGroupGivesBackAndRunsAlone(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.crash(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
@@ -221,4 +221,34 @@ func TestS123IsolatedClassRunsAlone(t *testing.T) {
 		WHERE a.job = 'apart' AND o.job <> 'apart'`), "no other job shared an isolated job's transaction")
 	require.Less(t, pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT xact)::int FROM public.runs WHERE job = 'together' AND n > 0`), 30,
 		"the other class's jobs shared transactions")
+}
+
+// S124: a lone job's group commits once it has run, whatever the budget (here an hour);
+// and a class whose runs take longer than the budget runs alone.
+func TestS124LoneJobNotDelayedLongJobsAlone(t *testing.T) {
+	t.Parallel()
+	b := setupGroups(t)
+	b.db.Exec(t, `CREATE FUNCTION public.quick(p jsonb) RETURNS void LANGUAGE sql AS $$
+		INSERT INTO public.runs (job, n) VALUES ('quick', (p->>'n')::int) $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('quick', handler => 'public.quick')`)
+	b.oneSlotWorker(t, worker.WithSQLGroupBudget(time.Hour))
+	for n := range 3 { // the first runs alone; the next ones in groups of their own
+		b.dispatchN(t, "quick", n, n)
+		b.waitEnded(t, "quick", n+1)
+	}
+
+	b2 := setupGroups(t)
+	b2.db.Exec(t, `CREATE FUNCTION public.slow(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.runs (job, n) VALUES ('slow', (p->>'n')::int);
+		    PERFORM pg_sleep(0.05);
+		END $$`)
+	b2.db.Exec(t, `SELECT pgq.define_job('slow', handler => 'public.slow')`)
+	b2.oneSlotWorker(t, worker.WithSQLGroupBudget(10*time.Millisecond))
+	b2.dispatchN(t, "slow", 0, 0)
+	b2.waitEnded(t, "slow", 1)
+	b2.dispatchN(t, "slow", 1, 10)
+	b2.waitEnded(t, "slow", 11)
+	require.Equal(t, 11, pgqtest.Scalar[int](t, b2.db, `SELECT count(DISTINCT xact)::int FROM public.runs`),
+		"each 50 ms job ran alone under a 10 ms budget")
 }
