@@ -37,6 +37,10 @@ const (
 	// isolatedRecheck is how long the worker runs a class that pgq.run_sql_job said is
 	// isolated (S123) alone without asking again.
 	isolatedRecheck = time.Minute
+	// longSQLJobs: a class whose recent runs took longer than this many group budgets
+	// runs alone. More than one: a busy server stretches every statement, and short
+	// handlers must still share commits then.
+	longSQLJobs = 4
 	// groupCallTimeout bounds the calls of a group that belong to no job (BEGIN, a
 	// rollback to a savepoint, COMMIT): past it the connection is given up and the group
 	// is lost (S122).
@@ -98,14 +102,14 @@ const (
 )
 
 // groupable tells whether a job of class job may run in a group: its class is not known
-// to be isolated, and its recent runs were short (within the budget). A class not seen
-// yet runs alone first: its duration is unknown.
+// to be isolated, and its recent runs were short (within longSQLJobs budgets). A class
+// not seen yet runs alone first: its duration is unknown.
 func (g *sqlGroups) groupable(job string) bool {
 	if until, ok := g.isolated.Load(job); ok && time.Now().Before(until.(time.Time)) {
 		return false
 	}
 	d, ok := g.durations.Load(job)
-	return ok && time.Duration(d.(*atomic.Int64).Load()) <= g.budget
+	return ok && time.Duration(d.(*atomic.Int64).Load()) <= longSQLJobs*g.budget
 }
 
 // ran records a run of a handler of class job that took d.
