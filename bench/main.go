@@ -65,6 +65,7 @@ type options struct {
 	cpuProfile string
 	fnStats    bool
 	pgbench    string
+	sqlGroup   time.Duration
 	keepDB     bool
 
 	steadyDur       time.Duration
@@ -148,6 +149,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.pgqSlotMB, "pgq-slot-mb", 64, "pgq worker: WithSlotSize in MiB (its default is 64; 0 leaves the slots where they are), to measure what the size buys")
 	flag.StringVar(&o.pgqLog, "pgq-log", "", "pressure: append the pgq worker's log at info level to this file (what its vacuum decided, for one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
+	flag.DurationVar(&o.sqlGroup, "sql-group-budget", 5*time.Millisecond, "the pgq worker's WithSQLGroupBudget in the SQL drains (0: every SQL job alone)")
 	flag.StringVar(&o.pgbench, "pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary of the pgbench-insert scenario")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")
 	flag.BoolVar(&o.keepDB, "keep-db", true, "leave the benchmark databases in place at the end")

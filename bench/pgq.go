@@ -303,6 +303,9 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	if sc.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(sc.concurrency))
 	}
+	if sc.sqlHandler {
+		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
+	}
 	opts = append(opts, sc.workerOpts...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {

@@ -8312,6 +8312,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
     PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF run_sql_job.grouped THEN
+        RETURN;  -- the caller completes its group's jobs together, before its commit
+    END IF;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -8323,7 +8326,7 @@ $_$;
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, PQ003 for a job that must run alone (S120-S123).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
 
 
 --

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -181,10 +182,11 @@ func (e *executor) lead(wait context.Context) {
 	}
 }
 
-// runGroup runs first and the jobs waiting after it in one transaction and commits it.
-// A job that raises, times out or is refused is rolled back to its savepoint and gets
-// its outcome at once; the others get theirs when the commit answers: completed with
-// their effects, or, when the transaction ended without a commit, given back (S122).
+// runGroup runs first and the jobs waiting after it in one transaction, completes the
+// ones that ran with one pgq.complete and commits. A job that raises, times out or is
+// refused is rolled back to its savepoint and gets its outcome at once; the others get
+// theirs when the commit answers: completed with their effects, or, when the
+// transaction ended without a commit, given back (S122).
 func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 	bctx, cancel := context.WithTimeout(context.Background(), groupCallTimeout)
 	defer cancel()
@@ -212,6 +214,9 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 		}
 		c = e.groups.pop()
 	}
+	if lost == nil && len(ran) > 0 {
+		lost = e.completeGroup(bctx, tx, ran)
+	}
 	if lost == nil {
 		lost = tx.Commit(bctx)
 	} else {
@@ -224,6 +229,28 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 			c.done <- errCompletedInTx
 		}
 	}
+}
+
+// completeGroup completes the jobs that ran in the group, in its transaction and under
+// the worker's own statement_timeout (the last job's is in force). A job not completed
+// lost its lease meanwhile: its effects must not commit, so the whole group is lost.
+func (e *executor) completeGroup(ctx context.Context, tx pgx.Tx, ran []*sqlCall) error {
+	q := dbsqlc.New(tx)
+	if err := q.SessionSetJobTimeout(ctx, milliseconds(protocolStatementTimeout)); err != nil {
+		return err
+	}
+	p := dbsqlc.JobCompleteManyParams{Uuids: make([]uuid.UUID, len(ran)), Tokens: make([]uuid.UUID, len(ran))}
+	for i, c := range ran {
+		p.Uuids[i], p.Tokens[i] = c.a.row.Uuid, c.a.token
+	}
+	done, err := q.JobCompleteMany(ctx, p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("complete the group's jobs: %w", err)
+	case len(done) != len(ran):
+		return fmt.Errorf("%d of the group's %d jobs lost their leases before their completion", len(ran)-len(done), len(ran))
+	}
+	return nil
 }
 
 // runInGroup runs c's job in its own savepoint of tx: kept tells that it ran and its

@@ -571,7 +571,11 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payloa
 -- pgq.job_token, the attempt's lease token, by which pgq.add_to_batch knows a running
 -- member of a batch (S93).
 -- grouped: the caller runs this job in a savepoint of a transaction that runs others
--- too (S120); the settings above then name the job whose savepoint runs.
+-- too (S120); the settings above then name the job whose savepoint runs. The job is
+-- not completed here: the caller completes the group's jobs with one pgq.complete in
+-- the same transaction, and rolls the whole transaction back when that call does not
+-- complete every one of them (a lease lost meanwhile), so no job's effects commit
+-- without its completion.
 -- No dynamic SQL but the call: the handler is a regprocedure, so it cannot inject
 -- anything.
 CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean DEFAULT false) RETURNS void
@@ -609,6 +613,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
     PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF run_sql_job.grouped THEN
+        RETURN;  -- the caller completes its group's jobs together, before its commit
+    END IF;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -616,4 +623,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid, boolean) IS
-    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, PQ003 for a job that must run alone (S120-S123).';
+    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
