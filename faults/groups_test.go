@@ -17,7 +17,7 @@ import (
 // (the killed workers' when their leases end, the restart's at once), so no job is
 // lost, none runs twice, none fails and no attempt is charged: each job succeeds on its
 // attempt 1. That the jobs ran in groups is read from the transactions of their effects.
-func TestS122S35GroupedSQLDrainSurvivesKillsAndRestarts(t *testing.T) {
+func TestS120S122S35S36GroupedSQLDrainSurvivesKillsAndRestarts(t *testing.T) {
 	t.Parallel()
 	jobs := size(1000, 5000)
 	c := pgcluster.Start(t)
