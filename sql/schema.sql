@@ -5359,7 +5359,7 @@ BEGIN
     -- EXECUTE of a constant statement plans it with the values given, every call, and
     -- leaves the function's other statements their cached plans.
     EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
-        INTO v_job USING pgq._token_slot(p_token), p_uuid, p_token;
+        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
     IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
