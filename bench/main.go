@@ -12,6 +12,7 @@
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle, mw-concurrency   pgq only: what the semantics cost
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
+//	drain-sql-insert, pgbench-insert   pgq only: SQL handlers that insert a row, against pgbench's same INSERT
 //
 // Every run is verified (each job ran exactly once and is recorded as done) and the
 // program exits non-zero if any run fails verification. Each figure is the median of
@@ -63,6 +64,8 @@ type options struct {
 	quietMax   time.Duration
 	cpuProfile string
 	fnStats    bool
+	pgbench    string
+	sqlGroup   time.Duration
 	keepDB     bool
 
 	steadyDur       time.Duration
@@ -102,7 +105,8 @@ type options struct {
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
-	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "drain-go", "drain-go-c50", "batch", "pressure"}
+	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "drain-go", "drain-go-c50", "batch", "pressure",
+	"drain-sql-insert", "pgbench-insert"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -145,6 +149,8 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.pgqSlotMB, "pgq-slot-mb", 64, "pgq worker: WithSlotSize in MiB (its default is 64; 0 leaves the slots where they are), to measure what the size buys")
 	flag.StringVar(&o.pgqLog, "pgq-log", "", "pressure: append the pgq worker's log at info level to this file (what its vacuum decided, for one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
+	flag.DurationVar(&o.sqlGroup, "sql-group-budget", 5*time.Millisecond, "the pgq worker's WithSQLGroupBudget in the SQL drains (0: every SQL job alone)")
+	flag.StringVar(&o.pgbench, "pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary of the pgbench-insert scenario")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")
 	flag.BoolVar(&o.keepDB, "keep-db", true, "leave the benchmark databases in place at the end")
 
@@ -391,6 +397,11 @@ func run() error {
 				}
 				if pe != nil {
 					record("pgq", scen, i, pe.bulkShape(ctx, o))
+				}
+			case "pgbench-insert":
+				t.define(scen, fmt.Sprintf("pgbench: the INSERT of drain-sql-insert, one transaction per row, %d clients (the worker's SQL connections), tps", max(1, o.poolSize-3)), false, 0)
+				if pe != nil {
+					record("pgq", scen, i, pe.pgbenchInsert(ctx, o))
 				}
 			default: // pgq-only drains
 				if pe == nil {

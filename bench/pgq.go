@@ -53,11 +53,18 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		return nil, err
 	}
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA bench;
-		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;`); err != nil {
+		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+		CREATE TABLE bench.sql_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
+		CREATE FUNCTION bench.insert_row(payload jsonb) RETURNS void LANGUAGE sql AS $$
+			INSERT INTO bench.sql_rows (payload) VALUES (payload) $$;`); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("create bench.noop: %w", err)
 	}
 	if err := e.client.DefineJob(ctx, "noop_sql", pgq.Handler("bench.noop")); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := e.client.DefineJob(ctx, "insert_sql", pgq.Handler("bench.insert_row")); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -105,7 +112,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 // vacuumed table, and the runs of one figure must measure the same thing.
 func (e *pgqEnv) truncate(ctx context.Context) error {
 	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, pgq.callbacks, pgq.job_ends, "+
-		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens"); err != nil {
+		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens, bench.sql_rows"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	return nil
@@ -121,6 +128,7 @@ type pgqScenario struct {
 	jobs        int
 	concurrency int // 0: the worker's default
 	sqlHandler  bool
+	rows        string                      // a table the handler inserts one row into per job: verified, then emptied
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
 	limit       int                         // > 0: the run fails when more handlers than this ran at once
 	batch       bool                        // the backlog is one batch (DispatchBatch, then AddToBatch)
@@ -146,6 +154,9 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 	case "drain-sql":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with a SQL-function handler, jobs/s (worker default concurrency, pool %d)", o.sqlJobs, o.poolSize),
 			job: "noop_sql", jobs: o.sqlJobs, sqlHandler: true}
+	case "drain-sql-insert":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs whose SQL handler inserts one row, jobs/s (worker default concurrency, pool %d): compare with pgbench-insert", o.sqlJobs, o.poolSize),
+			job: "insert_sql", jobs: o.sqlJobs, sqlHandler: true, rows: "bench.sql_rows"}
 	case "plain":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d no-op jobs, no middleware, jobs/s (concurrency %d): reference for the rows below", o.extraJobs, o.conc),
 			job: "noop", jobs: o.extraJobs, concurrency: o.conc}
@@ -302,6 +313,9 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	if sc.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(sc.concurrency))
 	}
+	if sc.sqlHandler {
+		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
+	}
 	opts = append(opts, sc.workerOpts...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
@@ -393,6 +407,12 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 			err = fmt.Errorf("%w (worker logged %d warnings, first: %s)", err, d.warnings, logs.first())
 		}
 		return fail(err)
+	}
+	if sc.rows != "" {
+		var n int
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+sc.rows).Scan(&n); err != nil || n != sc.jobs {
+			return fail(fmt.Errorf("verify %s: want %d rows, one per job, got %d (%v)", sc.rows, sc.jobs, n, err))
+		}
 	}
 	if sc.batch {
 		var succeeded int

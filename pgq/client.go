@@ -243,8 +243,8 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 // "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
 // FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
 // DebounceFor/DebounceBy/DebounceMaxWait, WithMiddleware, and the ceilings of what a
-// dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90).
-// The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
+// dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90),
+// and Isolated (S123). The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
 	if err := s.classOnly(); err != nil {
@@ -275,6 +275,7 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 		MaxRetryFor:     s.maxRetryFor,
 		MinBackoff:      s.minBackoff,
 		MaxTimeout:      s.maxTimeout,
+		Isolated:        s.isolated,
 	})
 	if err != nil {
 		return fmt.Errorf("define job %s: %w", name, MapError(err))

@@ -92,7 +92,7 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, p
 GRANT EXECUTE ON FUNCTION pgq.dispatch_warnings TO {{ident .Producer}};
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
-    pgq.release, pgq.give_back, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
+    pgq.release, pgq.give_back, pgq.give_back_group, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
     pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch,
     pgq.worker_seen, pgq.worker_stopped, pgq._handler_path_hint, pgq._proc_search_path
     TO {{ident .Worker}};

@@ -2490,6 +2490,7 @@ CREATE TABLE pgq.job_classes (
     max_retry_for interval,
     min_backoff integer,
     max_timeout integer,
+    isolated boolean DEFAULT false NOT NULL,
     CONSTRAINT job_classes_max_retry_for_check CHECK ((max_retry_for > '00:00:00'::interval)),
     CONSTRAINT job_classes_max_timeout_check CHECK (((max_timeout >= 1) AND (max_timeout <= 2147483))),
     CONSTRAINT job_classes_max_tries_check CHECK ((max_tries >= 0)),
@@ -2534,10 +2535,17 @@ COMMENT ON COLUMN pgq.job_classes.max_timeout IS 'The longest timeout, in second
 
 
 --
--- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: COLUMN job_classes.isolated; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) RETURNS pgq.job_classes
+COMMENT ON COLUMN pgq.job_classes.isolated IS 'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).';
+
+
+--
+-- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) RETURNS pgq.job_classes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2561,7 +2569,7 @@ BEGIN
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
          unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware,
-         max_tries, max_retry_for, min_backoff, max_timeout)
+         max_tries, max_retry_for, min_backoff, max_timeout, isolated)
     VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
             _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
             _define_job.retry_for, _define_job.unique_for,
@@ -2569,7 +2577,7 @@ BEGIN
                  THEN coalesce(_define_job.unique_until, 'processed') END,
             _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
             _define_job.middleware, _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
-            _define_job.max_timeout)
+            _define_job.max_timeout, coalesce(_define_job.isolated, false))
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -2579,7 +2587,8 @@ BEGIN
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
             debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware,
             max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
-            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
+            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout,
+            isolated = EXCLUDED.isolated, updated_at = now()
     RETURNING * INTO v_class;
     -- The handler's search_path (S86): the one given, for a handler that pins none; the
     -- last definition that names a handler decides it, for every class that names it.
@@ -2597,10 +2606,10 @@ $$;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
+COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
 
 
 --
@@ -2621,6 +2630,7 @@ CREATE FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text)
         CASE WHEN p_class.max_exceptions IS NOT NULL THEN format('max_exceptions %s', p_class.max_exceptions) END,
         CASE WHEN p_class.timeout IS NOT NULL THEN format('timeout %s s', p_class.timeout) END,
         CASE WHEN p_class.fail_on_timeout THEN 'fail_on_timeout' END,
+        CASE WHEN p_class.isolated THEN 'isolated (each job runs in a transaction of its own)' END,
         CASE WHEN p_class.retry_for IS NOT NULL THEN format('retry_for %s', p_class.retry_for) END,
         CASE WHEN p_class.unique_for IS NOT NULL OR p_class.unique_by IS NOT NULL
              THEN format('unique until %s%s%s', p_class.unique_until,
@@ -5610,24 +5620,34 @@ COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot)
 
 
 --
--- Name: _sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _sql_job(uuid, uuid, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
+CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
-    AS $$
+    AS $_$
 DECLARE
     v_job pgq.jobs;
     v_key text;
 BEGIN
     -- The token's slot only, planned for it: the handler's transaction then holds a
     -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    SELECT * INTO v_job FROM pgq.jobs j
-    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
-    IF NOT FOUND THEN
+    -- EXECUTE of a constant statement plans it with the values given, every call, and
+    -- leaves the function's other statements their cached plans.
+    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
+        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
+    IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
+    END IF;
+    IF NOT p_grouped THEN
+        DELETE FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid;
+    ELSIF EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = format('Its class %s is isolated.', v_job.job);
+    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = 'Its last attempt was lost with its group.';
     END IF;
     IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
         RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
@@ -5650,14 +5670,14 @@ BEGIN
     attempt := v_job.attempts;
     search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
-$$;
+$_$;
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S122, S123); the privileged start of pgq.run_sql_job.';
 
 
 --
@@ -6811,10 +6831,10 @@ COMMENT ON FUNCTION pgq.define_concurrency(name text, "limit" integer) IS 'Creat
 
 
 --
--- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[], boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer, search_path text[] DEFAULT current_schemas(false)) RETURNS text
+CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer, search_path text[] DEFAULT current_schemas(false), isolated boolean DEFAULT false) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -6864,17 +6884,17 @@ BEGIN
                                define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
                                define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
                                define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout,
-                               v_path);
+                               v_path, define_job.isolated);
     RETURN pgq._describe_class(v_class, coalesce(v_own, CASE WHEN v_path IS NOT NULL THEN 'pg_catalog, ' || v_path || ', pg_temp' END));
 END;
 $_$;
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S123), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 
 --
@@ -7621,6 +7641,31 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) IS 'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
+
+
+--
+-- Name: give_back_group(uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO pgq.sql_alone AS a (job_uuid)
+    SELECT u FROM unnest(give_back_group.uuids) u
+    ON CONFLICT ON CONSTRAINT sql_alone_pkey DO UPDATE SET marked_at = now();
+    RETURN QUERY SELECT * FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
+                                             give_back_group.reason, true, give_back_group.as_of);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S122).';
 
 
 --
@@ -8540,10 +8585,10 @@ COMMENT ON FUNCTION pgq.run_schedule(name text) IS 'Dispatches a schedule''s job
 
 
 --
--- Name: run_sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: run_sql_job(uuid, uuid, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -8555,7 +8600,7 @@ DECLARE
     v_detail text;
     v_hint   text;
 BEGIN
-    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
+    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token, run_sql_job.grouped);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
             set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
@@ -8578,6 +8623,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
     PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF run_sql_job.grouped THEN
+        RETURN;  -- the caller completes its group's jobs together, before its commit
+    END IF;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -8586,10 +8634,10 @@ $_$;
 
 
 --
--- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
 
 
 --
@@ -10694,6 +10742,23 @@ COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL 
 
 
 --
+-- Name: sql_alone; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.sql_alone (
+    job_uuid uuid NOT NULL,
+    marked_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE sql_alone; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.sql_alone IS 'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).';
+
+
+--
 -- Name: stalled; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -11098,6 +11163,14 @@ ALTER TABLE ONLY pgq.roles
 
 ALTER TABLE ONLY pgq.schedule_entries
     ADD CONSTRAINT schedule_entries_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: sql_alone sql_alone_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.sql_alone
+    ADD CONSTRAINT sql_alone_pkey PRIMARY KEY (job_uuid);
 
 
 --
@@ -12242,11 +12315,11 @@ GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) TO pgq_admin;
 
 
 --
@@ -12882,11 +12955,11 @@ REVOKE ALL ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapsh
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) TO pgq_worker;
 
 
 --
@@ -13118,11 +13191,11 @@ GRANT ALL ON FUNCTION pgq.define_concurrency(name text, "limit" integer) TO pgq_
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) TO pgq_admin;
 
 
 --
@@ -13268,6 +13341,14 @@ GRANT ALL ON FUNCTION pgq.forget_failed(uuid uuid) TO pgq_admin;
 
 REVOKE ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) TO pgq_worker;
 
 
 --
@@ -13422,11 +13503,11 @@ GRANT ALL ON FUNCTION pgq.run_schedule(name text) TO pgq_admin;
 
 
 --
--- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) TO pgq_worker;
 
 
 --

@@ -29,6 +29,7 @@ type config struct {
 	stopWhenEmpty bool
 	shutdownGrace time.Duration
 	timeoutGrace  time.Duration
+	sqlGroup      time.Duration // the time budget of a group of SQL jobs; 0: no groups (S120)
 	logger        *slog.Logger
 
 	historyRetention time.Duration
@@ -53,6 +54,7 @@ func defaults() config {
 		name:          fmt.Sprintf("%s:%d", host, os.Getpid()),
 		shutdownGrace: 30 * time.Second,
 		timeoutGrace:  5 * time.Second,
+		sqlGroup:      defaultSQLGroupBudget,
 		logger:        slog.Default(),
 
 		historyRetention: 14 * 24 * time.Hour,
@@ -228,6 +230,22 @@ func WithShutdownGrace(d time.Duration) Option {
 			return fmt.Errorf("WithShutdownGrace: must be >= 0, got %s", d)
 		}
 		c.shutdownGrace = d
+		return nil
+	}
+}
+
+// WithSQLGroupBudget sets the time budget of a group of SQL jobs (S120): the worker runs
+// short SQL jobs several to a transaction, each in its own savepoint, and commits the
+// group once it has run this long, once its subtransactions near PostgreSQL's cache of 64
+// per backend, or once no job waits, whichever comes first; a job whose recent runs took
+// more than half of it runs alone. 0 runs every SQL job in a transaction of its own.
+// Default 5 ms.
+func WithSQLGroupBudget(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithSQLGroupBudget: must be >= 0, got %s", d)
+		}
+		c.sqlGroup = d
 		return nil
 	}
 }

@@ -50,7 +50,8 @@ SELECT define_job FROM pgq.define_job(
     max_tries => $17::int,
     max_retry_for => $18::interval,
     min_backoff => $19::int,
-    max_timeout => $20::int
+    max_timeout => $20::int,
+    isolated => $21::boolean
 )
 `
 
@@ -75,6 +76,7 @@ type JobClassDefineParams struct {
 	MaxRetryFor     *time.Duration
 	MinBackoff      *int32
 	MaxTimeout      *int32
+	Isolated        bool
 }
 
 func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*string, error) {
@@ -99,6 +101,7 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.MaxRetryFor,
 		arg.MinBackoff,
 		arg.MaxTimeout,
+		arg.Isolated,
 	)
 	var define_job *string
 	err := row.Scan(&define_job)

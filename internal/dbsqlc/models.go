@@ -442,6 +442,8 @@ type PgqJobClass struct {
 	MinBackoff *int32
 	// The longest timeout, in seconds, a dispatch may set beyond the class's own; NULL: the database's pgq.max_timeout (S90, S91).
 	MaxTimeout *int32
+	// The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).
+	Isolated bool
 }
 
 // The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).
@@ -1297,6 +1299,12 @@ type PgqScheduled struct {
 	DueIn       int32
 	CreatedAt   time.Time
 	Payload     interface{}
+}
+
+// SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).
+type PgqSqlAlone struct {
+	JobUuid  uuid.UUID
+	MarkedAt time.Time
 }
 
 // Chains and batches that wait without moving: a job ready for longer than its queue's retry_after while none of theirs runs or ended in that time (S95).

@@ -46,7 +46,8 @@ SELECT * FROM pgq.define_job(
     max_tries => sqlc.narg('max_tries')::int,
     max_retry_for => sqlc.narg('max_retry_for')::interval,
     min_backoff => sqlc.narg('min_backoff')::int,
-    max_timeout => sqlc.narg('max_timeout')::int
+    max_timeout => sqlc.narg('max_timeout')::int,
+    isolated => @isolated::boolean
 );
 
 -- name: QueueDefine :one
