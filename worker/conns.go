@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
@@ -58,7 +60,29 @@ func (c *conns) with(ctx context.Context, fn func(q *dbsqlc.Queries) error) erro
 		return err
 	}
 	defer pc.Release()
-	return fn(dbsqlc.New(pc))
+	err = fn(dbsqlc.New(pc))
+	if isReadOnly(err) {
+		// A connection to a standby, or to a primary demoted under it, stays read-only:
+		// closed, it leaves the pool, and the next one dials the URL again, which with
+		// target_session_attrs=read-write finds the primary.
+		pc.Conn().Close(context.WithoutCancel(ctx))
+	}
+	return err
+}
+
+// isReadOnly tells whether err says the server accepts no writes: SQLSTATE 25006
+// (read_only_sql_transaction), which a hot standby answers to every write.
+func isReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "25006"
+}
+
+// serverOf names the server a connection reached (host:port), for log lines.
+func serverOf(conn *pgx.Conn) string {
+	if conn == nil || conn.PgConn() == nil || conn.PgConn().Conn() == nil {
+		return ""
+	}
+	return conn.PgConn().Conn().RemoteAddr().String()
 }
 
 // prepare readies a connection for the worker's calls, once.

@@ -294,9 +294,11 @@ func (f *fetcher) reserveFailed(ctx context.Context, call uuid.UUID, err error) 
 	if !errors.As(err, &pgErr) && !errors.Is(err, errNoSession) {
 		f.lost = append(f.lost, call)
 	}
-	f.log.Error("reserve failed; retrying", "err", err)
+	if !isReadOnly(err) { // reconnect says what a read-only server means
+		f.log.Error("reserve failed; retrying", "err", err)
+	}
 	f.fetch = true // a failed reserve says nothing about the queue being empty
-	return f.session.reconnect(ctx)
+	return f.session.reconnect(ctx, err)
 }
 
 // giveBackLost gives back the jobs of the reserve calls whose answer was lost; a call
