@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,4 +261,43 @@ func TestS100FailoverToAsyncStandby(t *testing.T) {
 	require.Positive(t, f.resumed)
 	require.Less(t, f.resumed, failoverResumeBound, "the workers resumed on the new primary")
 	t.Logf("async failover: %d acknowledged dispatches lost, %d commits of the old primary missing on the new one", f.ackedLost, f.commitsLost)
+}
+
+// S101: a worker whose URL reaches only a hot standby says the server is read-only and
+// tries again with a doubling pause: it neither exits nor spins, and once the standby is
+// promoted it drains the queue without a restart.
+func TestS101WorkerOnReadOnlyServer(t *testing.T) {
+	t.Parallel()
+	jobs := 50
+	c := pgcluster.Start(t)
+	s := c.StartStandby(t, "standby1", pgcluster.Async)
+	db := c.CreateDB(t, "faults")
+	db.Exec(t, appSchema+`
+SELECT pgq.define_queue('default', retry_after => 12);
+SELECT pgq.define_job('effect', handler => 'app.effect');`)
+	dispatchEffects(t, db, "effect", jobs, 0)
+	c.WaitReplayed(t)
+	onStandby := db.On(t, s)
+
+	w := startWorker(t, sqlWorker, onStandby, "W1", "--tries", "1", "--concurrency", "4", "--sleep", "1")
+	const readOnly = "the server is read-only (a hot standby, or a primary demoted"
+	waitUntil(t, 30*time.Second, "the worker says the server is read-only", func() bool { return w.count(readOnly) > 0 })
+	first := time.Now()
+	time.Sleep(8 * time.Second)
+	lines, said := strings.Count(w.logs(), "\n"), w.count(readOnly)
+	require.False(t, w.exited(), "the worker is still running: %s", lastLine(w.logs()))
+	require.Zero(t, effectsCount(onStandby), "nothing ran on the standby")
+	// Reserves refused at 0, 1, 3 and 7 s: at most 5 in 8 s, where a retry each second
+	// would say it 9 times.
+	require.LessOrEqual(t, said, 5, "read-only answers in 8 s (a doubling pause)")
+	if showLogs {
+		t.Logf("worker log:\n%s", w.logs())
+	}
+	t.Logf("FIGURES %s: read_only_lines=%d log_lines=%d in %s", t.Name(), said, lines, time.Since(first).Round(time.Millisecond))
+
+	c.Stop(t, "immediate")
+	s.Promote(t)
+	waitUntil(t, 45*time.Second, "the worker drained the promoted standby", func() bool { return drained(onStandby) })
+	require.Equal(t, jobs, effectsCount(onStandby))
+	require.False(t, w.exited())
 }
