@@ -31,7 +31,11 @@ const (
 // registered and the worker's bounds set, once per connection (a flag in the
 // connection's custom data says it is done). Safe for concurrent use.
 type conns struct {
-	pool *pgxpool.Pool // set by New; read-only
+	// Set by New; read-only.
+	pool *pgxpool.Pool
+	// pooled: the pool goes through a transaction pooler, whose server sessions are
+	// shared: a session setting made here would reach other clients, so none is made.
+	pooled bool
 }
 
 const preparedKey = "pgq.worker.prepared"
@@ -46,7 +50,7 @@ func (c *conns) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(ctx, pc.Conn()); err != nil {
+	if err := prepare(ctx, pc.Conn(), c.pooled); err != nil {
 		pc.Release()
 		return nil, err
 	}
@@ -85,13 +89,18 @@ func serverOf(conn *pgx.Conn) string {
 	return conn.PgConn().Conn().RemoteAddr().String()
 }
 
-// prepare readies a connection for the worker's calls, once.
-func prepare(ctx context.Context, conn *pgx.Conn) error {
+// prepare readies a connection for the worker's calls, once. pooled: the connection
+// goes through a transaction pooler, and its session is not set.
+func prepare(ctx context.Context, conn *pgx.Conn, pooled bool) error {
 	data := conn.PgConn().CustomData()
 	if data[preparedKey] != nil {
 		return nil
 	}
 	pgcodec.Register(conn.TypeMap())
+	if pooled {
+		data[preparedKey] = true
+		return nil
+	}
 	// The role's or the database's statement_timeout bounds this call too. At 1 ms it
 	// cancels about one in a hundred on a new connection, whose first statement fills
 	// the backend's caches, and none of the calls after; so a cancelled call is sent

@@ -50,6 +50,8 @@ type fetcher struct {
 	waiting   []waitingJob  // reserved ahead, in reserve order, waiting for a slot
 	waitTimer *time.Timer   // fires when the first waiting job is due to be given back
 	aheadWait time.Duration // how long a job reserved ahead may wait for its slot; 0: no reserving ahead
+
+	noNap bool // the session is not a session (a transaction pooler's): never nap, poll
 }
 
 // waitingJob is a job reserved ahead of a free slot (S84). It is not in the active set:
@@ -113,6 +115,7 @@ func newFetcher(cfg *config, log *slog.Logger, m *metrics, s *session, e *execut
 		aheadWait: aheadWaitMax,
 		est:       aheadEstimate{run: -1},
 	}
+	f.noNap = cfg.transactionPooled && cfg.sessionPool == nil
 	if cfg.maxJobs > 0 {
 		f.aheadWait = 0 // WithMaxJobs counts the jobs started: reserve only those
 	}
@@ -270,7 +273,7 @@ func (f *fetcher) runOnce(ctx context.Context, free, ahead int) error {
 	// send it a NOTIFY. While its handlers run it waits napAfter first, since the next
 	// handler to return brings a reserve anyway.
 	switch {
-	case f.fetch:
+	case f.fetch || f.noNap:
 		f.napTimer.Stop()
 	case !f.session.napping.Load() && f.active.count() == 0:
 		f.napTimer.Reset(0)
