@@ -80,10 +80,11 @@ type Worker struct {
 }
 
 // New returns a Worker that uses pool for its connections: one session connection
-// (reserve and overlap locks), one listener, one for heartbeats and completions, and one
-// per SQL handler running, of which at most MaxConns - 3 run at once (Go handlers need
-// no connection). Workers need a direct session connection, not a transaction-mode
-// pooler.
+// (reserve and nap), one listener, one for heartbeats and completions, and one per SQL
+// handler running, of which at most MaxConns - 3 run at once (Go handlers need no
+// connection). The session and the listener need a session of their own: a direct
+// connection or a session pooler's. When pool goes through a transaction pooler, say so
+// with WithTransactionPooler and give them WithSessionPool.
 func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 	if pool == nil {
 		return nil, errors.New("pgq/worker: New: pool is nil")
