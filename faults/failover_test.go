@@ -103,7 +103,8 @@ type failoverFigures struct {
 	figures
 	acked, uncertain  int           // producer's dispatches acknowledged, and ended in an error
 	ackedLost         int           // acknowledged dispatches the new primary never ran
-	commitsLost       int           // effects committed on the old primary missing on the new one
+	commitsLost       int           // runs committed on the old primary missing on the new one
+	reran             int           // of those, runs whose job ran again on the new primary
 	overlaps          int           // pairs of runs of one overlap key that overlapped in time
 	ticksTwice        int           // schedule ticks run more than once
 	ticks             int           // schedule ticks run
@@ -156,6 +157,14 @@ SELECT pgq.schedule('ticker', '* * * * * *', 'tick');`)
 	start := time.Now()
 
 	waitUntil(t, time.Minute, "40% of the backlog ran", func() bool { return effectsCount(db) >= backlog*40/100 })
+	if r == pgcluster.Async {
+		// On one machine an async standby keeps up with everything; across a network it
+		// lags. The lag is made here: the standby stops streaming (no primary_conninfo)
+		// a second before the primary goes, so it misses that second's commits.
+		s.Exec(t, `ALTER SYSTEM SET primary_conninfo = ''`)
+		s.Exec(t, `SELECT pg_reload_conf()`)
+		time.Sleep(asyncLag)
+	}
 	c.Stop(t, "immediate")
 	s.Promote(t)
 	promoted := time.Now()
@@ -213,12 +222,16 @@ SELECT pgq.schedule('ticker', '* * * * * *', 'tick');`)
 	prod.close()
 	newPrimary := db.On(t, s)
 	c.Start(t)
-	old := pgcluster.Scalar[[]int32](t, db.On(t, c), `SELECT coalesce(array_agg(n), '{}') FROM app.effects`)
-	f.commitsLost = pgcluster.Scalar[int](t, newPrimary, `SELECT count(*)::int FROM unnest($1::int[]) o(n)
-		WHERE NOT EXISTS (SELECT FROM app.effects e WHERE e.n = o.n)`, old)
+	// A run is its job's n and its start: one the new primary lacks was lost, though its
+	// job may have run again there (reran).
+	old := pgcluster.Scalar[[]string](t, db.On(t, c), `SELECT coalesce(array_agg(n || '@' || started), '{}') FROM app.effects`)
+	require.NoError(t, newPrimary.Pool.QueryRow(t.Context(), `
+		SELECT count(*)::int, count(*) FILTER (WHERE EXISTS (SELECT FROM app.effects e WHERE e.n = split_part(o.r, '@', 1)::int))::int
+		FROM unnest($1::text[]) o(r)
+		WHERE NOT EXISTS (SELECT FROM app.effects e WHERE e.n || '@' || e.started = o.r)`, old).Scan(&f.commitsLost, &f.reran))
 
-	f.extra = append(f.extra, fmt.Sprintf("replication=%s acked=%d uncertain=%d acked_lost=%d commits_lost=%d overlaps=%d ticks=%d ticks_twice=%d callbacks_wrong=%d resumed_after=%s listen_after=%s reconnect_lines=%d",
-		r, f.acked, f.uncertain, f.ackedLost, f.commitsLost, f.overlaps, f.ticks, f.ticksTwice, f.callbacksWrong,
+	f.extra = append(f.extra, fmt.Sprintf("replication=%s acked=%d uncertain=%d acked_lost=%d commits_lost=%d reran=%d overlaps=%d ticks=%d ticks_twice=%d callbacks_wrong=%d resumed_after=%s listen_after=%s reconnect_lines=%d",
+		r, f.acked, f.uncertain, f.ackedLost, f.commitsLost, f.reran, f.overlaps, f.ticks, f.ticksTwice, f.callbacksWrong,
 		f.resumed.Round(time.Millisecond), f.listenAfter.Round(time.Millisecond), f.reconnectedLogged))
 	f.log(t)
 	if f.failed > 0 {
@@ -252,6 +265,9 @@ func TestS100FailoverToSyncStandby(t *testing.T) {
 // long of the promotion (S100).
 const failoverResumeBound = 15 * time.Second
 
+// asyncLag is how far behind the async standby is made to fall before the failover.
+const asyncLag = time.Second
+
 // S100: a failover to an asynchronous standby may lose what the standby had not received
 // (counted, for the figures), and the workers carry on.
 func TestS100FailoverToAsyncStandby(t *testing.T) {
@@ -260,7 +276,8 @@ func TestS100FailoverToAsyncStandby(t *testing.T) {
 	require.Zero(t, f.exits, "worker processes that exited")
 	require.Positive(t, f.resumed)
 	require.Less(t, f.resumed, failoverResumeBound, "the workers resumed on the new primary")
-	t.Logf("async failover: %d acknowledged dispatches lost, %d commits of the old primary missing on the new one", f.ackedLost, f.commitsLost)
+	t.Logf("async failover, standby %s behind: %d acknowledged dispatches lost, %d runs committed on the old primary lost (%d of their jobs ran again)",
+		asyncLag, f.ackedLost, f.commitsLost, f.reran)
 }
 
 // S101: a worker whose URL reaches only a hot standby says the server is read-only and
