@@ -134,7 +134,7 @@ func (s *session) wake(ctx context.Context) {
 // readOnlyBackoffMax: the URL may name only that server. It returns ctx's error when ctx
 // ends first.
 func (s *session) reconnect(ctx context.Context, cause error) error {
-	pause := time.Second
+	failedAt, pause := time.Now(), time.Second
 	if isReadOnly(cause) {
 		s.readOnly++
 		pause = min(readOnlyBackoffMax, time.Second<<min(s.readOnly-1, 6))
@@ -165,13 +165,12 @@ func (s *session) reconnect(ctx context.Context, cause error) error {
 		s.conn.Release()
 	}
 	s.napping.Store(false) // the nap locks went with the old session
-	lostAt := time.Now()
 	for {
 		c, err := s.conns.acquire(ctx)
 		if err == nil {
 			s.conn = c
 			s.log.Info("session connection re-established", "server", serverOf(c.Conn()),
-				"after", time.Since(lostAt).Round(time.Millisecond))
+				"after", time.Since(failedAt).Round(time.Millisecond))
 			return nil
 		}
 		s.log.Error("session connection failed; retrying", "err", err)
