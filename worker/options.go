@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgq-dev/pgq/pgq"
@@ -39,6 +40,9 @@ type config struct {
 	slotBytes        int64
 	registerer       prometheus.Registerer
 	schedules        bool
+
+	transactionPooled bool          // the pool goes through a transaction pooler
+	sessionPool       *pgxpool.Pool // the session's and the listener's connections; nil: the pool's
 }
 
 func defaults() config {
@@ -305,4 +309,36 @@ func WithMetrics(reg prometheus.Registerer) Option {
 // is dispatched once (S61). Off, the worker leaves them to others, or to pg_cron.
 func WithSchedules(on bool) Option {
 	return func(c *config) error { c.schedules = on; return nil }
+}
+
+// WithTransactionPooler says that the pool given to New reaches PostgreSQL through a
+// transaction-mode pooler (PgBouncer pool_mode = transaction), where consecutive
+// transactions of one client connection may run on different server sessions. The
+// worker then sets nothing on those connections' sessions (its protocol bounds of S37
+// come from the role, or from a pool that sends them at connect where the pooler passes
+// them on), and needs its session-bound calls elsewhere: the reserve, the nap's advisory
+// locks and LISTEN go over WithSessionPool's connections. Without WithSessionPool the
+// worker neither naps nor listens: it reserves through the pooler and polls every
+// WithSleep, and says so once in its log. The pool's connections must not use named
+// prepared statements: configure it with pgx.QueryExecModeExec (the URL parameter
+// default_query_exec_mode=exec does it).
+func WithTransactionPooler() Option {
+	return func(c *config) error {
+		c.transactionPooled = true
+		return nil
+	}
+}
+
+// WithSessionPool gives the worker a pool, of at least 2 connections, reaching the same
+// database directly or through a session-mode pooler, for what is bound to a session:
+// the reserve and the nap (pgq.nap's advisory locks, the reserve's marks) on one
+// connection, LISTEN on another. Everything else uses the pool given to New.
+func WithSessionPool(pool *pgxpool.Pool) Option {
+	return func(c *config) error {
+		if pool == nil {
+			return errors.New("WithSessionPool: pool is nil")
+		}
+		c.sessionPool = pool
+		return nil
+	}
 }

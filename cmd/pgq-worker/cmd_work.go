@@ -76,6 +76,8 @@ without using up their attempt, and exits 0.
 	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
 	slotMB := f.Int("slot-mb", 64, "`MIB` a slot of pgq.jobs holds before new jobs go to the next, and a drained one is truncated (0: never)")
 	keepFailed := f.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
+	sessionURL := f.String("session-url", "", "PostgreSQL `URL` for what is bound to a session (the reserve and its nap, LISTEN): direct or session-pooled, when --database-url goes through a transaction pooler")
+	txPooler := f.Bool("transaction-pooler", false, "--database-url goes through a transaction-mode pooler (PgBouncer pool_mode = transaction): nothing is set on its sessions, no statement is prepared by name; without --session-url the worker polls")
 	noSchedules := f.Bool("no-schedules", false, "do not fire schedules (pgq.schedules): leave them to other workers, or to pg_cron")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
@@ -153,11 +155,26 @@ without using up their attempt, and exits 0.
 		ctx := cmd.Context()
 		// The worker's own timeouts, sent as each connection starts: they then override
 		// the role's and the database's settings from the first statement on (S37).
-		pool, err := db.connect(ctx, int32(min(*concurrency, 32)+3), worker.RuntimeParams())
+		params := worker.RuntimeParams()
+		if *txPooler {
+			// PgBouncer refuses startup parameters it does not track ("unsupported
+			// startup parameter: lock_timeout"), and a SET would reach other clients.
+			params = nil
+			opts = append(opts, worker.WithTransactionPooler())
+		}
+		pool, err := db.connectURL(ctx, db.url, int32(min(*concurrency, 32)+3), params, *txPooler)
 		if err != nil {
 			return err
 		}
 		defer closeWithin(pool, poolCloseWait)
+		if *sessionURL != "" {
+			sessions, err := db.connectURL(ctx, *sessionURL, 2, worker.RuntimeParams(), false)
+			if err != nil {
+				return fmt.Errorf("--session-url: %w", err)
+			}
+			defer closeWithin(sessions, poolCloseWait)
+			opts = append(opts, worker.WithSessionPool(sessions))
+		}
 		client, err := pgq.NewClient(pool)
 		if err != nil {
 			return err
