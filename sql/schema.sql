@@ -99,6 +99,8 @@ CREATE TABLE pgq.loads (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -154,6 +156,20 @@ COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what 
 --
 
 COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
+
+
+--
+-- Name: COLUMN loads.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S110).';
+
+
+--
+-- Name: COLUMN loads.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S110).';
 
 
 --
@@ -219,7 +235,9 @@ CREATE TYPE pgq.reservation AS (
 	pickup pgq.pickup,
 	pickup_note text,
 	pickup_middleware text,
-	overlap_expire_after integer
+	overlap_expire_after integer,
+	traceparent text,
+	tracestate text
 );
 
 
@@ -278,6 +296,8 @@ CREATE TABLE pgq.jobs (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 PARTITION BY LIST (slot);
@@ -393,6 +413,20 @@ COMMENT ON COLUMN pgq.jobs.txid IS 'The top-level transaction that last made the
 --
 
 COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.';
+
+
+--
+-- Name: COLUMN jobs.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S110), NULL when it had none.';
+
+
+--
+-- Name: COLUMN jobs.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
 
 
 --
@@ -1497,6 +1531,8 @@ CREATE TABLE pgq.job_chains (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     job_uuids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT job_chains_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 
@@ -1513,6 +1549,20 @@ COMMENT ON TABLE pgq.job_chains IS 'Chains (pgq.dispatch_chain): the steps, the 
 --
 
 COMMENT ON COLUMN pgq.job_chains.job_uuids IS 'Each step''s job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).';
+
+
+--
+-- Name: COLUMN job_chains.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S112).';
+
+
+--
+-- Name: COLUMN job_chains.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S112).';
 
 
 --
@@ -2456,10 +2506,10 @@ COMMENT ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path t
 
 
 --
--- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true) RETURNS SETOF uuid
+CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2495,6 +2545,11 @@ BEGIN
     PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
+    IF _dispatch.traceparent IS NOT NULL OR _dispatch.tracestate IS NOT NULL
+       OR current_setting('pgq.traceparent', true) <> '' THEN
+        SELECT t.traceparent, t.tracestate INTO v_job.traceparent, v_job.tracestate
+        FROM pgq._trace_context(_dispatch.traceparent, _dispatch.tracestate) t;
+    END IF;
 
     -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
@@ -2539,10 +2594,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
@@ -2913,10 +2968,10 @@ COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick
 
 
 --
--- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2925,16 +2980,16 @@ BEGIN
         SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
                                         p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
                                         p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
-                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+                                        p_debounce_max_wait, p_middleware, p_retry_for, p_traceparent, p_tracestate) u);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
 
 
 --
@@ -3663,10 +3718,10 @@ CREATE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids u
 BEGIN
     INSERT INTO pgq.loads
         (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-         fail_on_timeout, retry_until, available_at, payloads, slot)
+         fail_on_timeout, retry_until, available_at, payloads, slot, traceparent, tracestate)
     SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
            p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
-           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot, p_job.traceparent, p_job.tracestate
     FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
                  array_agg(u.payload ORDER BY u.n) AS payloads
           FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
@@ -3768,24 +3823,25 @@ BEGIN
         INSERT INTO pgq.jobs
             (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
              retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
-             started_at, slot)
+             started_at, slot, traceparent, tracestate)
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
                CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
                CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot,
+               p_load.traceparent, p_load.tracestate
         FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
         RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
                   pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
                   pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
-                  pgq.jobs.created_at
+                  pgq.jobs.created_at, pgq.jobs.traceparent, pgq.jobs.tracestate
     )
     SELECT r.ctid, r.id,
            CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
                                      r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
-                                     NULL, NULL, NULL, NULL)::pgq.reservation END
+                                     NULL, NULL, NULL, NULL, r.traceparent, r.tracestate)::pgq.reservation END
     FROM made r
     ORDER BY r.id;
 END;
@@ -5028,7 +5084,8 @@ CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, 
     AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
+               p_job.traceparent, p_job.tracestate)::pgq.reservation;
 $$;
 
 
@@ -5469,11 +5526,13 @@ BEGIN
     INSERT INTO pgq.jobs
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
+         traceparent, tracestate)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
-           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot
+           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
+           p_job.traceparent, p_job.tracestate
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
 END;
@@ -5689,7 +5748,7 @@ BEGIN
         RETURNING t.ord::int AS ord,
                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+                      NULL, NULL, NULL, t.expire, j.traceparent, j.tracestate)::pgq.reservation AS r
     )
     SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
 END;
@@ -5846,6 +5905,55 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._token_slots(p_tokens uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+
+--
+-- Name: _trace_context(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_from text := 'option';
+BEGIN
+    traceparent := p_traceparent;
+    tracestate := p_tracestate;
+    IF p_traceparent IS NULL THEN
+        IF p_tracestate IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: tracestate % needs a traceparent', quote_literal(p_tracestate) USING ERRCODE = '22023';
+        END IF;
+        v_from := 'setting pgq.traceparent';
+        traceparent := nullif(current_setting('pgq.traceparent', true), '');
+        tracestate := CASE WHEN traceparent IS NOT NULL THEN nullif(current_setting('pgq.tracestate', true), '') END;
+    END IF;
+    IF traceparent IS NULL THEN
+        RETURN;
+    END IF;
+    IF traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(traceparent, 4, 32) = repeat('0', 32) OR substr(traceparent, 37, 16) = repeat('0', 16) THEN
+        RAISE EXCEPTION 'pgq: traceparent (%) must be 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero, got %',
+            v_from, quote_literal(traceparent) USING ERRCODE = '22023';
+    END IF;
+    IF tracestate IS NOT NULL AND (
+           octet_length(tracestate) > 512
+           OR (SELECT count(*) FROM regexp_split_to_table(tracestate, ',') m WHERE btrim(m, E' \t') <> '') > 32
+           OR EXISTS (SELECT FROM regexp_split_to_table(tracestate, ',') m
+                      WHERE btrim(m, E' \t') <> ''
+                        AND btrim(m, E' \t') !~ '^[a-z0-9][_0-9a-z*/@-]{0,255}=[\x21-\x2b\x2d-\x3c\x3e-\x7e]([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,254}[\x21-\x2b\x2d-\x3c\x3e-\x7e])?$')) THEN
+        RAISE EXCEPTION 'pgq: tracestate (%) must be at most 32 comma-separated key=value members in 512 characters, got %',
+            replace(v_from, 'traceparent', 'tracestate'), quote_literal(tracestate) USING ERRCODE = '22023';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) IS 'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
 
 
 --
@@ -6640,10 +6748,10 @@ COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bool
 
 
 --
--- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid
+CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6652,15 +6760,15 @@ CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue 
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
                              dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for);
+                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
 $$;
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
+COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 
 --
@@ -6744,10 +6852,10 @@ COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text)
 
 
 --
--- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6763,23 +6871,24 @@ BEGIN
                                 dispatch_many.unique_key, dispatch_many.unique_for,
                                 dispatch_many.unique_until, dispatch_many.debounce_key,
                                 dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
-                                dispatch_many.middleware, dispatch_many.retry_for);
+                                dispatch_many.middleware, dispatch_many.retry_for,
+                                traceparent => dispatch_many.traceparent, tracestate => dispatch_many.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
--- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid[]
+CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6821,7 +6930,8 @@ BEGIN
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
                 dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
                 dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
             v_payloads := '{}';
         END IF;
     END LOOP;
@@ -6830,16 +6940,17 @@ BEGIN
         dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
         dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
         dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
+COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
 
 
 --
@@ -9359,6 +9470,8 @@ CREATE TABLE pgq.jobs_0 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9419,6 +9532,8 @@ CREATE TABLE pgq.jobs_1 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9479,6 +9594,8 @@ CREATE TABLE pgq.jobs_2 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9539,6 +9656,8 @@ CREATE TABLE pgq.jobs_3 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9692,6 +9811,8 @@ CREATE TABLE pgq.loads_0 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -9731,6 +9852,8 @@ CREATE TABLE pgq.loads_1 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -9770,6 +9893,8 @@ CREATE TABLE pgq.loads_2 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -9809,6 +9934,8 @@ CREATE TABLE pgq.loads_3 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -11795,10 +11922,10 @@ GRANT ALL ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) FROM PUBLIC;
 
 
 --
@@ -11837,10 +11964,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_t
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12525,6 +12652,13 @@ REVOKE ALL ON FUNCTION pgq._token_slots(p_tokens uuid[]) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12657,11 +12791,11 @@ GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bo
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
@@ -12681,19 +12815,19 @@ GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue tex
 
 
 --
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --

@@ -82,9 +82,12 @@ COMMENT ON FUNCTION pgq._check_entries(text, jsonb, boolean) IS 'Raises 22023 un
 -- pgq._dispatch_entries: dispatches entries (objects checked by pgq._check_entries, no
 -- chains) that share every option but the payload, in one pgq._dispatch call per set of
 -- options; p_queue applies where an entry names no queue; p_ceilings as in pgq._dispatch
--- (S90). Returns one uuid (NULL: a unique duplicate dropped) per entry, in entry order.
+-- (S90); p_traceparent, p_tracestate the trace context the jobs carry (S112), the
+-- transaction's when NULL. Returns one uuid (NULL: a unique duplicate dropped) per
+-- entry, in entry order.
 CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int,
-                                                 p_ceilings boolean DEFAULT true)
+                                                 p_ceilings boolean DEFAULT true,
+                                                 p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL)
 RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -125,7 +128,8 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings,
+            traceparent => p_traceparent, tracestate => p_tracestate));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -134,7 +138,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean, text, text) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 -- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
 -- catch or finally) from inside the transaction that ends a job, and records it in
@@ -192,7 +196,8 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1,
+                                     p_traceparent => p_chain.traceparent, p_tracestate => p_chain.tracestate))[1];
     UPDATE pgq.job_chains c
     SET step = p_step, job_uuid = v_uuid,
         job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
@@ -249,8 +254,11 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
-    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- queued in a worker's transaction.
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
+    SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
+    FROM pgq._trace_context(NULL, NULL) t
     RETURNING * INTO v_chain;
     v_uuid := pgq._chain_dispatch_step(v_chain, 1);
     IF v_uuid IS NULL THEN
