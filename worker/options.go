@@ -38,6 +38,9 @@ type config struct {
 	slotBytes        int64
 	registerer       prometheus.Registerer
 	schedules        bool
+
+	otel otelOptions // OpenTelemetry (tracing.go)
+	tel  *telemetry  // built by New from otel; nil: no spans or OTel metrics
 }
 
 func defaults() config {
