@@ -36,7 +36,7 @@ func traceOfReserved(t *testing.T, db *pgqtest.DB) map[uuid.UUID][2]string {
 	return out
 }
 
-// The option traceparent (with tracestate) or, when it is not given, the settings
+// S110: the option traceparent (with tracestate) or, when it is not given, the settings
 // pgq.traceparent and pgq.tracestate of the dispatching transaction are stored with
 // every job, as rows and as loads alike, and the reserve hands them to the worker. A
 // dispatch with neither stores none; the option wins over the setting.
@@ -80,8 +80,8 @@ func TestS110DispatchStoresTheTraceContext(t *testing.T) {
 	require.Equal(t, 151, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE traceparent = $1`, parentB))
 }
 
-// An invalid traceparent or tracestate, as an option or a setting, is refused with
-// 22023 naming the value, and the dispatch writes nothing.
+// S111: an invalid traceparent or tracestate, as an option or a setting, is refused
+// with 22023 naming the value, and the dispatch writes nothing.
 func TestS111InvalidTraceContextIsRefused(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -114,7 +114,7 @@ func TestS111InvalidTraceContextIsRefused(t *testing.T) {
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 }
 
-// Every step of a chain carries the trace context of the chain's dispatch, a later one
+// S112: every step of a chain carries the trace context of the chain's dispatch, a later one
 // too, which a worker's transaction queues; every member of a batch carries the
 // batch's.
 func TestS112ChainStepsAndBatchMembersCarryTheDispatchContext(t *testing.T) {

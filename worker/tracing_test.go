@@ -59,12 +59,12 @@ func attrsOf(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
 	return m
 }
 
-// A Go dispatch inside a request's span makes a send span (PRODUCER) of that trace,
+// S110, S113: a Go dispatch inside a request's span makes a send span (PRODUCER) of that trace,
 // whose context is stored with the job (S110); the worker's attempt is a process span
 // (CONSUMER) linked to it, with the messaging attributes, and the handler's own spans
 // are its children. pgq's reserve and complete are CLIENT spans; WithTraceChild makes
 // the process span a child of the send span instead.
-func TestS113ProcessSpanLinksToTheDispatch(t *testing.T) {
+func TestS110S113ProcessSpanLinksToTheDispatch(t *testing.T) {
 	t.Parallel()
 	for _, child := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Link", true: "Child"}[child], func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestS113ProcessSpanLinksToTheDispatch(t *testing.T) {
 	}
 }
 
-// A SQL dispatch after SET LOCAL pgq.traceparent (no pgq client: any language) gives the
+// S113: a SQL dispatch after SET LOCAL pgq.traceparent (no pgq client: any language) gives the
 // attempt's span the same link to the dispatching span; a SQL handler's span names its
 // function. WithoutClientSpans leaves pgq's own calls out.
 func TestS113SQLDispatchWithSetLocalIsLinked(t *testing.T) {
@@ -166,7 +166,7 @@ func TestS113SQLDispatchWithSetLocalIsLinked(t *testing.T) {
 	require.Empty(t, tr.named("pgq.complete"))
 }
 
-// Each attempt is a span of its own, linked to the one dispatch: a failed attempt has
+// S113: each attempt is a span of its own, linked to the one dispatch: a failed attempt has
 // the error status and error.type, and the retry that succeeds has neither. The OTel
 // metrics count the attempts and their run times, the client's dispatches, and read
 // the queue gauges from pgq.queue_stats.

@@ -100,7 +100,7 @@ func spanAttrs(s *tracepb.Span) map[string]*commonpb.AnyValue {
 	return m
 }
 
-// `pgq-worker work --otel` exports a process span (CONSUMER) per attempt by OTLP
+// S113: `pgq-worker work --otel` exports a process span (CONSUMER) per attempt by OTLP
 // http/protobuf to the collector the standard variables name, as the service
 // OTEL_SERVICE_NAME says: linked to the context a SQL dispatch stored after SET LOCAL
 // pgq.traceparent, with the messaging attributes and the SQL handler's function, and
