@@ -33,9 +33,11 @@ type clientConfig struct {
 }
 
 // TracerProvider makes the client trace its dispatches: a "send {queue}" span of kind
-// PRODUCER for each Dispatch or DispatchMany (of the caller's span in ctx, if any), whose
-// W3C trace context is stored with the jobs (S110), so that a worker's span of each
-// attempt links to it. Without it the client makes no span and stores no context of its
+// PRODUCER ("send" when the dispatch names no queue) for each Dispatch, DispatchMany,
+// DispatchChain and DispatchBatch (and their Tx forms), a child of the caller's span in
+// ctx if any, whose W3C trace context is stored with the jobs (S110; every step of a
+// chain and member of a batch, S112), so that a worker's span of each attempt links to
+// it. Without it the client makes no span and stores no context of its
 // own (a SET LOCAL pgq.traceparent in the caller's transaction still applies).
 func TracerProvider(tp trace.TracerProvider) ClientOption {
 	return func(c *clientConfig) { c.tracerProvider = tp }
@@ -72,74 +74,82 @@ func newTelemetry(c clientConfig) (*telemetry, error) {
 	return t, nil
 }
 
-// traceContext is the W3C trace context to store with a dispatch's jobs.
+// traceContext is the W3C trace context to store with a dispatch's jobs (S110); nil
+// fields: none of the client's own.
 type traceContext struct{ parent, state *string }
 
-// send starts the PRODUCER span of a dispatch of n jobs named job and returns the
-// option that stores its context with them, and the function that ends it. On a nil
-// telemetry it does nothing.
-func (t *telemetry) send(ctx context.Context, job string, n int, opts []Option) (Option, func([]uuid.UUID, error)) {
-	if t == nil {
-		return nil, nil
+// send starts the PRODUCER span of a dispatch of n jobs to queue (nil: the class
+// decides) and returns the trace context to store with them, and the function that ends
+// the span with the dispatch's error and more attributes. attrs are added to the span.
+// On a nil telemetry or without a TracerProvider it does nothing.
+func (t *telemetry) send(ctx context.Context, queue *string, n int, attrs ...attribute.KeyValue) (traceContext, func(error, ...attribute.KeyValue)) {
+	var tc traceContext
+	if t == nil || t.tracer == nil {
+		return tc, func(error, ...attribute.KeyValue) {}
 	}
-	queue := collect(opts).queue
-	var span trace.Span
-	var traceOpt Option
-	if t.tracer != nil {
-		name := "send"
-		attrs := []attribute.KeyValue{
-			semconv.MessagingSystemKey.String(MessagingSystem),
-			semconv.MessagingOperationTypeSend,
-			semconv.MessagingOperationName("send"),
-			attribute.String("pgq.job.name", job),
-		}
-		if queue != nil {
-			name += " " + *queue
-			attrs = append(attrs, semconv.MessagingDestinationName(*queue))
-		}
-		if n != 1 {
-			attrs = append(attrs, semconv.MessagingBatchMessageCount(n))
-		}
-		ctx, span = t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
-		carrier := propagation.MapCarrier{}
-		propagation.TraceContext{}.Inject(ctx, carrier)
-		if tp := carrier["traceparent"]; tp != "" {
-			tc := traceContext{parent: &tp}
-			if ts := carrier["tracestate"]; ts != "" {
-				tc.state = &ts
-			}
-			traceOpt = func(s *settings) { s.trace = tc }
+	name := "send"
+	attrs = append(attrs,
+		semconv.MessagingSystemKey.String(MessagingSystem),
+		semconv.MessagingOperationTypeSend,
+		semconv.MessagingOperationName("send"))
+	if queue != nil {
+		name += " " + *queue
+		attrs = append(attrs, semconv.MessagingDestinationName(*queue))
+	}
+	if n != 1 {
+		attrs = append(attrs, semconv.MessagingBatchMessageCount(n))
+	}
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if tp := carrier["traceparent"]; tp != "" {
+		tc.parent = &tp
+		if ts := carrier["tracestate"]; ts != "" {
+			tc.state = &ts
 		}
 	}
-	return traceOpt, func(ids []uuid.UUID, err error) {
-		if span != nil {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, err.Error())
-				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-			} else if len(ids) == 1 && ids[0] != (uuid.UUID{}) {
-				span.SetAttributes(semconv.MessagingMessageID(ids[0].String()))
-			}
-			span.End()
+	return tc, func(err error, more ...attribute.KeyValue) {
+		span.SetAttributes(more...)
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
 		}
-		if t.sent != nil {
-			sent := 0
-			for _, id := range ids {
-				if id != (uuid.UUID{}) {
-					sent++
-				}
-			}
-			attrs := []attribute.KeyValue{semconv.MessagingSystemKey.String(MessagingSystem), semconv.MessagingOperationName("send")}
-			if queue != nil {
-				attrs = append(attrs, semconv.MessagingDestinationName(*queue))
-			}
-			if err != nil {
-				attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(err)))
-				sent = n // the attempt to send them, as the convention counts it
-			}
-			t.sent.Add(ctx, int64(sent), metric.WithAttributes(attrs...))
+		span.End()
+	}
+}
+
+// count adds the jobs a dispatch to queue (nil: the class decides) sent to
+// messaging.client.sent.messages; after an error, the n it tried to send, with
+// error.type, as the convention counts them.
+func (t *telemetry) count(ctx context.Context, queue *string, sent, n int, err error) {
+	if t == nil || t.sent == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{semconv.MessagingSystemKey.String(MessagingSystem), semconv.MessagingOperationName("send")}
+	if queue != nil {
+		attrs = append(attrs, semconv.MessagingDestinationName(*queue))
+	}
+	if err != nil {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errorType(err)))
+		sent = n
+	}
+	t.sent.Add(ctx, int64(sent), metric.WithAttributes(attrs...))
+}
+
+// sentOf is how many of ids are jobs (uuid.Nil: a unique duplicate dropped), and the
+// attribute messaging.message.id when there is one job.
+func sentOf(ids []uuid.UUID) (int, []attribute.KeyValue) {
+	n := 0
+	for _, id := range ids {
+		if id != uuid.Nil {
+			n++
 		}
 	}
+	if len(ids) == 1 && n == 1 {
+		return n, []attribute.KeyValue{semconv.MessagingMessageID(ids[0].String())}
+	}
+	return n, nil
 }
 
 // errorType is the error.type of a failed dispatch: the pgq error it is, or its Go type.
@@ -155,19 +165,26 @@ func errorType(err error) string {
 	return fmt.Sprintf("%T", err)
 }
 
+// withTrace returns opts with tc stored, when there is one.
+func withTrace(opts []Option, tc traceContext) []Option {
+	if tc.parent == nil {
+		return opts
+	}
+	return append(opts[:len(opts):len(opts)], func(s *settings) { s.trace = tc })
+}
+
 // tracedOne is Dispatch (tx nil) or DispatchTx inside the client's send span.
 func (c *Client) tracedOne(ctx context.Context, tx pgx.Tx, job string, args any, opts []Option) (uuid.UUID, error) {
 	opts = append(argOptions(args), opts...)
-	traceOpt, end := c.tel.send(ctx, job, 1, opts)
-	if traceOpt != nil {
-		opts = append(opts, traceOpt)
-	}
+	tc, end := c.tel.send(ctx, collect(opts).queue, 1, attribute.String("pgq.job.name", job))
 	q := c.q
 	if tx != nil {
 		q = q.WithTx(tx)
 	}
-	ids, err := dispatchBatch(ctx, q, job, []any{args}, opts)
-	end(ids, err)
+	ids, err := dispatchBatch(ctx, q, job, []any{args}, withTrace(opts, tc))
+	sent, attrs := sentOf(ids)
+	end(err, attrs...)
+	c.tel.count(ctx, collect(opts).queue, sent, 1, err)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -176,10 +193,8 @@ func (c *Client) tracedOne(ctx context.Context, tx pgx.Tx, job string, args any,
 
 // tracedMany is DispatchMany (tx nil) or DispatchManyTx inside the client's send span.
 func (c *Client) tracedMany(ctx context.Context, tx pgx.Tx, job string, args []any, opts []Option) ([]uuid.UUID, error) {
-	traceOpt, end := c.tel.send(ctx, job, len(args), opts)
-	if traceOpt != nil {
-		opts = append(opts[:len(opts):len(opts)], traceOpt)
-	}
+	tc, end := c.tel.send(ctx, collect(opts).queue, len(args), attribute.String("pgq.job.name", job))
+	opts = withTrace(opts, tc)
 	var ids []uuid.UUID
 	var err error
 	switch {
@@ -190,6 +205,30 @@ func (c *Client) tracedMany(ctx context.Context, tx pgx.Tx, job string, args []a
 	default:
 		ids, err = dispatchMany(ctx, c.q, job, args, opts)
 	}
-	end(ids, err)
+	sent, attrs := sentOf(ids)
+	end(err, attrs...)
+	c.tel.count(ctx, collect(opts).queue, sent, len(args), err)
 	return ids, err
+}
+
+// tracedWorkflow runs the dispatch of a chain or a batch (kind) of n entries inside the
+// client's send span, whose context dispatch stores with every job of it (S112). The
+// span carries the chain's or batch's id as pgq.chain.id or pgq.batch.id.
+func (c *Client) tracedWorkflow(ctx context.Context, kind, queue string, n int, dispatch func(traceContext) (uuid.UUID, error)) (uuid.UUID, error) {
+	if c.tel == nil {
+		return dispatch(traceContext{})
+	}
+	tc, end := c.tel.send(ctx, nonEmpty(queue), n, attribute.String("pgq.workflow", kind))
+	id, err := dispatch(tc)
+	if err != nil {
+		end(err)
+	} else {
+		end(nil, attribute.String("pgq."+kind+".id", id.String()))
+	}
+	sent := n // a batch's members are queued now; a chain's first step only
+	if kind == "chain" {
+		sent = 1
+	}
+	c.tel.count(ctx, nonEmpty(queue), sent, sent, err)
+	return id, err
 }

@@ -969,10 +969,10 @@ COMMENT ON COLUMN pgq.job_batches.dispatched_by IS 'The login role that dispatch
 
 
 --
--- Name: _batch_add(pgq.job_batches, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _batch_add(pgq.job_batches, jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) RETURNS integer
+CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -988,14 +988,16 @@ BEGIN
     FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS x(e, n) WHERE NOT e ? 'chain';
     IF jsonb_array_length(v_plain) > 0 THEN
         -- a dropped unique duplicate is no member: it never existed (S21)
-        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL)) u
+        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL,
+                                                                     p_traceparent => p_traceparent,
+                                                                     p_tracestate => p_tracestate)) u
                            WHERE u IS NOT NULL);
     ELSE
         v_members := '{}';
     END IF;
     FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e WHERE e ? 'chain' LOOP
         v_chain := pgq._chain_start((pgq._uuid7s(1))[1], v_entry -> 'chain', v_entry ->> 'on_failure',
-                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id);
+                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id, p_traceparent, p_tracestate);
         v_members := v_members || v_chain.id;
         IF v_chain.state = 'failed' THEN
             v_failed := v_failed || v_chain;
@@ -1019,10 +1021,10 @@ $$;
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
+COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
 
 
 --
@@ -1577,7 +1579,8 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1,
+                                     p_traceparent => p_chain.traceparent, p_tracestate => p_chain.tracestate))[1];
     UPDATE pgq.job_chains c
     SET step = p_step, job_uuid = v_uuid,
         job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
@@ -1596,10 +1599,10 @@ COMMENT ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step inte
 
 
 --
--- Name: _chain_start(uuid, jsonb, text, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _chain_start(uuid, jsonb, text, text, uuid, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) RETURNS pgq.job_chains
+CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS pgq.job_chains
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1619,8 +1622,11 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
-    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- queued in a worker's transaction.
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
+    SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
+    FROM pgq._trace_context(p_traceparent, p_tracestate) t
     RETURNING * INTO v_chain;
     v_uuid := pgq._chain_dispatch_step(v_chain, 1);
     IF v_uuid IS NULL THEN
@@ -1634,10 +1640,10 @@ $$;
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
+COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
 
 
 --
@@ -2726,10 +2732,10 @@ COMMENT ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, 
 
 
 --
--- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2769,7 +2775,8 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings,
+            traceparent => p_traceparent, tracestate => p_tracestate));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -2780,10 +2787,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 
 --
@@ -6772,10 +6779,10 @@ COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay inte
 
 
 --
--- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6804,7 +6811,7 @@ BEGIN
                 'allow_failures', coalesce(dispatch_batch.allow_failures, false), 'queue', dispatch_batch.queue)))
     RETURNING * INTO v_batch;
     INSERT INTO pgq.batch_counts (batch_id, shard) SELECT v_batch.id, s FROM generate_series(0, 15) s;
-    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs);
+    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs, dispatch_batch.traceparent, dispatch_batch.tracestate);
     -- Every member a dropped duplicate: nothing will end it, so it ends here.
     PERFORM pgq._batch_settle(v_batch.id) WHERE NOT EXISTS (
         SELECT FROM pgq.batch_counts c WHERE c.batch_id = v_batch.id AND c.pending > 0);
@@ -6814,17 +6821,17 @@ $$;
 
 
 --
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
+COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
 
 --
--- Name: dispatch_chain(jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_chain(jsonb, text, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6838,17 +6845,18 @@ BEGIN
     IF dispatch_chain.queue IS NOT NULL THEN
         PERFORM pgq._check_name('queue', dispatch_chain.queue);
     END IF;
-    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL);
+    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL,
+                             dispatch_chain.traceparent, dispatch_chain.tracestate);
     RETURN v_id;
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
+COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
 
 
 --
@@ -11693,10 +11701,10 @@ REVOKE ALL ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with tim
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -11791,10 +11799,10 @@ REVOKE ALL ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step i
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -11943,10 +11951,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classe
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12799,19 +12807,19 @@ GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay in
 
 
 --
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) TO pgq_producer;
 
 
 --

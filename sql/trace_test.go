@@ -114,9 +114,9 @@ func TestS111InvalidTraceContextIsRefused(t *testing.T) {
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 }
 
-// S112: every step of a chain carries the trace context of the chain's dispatch, a later one
-// too, which a worker's transaction queues; every member of a batch carries the
-// batch's.
+// S112: every step of a chain carries the trace context of the chain's dispatch (its
+// options, or the transaction's settings), a later one too, which a worker's
+// transaction queues; every member of a batch carries the batch's.
 func TestS112ChainStepsAndBatchMembersCarryTheDispatchContext(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -131,10 +131,20 @@ func TestS112ChainStepsAndBatchMembersCarryTheDispatchContext(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, 4, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE traceparent = $1`, parentA))
 
+	// The option form, outside any transaction of the caller's.
+	pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_chain('[{"job": "o1"}, {"job": "o2"}]', traceparent => $1, tracestate => 'k=v')`, parentB)
+	pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_batch('[{"job": "om"}, {"chain": [{"job": "oc"}]}]', traceparent => $1)`, parentB)
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE traceparent = $1`, parentB))
+	require.Equal(t, "k=v", pgqtest.Scalar[string](t, db, `SELECT tracestate FROM pgq.jobs WHERE job = 'o1'`))
+	_, err = db.Pool.Exec(ctx, `SELECT pgq.dispatch_chain('[{"job": "o1"}]', traceparent => 'bad')`)
+	require.Equal(t, "22023", pgError(t, err).Code)
+
 	jobs := reserve(t, db, "w1", clock())
-	require.Len(t, jobs, 4)
+	require.Len(t, jobs, 7)
 	for _, j := range jobs {
 		require.True(t, complete(t, db, j))
 	}
 	require.Equal(t, parentA, pgqtest.Scalar[string](t, db, `SELECT traceparent FROM pgq.jobs WHERE job = 'two'`))
+	require.Equal(t, parentB, pgqtest.Scalar[string](t, db, `SELECT traceparent FROM pgq.jobs WHERE job = 'o2'`))
+	require.Equal(t, "k=v", pgqtest.Scalar[string](t, db, `SELECT tracestate FROM pgq.jobs WHERE job = 'o2'`))
 }

@@ -254,3 +254,26 @@ func collect(t *testing.T, reader sdkmetric.Reader) map[string]metricdata.Aggreg
 	}
 	return got
 }
+
+// S112, S113: with a traced client, every step of a chain, the one a worker's
+// transaction queues too, is processed in a span linked to the chain's send span.
+func TestS112S113ChainStepsLinkToTheChainsDispatch(t *testing.T) {
+	t.Parallel()
+	tr := setupTraced(t)
+	chain, err := tr.client.DispatchChain(context.Background(),
+		[]pgq.Step{{Job: "step", Args: order{1}}, {Job: "step", Args: order{2}}}, pgq.ChainOptions{Queue: "flow"})
+	require.NoError(t, err)
+	w := tr.worker(t, worker.WithTracerProvider(tr.tp), worker.WithQueues("flow"), worker.WithStopWhenEmpty())
+	worker.Handle(w, "step", worker.Handler[order]{Run: func(ctx context.Context, j *worker.Job[order]) error { return nil }})
+	drain(t, w)
+
+	send := tr.named("send flow")
+	require.Len(t, send, 1)
+	require.Equal(t, chain.String(), attrsOf(send[0])["pgq.chain.id"].AsString())
+	process := tr.named("process flow")
+	require.Len(t, process, 2)
+	for _, p := range process {
+		require.Len(t, p.Links, 1)
+		require.Equal(t, send[0].SpanContext.SpanID(), p.Links[0].SpanContext.SpanID())
+	}
+}

@@ -9,7 +9,8 @@
 -- * pgq.reservation: traceparent and tracestate, so that the worker's span of an
 --   attempt can link to the dispatch.
 -- * pgq.dispatch, pgq.dispatch_many, pgq.dispatch_staged and the functions behind them
---   (pgq._dispatch_entries too) take the options traceparent and tracestate: the old signatures are dropped here
+--   (pgq._dispatch_entries too), and pgq.dispatch_chain and pgq.dispatch_batch (with
+--   pgq._chain_start and pgq._batch_add), take the options traceparent and tracestate: the old signatures are dropped here
 --   and the new ones made by sql/functions on the same migrate.
 
 -- +goose Up
@@ -36,6 +37,10 @@ DROP FUNCTION IF EXISTS pgq.dispatch_staged(text, text, interval, int, int[], ti
 DROP FUNCTION IF EXISTS pgq._dispatch_staged_batch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval);
 DROP FUNCTION IF EXISTS pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int, boolean);
 DROP FUNCTION IF EXISTS pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean);
+DROP FUNCTION IF EXISTS pgq.dispatch_chain(jsonb, text, text);
+DROP FUNCTION IF EXISTS pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text);
+DROP FUNCTION IF EXISTS pgq._chain_start(uuid, jsonb, text, text, uuid);
+DROP FUNCTION IF EXISTS pgq._batch_add(pgq.job_batches, jsonb);
 
 -- +goose Down
 DROP FUNCTION IF EXISTS pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text);
@@ -44,6 +49,10 @@ DROP FUNCTION IF EXISTS pgq.dispatch_staged(text, text, interval, int, int[], ti
 DROP FUNCTION IF EXISTS pgq._dispatch_staged_batch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text);
 DROP FUNCTION IF EXISTS pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int, boolean, text, text);
 DROP FUNCTION IF EXISTS pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean, text, text);
+DROP FUNCTION IF EXISTS pgq.dispatch_chain(jsonb, text, text, text, text);
+DROP FUNCTION IF EXISTS pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text, text, text);
+DROP FUNCTION IF EXISTS pgq._chain_start(uuid, jsonb, text, text, uuid, text, text);
+DROP FUNCTION IF EXISTS pgq._batch_add(pgq.job_batches, jsonb, text, text);
 -- +goose StatementBegin
 DO $$
 BEGIN
