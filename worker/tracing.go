@@ -32,8 +32,8 @@ type otelOptions struct {
 // messaging.operation.type process), pgq.job.name, pgq.job.attempt, and for a SQL
 // handler code.function.name; a failed attempt has the error status and error.type.
 // The handler's context carries the span, so the handler's own spans are its children.
-// pgq's own calls (reserve, complete, fail, heartbeat) are CLIENT spans, unless
-// WithoutClientSpans. Without it the worker makes no span.
+// pgq's own calls (pgq.reserve, pgq.complete, pgq.fail_many, pgq.heartbeat) are
+// CLIENT spans, unless WithoutClientSpans. Without it the worker makes no span.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) error {
 		if tp == nil {
@@ -261,9 +261,9 @@ func attemptErrorType(ctx context.Context, err error) string {
 }
 
 // call starts the CLIENT span of one of pgq's own calls (pgq.reserve, pgq.complete,
-// pgq.fail, pgq.heartbeat) for n jobs (0: not known before the answer), and returns the
-// function that ends it with the jobs the answer had (-1: as sent) and its error. On a
-// nil telemetry, or WithoutClientSpans, it costs nothing.
+// pgq.fail_many, pgq.heartbeat) for n jobs, and returns the function that ends it with
+// the jobs the answer had (-1: as sent) and its error. On a nil telemetry, or
+// WithoutClientSpans, it costs nothing.
 func (t *telemetry) call(ctx context.Context, function string, n int) func(int, error) {
 	if t == nil || !t.client {
 		return noCall
