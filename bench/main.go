@@ -52,6 +52,7 @@ type options struct {
 	extraJobs  int
 	batch      int
 	pgqLoadMin int
+	pgqOTel    bool
 	conc       int
 	highConc   int
 	poolSize   int
@@ -133,6 +134,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.sqlJobs, "sql-jobs", 20000, "backlog size of drain-sql")
 	flag.IntVar(&o.extraJobs, "extra-jobs", 20000, "backlog size of plain, retry and the mw-* scenarios")
 	flag.IntVar(&o.pgqLoadMin, "pgq-load-min", -1, "pgq.load_min of pgq's sessions: dispatches of this many jobs or more are kept as loads (S85); 0: never; -1: pgq's default (1000)")
+	flag.BoolVar(&o.pgqOTel, "pgq-otel", false, "pgq: trace and meter with the OpenTelemetry SDK (spans and metrics made, then dropped), to measure what tracing costs; without it no provider is given")
 	flag.IntVar(&o.batch, "batch", 1000, "jobs per DispatchMany / InsertMany(Fast) / addJobs call when inserting a backlog")
 	flag.IntVar(&o.conc, "concurrency", 1000, "handlers at once in drain, steady, plain, retry and mw-*: pgq WithConcurrency, River MaxWorkers, graphile concurrency")
 	flag.IntVar(&o.highConc, "high-concurrency", 50, "concurrency of the drain-go-c50 scenario")

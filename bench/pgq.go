@@ -48,7 +48,7 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		pool.Close()
 		return nil, err
 	}
-	if e.client, err = pgq.NewClient(pool); err != nil {
+	if e.client, err = pgq.NewClient(pool, otelClientOptions(o)...); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -317,6 +317,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
 	}
 	opts = append(opts, sc.workerOpts...)
+	opts = append(opts, otelWorkerOptions(o)...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
 		return fail(err)
@@ -557,6 +558,7 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 	if l.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(l.concurrency))
 	}
+	opts = append(opts, otelWorkerOptions(o)...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
 		wpool.Close()

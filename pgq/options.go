@@ -34,6 +34,7 @@ type settings struct {
 	debounceMaxWait *time.Duration
 	middleware      []byte
 	byCopy          bool
+	trace           traceContext // set by a client with a TracerProvider (S110)
 
 	maxTries    *int32
 	maxRetryFor *time.Duration

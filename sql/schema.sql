@@ -99,6 +99,8 @@ CREATE TABLE pgq.loads (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -154,6 +156,20 @@ COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what 
 --
 
 COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
+
+
+--
+-- Name: COLUMN loads.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S110).';
+
+
+--
+-- Name: COLUMN loads.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S110).';
 
 
 --
@@ -219,7 +235,9 @@ CREATE TYPE pgq.reservation AS (
 	pickup pgq.pickup,
 	pickup_note text,
 	pickup_middleware text,
-	overlap_expire_after integer
+	overlap_expire_after integer,
+	traceparent text,
+	tracestate text
 );
 
 
@@ -279,6 +297,8 @@ CREATE TABLE pgq.jobs (
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
     waits_on text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 PARTITION BY LIST (slot);
@@ -401,6 +421,20 @@ COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slot
 --
 
 COMMENT ON COLUMN pgq.jobs.waits_on IS 'The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.';
+
+
+--
+-- Name: COLUMN jobs.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S110), NULL when it had none.';
+
+
+--
+-- Name: COLUMN jobs.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
 
 
 --
@@ -1071,10 +1105,10 @@ COMMENT ON COLUMN pgq.job_batches.dispatched_by IS 'The login role that dispatch
 
 
 --
--- Name: _batch_add(pgq.job_batches, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _batch_add(pgq.job_batches, jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) RETURNS integer
+CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1090,14 +1124,16 @@ BEGIN
     FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS x(e, n) WHERE NOT e ? 'chain';
     IF jsonb_array_length(v_plain) > 0 THEN
         -- a dropped unique duplicate is no member: it never existed (S21)
-        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL)) u
+        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL,
+                                                                     p_traceparent => p_traceparent,
+                                                                     p_tracestate => p_tracestate)) u
                            WHERE u IS NOT NULL);
     ELSE
         v_members := '{}';
     END IF;
     FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e WHERE e ? 'chain' LOOP
         v_chain := pgq._chain_start((pgq._uuid7s(1))[1], v_entry -> 'chain', v_entry ->> 'on_failure',
-                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id);
+                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id, p_traceparent, p_tracestate);
         v_members := v_members || v_chain.id;
         IF v_chain.state = 'failed' THEN
             v_failed := v_failed || v_chain;
@@ -1121,10 +1157,10 @@ $$;
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
+COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
 
 
 --
@@ -1633,6 +1669,8 @@ CREATE TABLE pgq.job_chains (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     job_uuids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT job_chains_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 
@@ -1652,6 +1690,20 @@ COMMENT ON COLUMN pgq.job_chains.job_uuids IS 'Each step''s job uuid in step ord
 
 
 --
+-- Name: COLUMN job_chains.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S112).';
+
+
+--
+-- Name: COLUMN job_chains.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S112).';
+
+
+--
 -- Name: _chain_dispatch_step(pgq.job_chains, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1663,7 +1715,8 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1,
+                                     p_traceparent => p_chain.traceparent, p_tracestate => p_chain.tracestate))[1];
     UPDATE pgq.job_chains c
     SET step = p_step, job_uuid = v_uuid,
         job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
@@ -1682,10 +1735,10 @@ COMMENT ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step inte
 
 
 --
--- Name: _chain_start(uuid, jsonb, text, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _chain_start(uuid, jsonb, text, text, uuid, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) RETURNS pgq.job_chains
+CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS pgq.job_chains
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1705,8 +1758,11 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
-    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- queued in a worker's transaction.
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
+    SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
+    FROM pgq._trace_context(p_traceparent, p_tracestate) t
     RETURNING * INTO v_chain;
     v_uuid := pgq._chain_dispatch_step(v_chain, 1);
     IF v_uuid IS NULL THEN
@@ -1720,10 +1776,10 @@ $$;
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
+COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
 
 
 --
@@ -2662,10 +2718,10 @@ COMMENT ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path t
 
 
 --
--- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true) RETURNS SETOF uuid
+CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2701,6 +2757,11 @@ BEGIN
     PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
+    IF _dispatch.traceparent IS NOT NULL OR _dispatch.tracestate IS NOT NULL
+       OR current_setting('pgq.traceparent', true) <> '' THEN
+        SELECT t.traceparent, t.tracestate INTO v_job.traceparent, v_job.tracestate
+        FROM pgq._trace_context(_dispatch.traceparent, _dispatch.tracestate) t;
+    END IF;
 
     -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
@@ -2745,10 +2806,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
@@ -2877,10 +2938,10 @@ COMMENT ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, 
 
 
 --
--- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2920,7 +2981,8 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings,
+            traceparent => p_traceparent, tracestate => p_tracestate));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -2931,10 +2993,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 
 --
@@ -3119,10 +3181,10 @@ COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick
 
 
 --
--- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3131,16 +3193,16 @@ BEGIN
         SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
                                         p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
                                         p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
-                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+                                        p_debounce_max_wait, p_middleware, p_retry_for, p_traceparent, p_tracestate) u);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
 
 
 --
@@ -3869,10 +3931,10 @@ CREATE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids u
 BEGIN
     INSERT INTO pgq.loads
         (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-         fail_on_timeout, retry_until, available_at, payloads, slot)
+         fail_on_timeout, retry_until, available_at, payloads, slot, traceparent, tracestate)
     SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
            p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
-           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot, p_job.traceparent, p_job.tracestate
     FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
                  array_agg(u.payload ORDER BY u.n) AS payloads
           FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
@@ -3974,24 +4036,25 @@ BEGIN
         INSERT INTO pgq.jobs
             (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
              retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
-             started_at, slot)
+             started_at, slot, traceparent, tracestate)
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
                CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
                CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot,
+               p_load.traceparent, p_load.tracestate
         FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
         RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
                   pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
                   pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
-                  pgq.jobs.created_at
+                  pgq.jobs.created_at, pgq.jobs.traceparent, pgq.jobs.tracestate
     )
     SELECT r.ctid, r.id,
            CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
                                      r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
-                                     NULL, NULL, NULL, NULL)::pgq.reservation END
+                                     NULL, NULL, NULL, NULL, r.traceparent, r.tracestate)::pgq.reservation END
     FROM made r
     ORDER BY r.id;
 END;
@@ -5315,7 +5378,8 @@ CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, 
     AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
+               p_job.traceparent, p_job.tracestate)::pgq.reservation;
 $$;
 
 
@@ -5766,11 +5830,13 @@ BEGIN
     INSERT INTO pgq.jobs
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot)
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
+         traceparent, tracestate)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
-           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot
+           p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
+           p_job.traceparent, p_job.tracestate
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
 END;
@@ -5986,7 +6052,7 @@ BEGIN
         RETURNING t.ord::int AS ord,
                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+                      NULL, NULL, NULL, t.expire, j.traceparent, j.tracestate)::pgq.reservation AS r
     )
     SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
 END;
@@ -6143,6 +6209,55 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._token_slots(p_tokens uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+
+--
+-- Name: _trace_context(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_from text := 'option';
+BEGIN
+    traceparent := p_traceparent;
+    tracestate := p_tracestate;
+    IF p_traceparent IS NULL THEN
+        IF p_tracestate IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: tracestate % needs a traceparent', quote_literal(p_tracestate) USING ERRCODE = '22023';
+        END IF;
+        v_from := 'setting pgq.traceparent';
+        traceparent := nullif(current_setting('pgq.traceparent', true), '');
+        tracestate := CASE WHEN traceparent IS NOT NULL THEN nullif(current_setting('pgq.tracestate', true), '') END;
+    END IF;
+    IF traceparent IS NULL THEN
+        RETURN;
+    END IF;
+    IF traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(traceparent, 4, 32) = repeat('0', 32) OR substr(traceparent, 37, 16) = repeat('0', 16) THEN
+        RAISE EXCEPTION 'pgq: traceparent (%) must be 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero, got %',
+            v_from, quote_literal(traceparent) USING ERRCODE = '22023';
+    END IF;
+    IF tracestate IS NOT NULL AND (
+           octet_length(tracestate) > 512
+           OR (SELECT count(*) FROM regexp_split_to_table(tracestate, ',') m WHERE btrim(m, E' \t') <> '') > 32
+           OR EXISTS (SELECT FROM regexp_split_to_table(tracestate, ',') m
+                      WHERE btrim(m, E' \t') <> ''
+                        AND btrim(m, E' \t') !~ '^[a-z0-9][_0-9a-z*/@-]{0,255}=[\x21-\x2b\x2d-\x3c\x3e-\x7e]([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,254}[\x21-\x2b\x2d-\x3c\x3e-\x7e])?$')) THEN
+        RAISE EXCEPTION 'pgq: tracestate (%) must be at most 32 comma-separated key=value members in 512 characters, got %',
+            replace(v_from, 'traceparent', 'tracestate'), quote_literal(tracestate) USING ERRCODE = '22023';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) IS 'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
 
 
 --
@@ -6965,10 +7080,10 @@ COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bool
 
 
 --
--- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid
+CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6977,22 +7092,22 @@ CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue 
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
                              dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for);
+                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
 $$;
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
+COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 
 --
--- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7021,7 +7136,7 @@ BEGIN
                 'allow_failures', coalesce(dispatch_batch.allow_failures, false), 'queue', dispatch_batch.queue)))
     RETURNING * INTO v_batch;
     INSERT INTO pgq.batch_counts (batch_id, shard) SELECT v_batch.id, s FROM generate_series(0, 15) s;
-    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs);
+    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs, dispatch_batch.traceparent, dispatch_batch.tracestate);
     -- Every member a dropped duplicate: nothing will end it, so it ends here.
     PERFORM pgq._batch_settle(v_batch.id) WHERE NOT EXISTS (
         SELECT FROM pgq.batch_counts c WHERE c.batch_id = v_batch.id AND c.pending > 0);
@@ -7031,17 +7146,17 @@ $$;
 
 
 --
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
+COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
 
 --
--- Name: dispatch_chain(jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_chain(jsonb, text, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7055,24 +7170,25 @@ BEGIN
     IF dispatch_chain.queue IS NOT NULL THEN
         PERFORM pgq._check_name('queue', dispatch_chain.queue);
     END IF;
-    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL);
+    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL,
+                             dispatch_chain.traceparent, dispatch_chain.tracestate);
     RETURN v_id;
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
+COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
 
 
 --
--- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7088,23 +7204,24 @@ BEGIN
                                 dispatch_many.unique_key, dispatch_many.unique_for,
                                 dispatch_many.unique_until, dispatch_many.debounce_key,
                                 dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
-                                dispatch_many.middleware, dispatch_many.retry_for);
+                                dispatch_many.middleware, dispatch_many.retry_for,
+                                traceparent => dispatch_many.traceparent, tracestate => dispatch_many.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
--- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid[]
+CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7146,7 +7263,8 @@ BEGIN
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
                 dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
                 dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
             v_payloads := '{}';
         END IF;
     END LOOP;
@@ -7155,16 +7273,17 @@ BEGIN
         dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
         dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
         dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
+COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
 
 
 --
@@ -9739,6 +9858,8 @@ CREATE TABLE pgq.jobs_0 (
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
     waits_on text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9800,6 +9921,8 @@ CREATE TABLE pgq.jobs_1 (
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
     waits_on text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9861,6 +9984,8 @@ CREATE TABLE pgq.jobs_2 (
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
     waits_on text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9922,6 +10047,8 @@ CREATE TABLE pgq.jobs_3 (
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
     waits_on text,
+    traceparent text,
+    tracestate text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -10142,6 +10269,8 @@ CREATE TABLE pgq.loads_0 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10181,6 +10310,8 @@ CREATE TABLE pgq.loads_1 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10220,6 +10351,8 @@ CREATE TABLE pgq.loads_2 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10259,6 +10392,8 @@ CREATE TABLE pgq.loads_3 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -12095,10 +12230,10 @@ REVOKE ALL ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with tim
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12193,10 +12328,10 @@ REVOKE ALL ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step i
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12331,10 +12466,10 @@ GRANT ALL ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) FROM PUBLIC;
 
 
 --
@@ -12352,10 +12487,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classe
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12373,10 +12508,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_t
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -13075,6 +13210,13 @@ REVOKE ALL ON FUNCTION pgq._token_slots(p_tokens uuid[]) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13215,43 +13357,43 @@ GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bo
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
-
-
---
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) TO pgq_producer;
-
-
---
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --

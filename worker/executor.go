@@ -98,8 +98,16 @@ func (e *executor) handle(a *active) {
 
 // runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (e *executor) runJob(ctx context.Context, a *active) {
-	err := e.invoke(ctx, a)
-	a.returned = time.Now()
+	var err error
+	if tel := e.cfg.tel; tel != nil {
+		hctx, span := tel.process(ctx, a)
+		err = e.invoke(hctx, a)
+		a.returned = time.Now()
+		tel.processed(ctx, span, a, err)
+	} else {
+		err = e.invoke(ctx, a)
+		a.returned = time.Now()
+	}
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}

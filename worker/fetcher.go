@@ -251,7 +251,9 @@ func (f *fetcher) runOnce(ctx context.Context, free, ahead int) error {
 	// is cancelled, and the jobs it just reserved would be left behind.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	call, sent := uuid.New(), time.Now()
+	called := f.cfg.tel.call(rctx, "pgq.reserve", free+ahead)
 	rows, err := f.session.reserve(rctx, free+ahead, call)
+	called(len(rows), err)
 	cancel()
 	if err != nil {
 		f.full = false

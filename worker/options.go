@@ -43,6 +43,9 @@ type config struct {
 
 	transactionPooled bool          // the pool goes through a transaction pooler
 	sessionPool       *pgxpool.Pool // the session's and the listener's connections; nil: the pool's
+
+	otel otelOptions // OpenTelemetry (tracing.go)
+	tel  *telemetry  // built by New from otel; nil: no spans or OTel metrics
 }
 
 func defaults() config {

@@ -332,11 +332,13 @@ func (r *reporter) complete(batch []*active) error {
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	var done []uuid.UUID
+	called := r.cfg.tel.call(ctx, "pgq.complete", len(batch))
 	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
 		var err error
 		done, err = q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
 		return err
 	})
+	called(len(done), err)
 	if err != nil {
 		return err
 	}
@@ -386,11 +388,13 @@ func (r *reporter) fail(batch []failure) error {
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	var attempts []*dbsqlc.PgqAttempt
+	called := r.cfg.tel.call(ctx, "pgq.fail_many", len(batch))
 	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
 		var err error
 		attempts, err = q.JobFailMany(ctx, p)
 		return err
 	})
+	called(len(attempts), err)
 	if err != nil {
 		return err
 	}

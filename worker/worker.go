@@ -111,6 +111,11 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		}
 		w.metrics = m
 	}
+	tel, err := newTelemetry(cfg.otel, w.q)
+	if err != nil {
+		return nil, fmt.Errorf("pgq/worker: %w", err)
+	}
+	w.cfg.tel = tel
 	w.wire()
 	return w, nil
 }
@@ -161,6 +166,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
 	defer close(w.executor.stopped) // last: waiting handler goroutines exit
+	defer w.cfg.tel.close()         // the queue gauges read no more
 	defer w.session.close(ctx)
 	// Recorded before the configuration check, which reads what the live workers serve
 	// (S87), and removed once every outcome is reported.

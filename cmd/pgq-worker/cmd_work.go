@@ -51,7 +51,8 @@ without using up their attempt, and exits 0.
 --tries, --backoff and --timeout apply to jobs whose class and dispatch set none.`,
 		Example: `  pgq-worker work --queue high,default --concurrency 20
   pgq-worker work --stop-when-empty --log-format json
-  pgq-worker work --metrics-addr 127.0.0.1:9090`,
+  pgq-worker work --metrics-addr 127.0.0.1:9090
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 pgq-worker work --otel`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
@@ -79,6 +80,9 @@ without using up their attempt, and exits 0.
 	sessionURL := f.String("session-url", "", "PostgreSQL `URL` for what is bound to a session (the reserve and its nap, LISTEN): direct or session-pooled, when --database-url goes through a transaction pooler")
 	txPooler := f.Bool("transaction-pooler", false, "--database-url goes through a transaction-mode pooler (PgBouncer pool_mode = transaction): nothing is set on its sessions, no statement is prepared by name; without --session-url the worker polls")
 	noSchedules := f.Bool("no-schedules", false, "do not fire schedules (pgq.schedules): leave them to other workers, or to pg_cron")
+	otelOn := f.Bool("otel", false, "export OpenTelemetry traces and metrics by OTLP http/protobuf, configured by the OTEL_EXPORTER_OTLP_* and OTEL_SERVICE_NAME variables (docs/tracing.md)")
+	otelChild := f.Bool("otel-child", false, "with --otel: each attempt's span is a child of its dispatch's span, not linked to it")
+	otelNoClient := f.Bool("otel-no-client-spans", false, "with --otel: no spans for pgq's own calls (reserve, complete, fail, heartbeat)")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
 	cmd.RunE = a.runE(func(cmd *cobra.Command, _ []string) error {
@@ -151,6 +155,9 @@ without using up their attempt, and exits 0.
 		if *stopWhenEmpty {
 			opts = append(opts, worker.WithStopWhenEmpty())
 		}
+		if (*otelChild || *otelNoClient) && !*otelOn {
+			return usagef("--otel-child and --otel-no-client-spans need --otel")
+		}
 
 		ctx := cmd.Context()
 		// The worker's own timeouts, sent as each connection starts: they then override
@@ -191,6 +198,20 @@ without using up their attempt, and exits 0.
 				return err
 			}
 			defer stopMetrics()
+		}
+		if *otelOn {
+			otelOpts, stopOTel, err := startOTel(ctx, a.stderr)
+			if err != nil {
+				return err
+			}
+			defer stopOTel()
+			opts = append(opts, otelOpts...)
+			if *otelChild {
+				opts = append(opts, worker.WithTraceChild())
+			}
+			if *otelNoClient {
+				opts = append(opts, worker.WithoutClientSpans())
+			}
 		}
 		w, err := worker.New(pool, opts...)
 		if err != nil {

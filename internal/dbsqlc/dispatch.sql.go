@@ -128,7 +128,9 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     debounce_for => $16::interval,
     debounce_max_wait => $17::interval,
     middleware => $18::jsonb,
-    retry_for => $19::interval
+    retry_for => $19::interval,
+    traceparent => $20::text,
+    tracestate => $21::text
 )
 `
 
@@ -152,6 +154,8 @@ type JobDispatchManyParams struct {
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
 	RetryFor        *time.Duration
+	Traceparent     *string
+	Tracestate      *string
 }
 
 // The payloads travel as text[] and become jsonb row by row: a jsonb[] parameter is
@@ -179,6 +183,8 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		arg.DebounceMaxWait,
 		arg.Middleware,
 		arg.RetryFor,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	if err != nil {
 		return nil, err
@@ -217,7 +223,9 @@ SELECT pgq.dispatch_staged(
     debounce_for => $15::interval,
     debounce_max_wait => $16::interval,
     middleware => $17::jsonb,
-    retry_for => $18::interval
+    retry_for => $18::interval,
+    traceparent => $19::text,
+    tracestate => $20::text
 )::uuid[] AS uuids
 `
 
@@ -240,6 +248,8 @@ type JobDispatchStagedParams struct {
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
 	RetryFor        *time.Duration
+	Traceparent     *string
+	Tracestate      *string
 }
 
 func (q *Queries) JobDispatchStaged(ctx context.Context, arg JobDispatchStagedParams) ([]uuid.UUID, error) {
@@ -262,6 +272,8 @@ func (q *Queries) JobDispatchStaged(ctx context.Context, arg JobDispatchStagedPa
 		arg.DebounceMaxWait,
 		arg.Middleware,
 		arg.RetryFor,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	var uuids []uuid.UUID
 	err := row.Scan(&uuids)

@@ -376,6 +376,10 @@ type PgqJob struct {
 	Slot int16
 	// The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.
 	WaitsOn *string
+	// The W3C traceparent of the dispatch (S110), NULL when it had none.
+	Traceparent *string
+	// The W3C tracestate of the dispatch (S110), NULL when it had none.
+	Tracestate *string
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.
@@ -412,6 +416,10 @@ type PgqJobChain struct {
 	FinishedAt *time.Time
 	// Each step's job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).
 	JobUuids []uuid.UUID
+	// The W3C traceparent of the chain's dispatch, which each step carries (S112).
+	Traceparent *string
+	// The W3C tracestate of the chain's dispatch, which each step carries (S112).
+	Tracestate *string
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -876,6 +884,10 @@ type PgqLoad struct {
 	Txid pgtype.Uint64
 	// The slot of pgq.job_slots the chunk lives in.
 	Slot int16
+	// The W3C traceparent of the dispatch, shared by every job of the chunk (S110).
+	Traceparent *string
+	// The W3C tracestate of the dispatch, shared by every job of the chunk (S110).
+	Tracestate *string
 }
 
 // The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.
@@ -1182,6 +1194,8 @@ type PgqReservation struct {
 	PickupNote         *string
 	PickupMiddleware   *string
 	OverlapExpireAfter *int32
+	Traceparent        *string
+	Tracestate         *string
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).

@@ -467,7 +467,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]*PgqA
 
 const jobReserve = `-- name: JobReserve :many
 SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
-       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware
+       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware, traceparent, tracestate
 FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
@@ -503,6 +503,8 @@ type JobReserveRow struct {
 	Pickup             *PgqPickup
 	PickupNote         *string
 	PickupMiddleware   *string
+	Traceparent        *string
+	Tracestate         *string
 }
 
 // Only the columns the worker reads: every column scanned costs the worker time per job.
@@ -538,6 +540,8 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]*JobR
 			&i.Pickup,
 			&i.PickupNote,
 			&i.PickupMiddleware,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}

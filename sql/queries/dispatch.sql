@@ -22,7 +22,9 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
     middleware => sqlc.narg('middleware')::jsonb,
-    retry_for => sqlc.narg('retry_for')::interval
+    retry_for => sqlc.narg('retry_for')::interval,
+    traceparent => sqlc.narg('traceparent')::text,
+    tracestate => sqlc.narg('tracestate')::text
 );
 
 -- name: JobClassDefine :one
@@ -81,5 +83,7 @@ SELECT pgq.dispatch_staged(
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
     middleware => sqlc.narg('middleware')::jsonb,
-    retry_for => sqlc.narg('retry_for')::interval
+    retry_for => sqlc.narg('retry_for')::interval,
+    traceparent => sqlc.narg('traceparent')::text,
+    tracestate => sqlc.narg('tracestate')::text
 )::uuid[] AS uuids;

@@ -1,7 +1,7 @@
 -- name: JobReserve :many
 -- Only the columns the worker reads: every column scanned costs the worker time per job.
 SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
-       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware
+       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware, traceparent, tracestate
 FROM pgq.reserve(
     worker => @worker::text,
     queues => @queues::text[],
