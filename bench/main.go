@@ -9,9 +9,10 @@
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	bulk-shape  4c. one dispatch of 20,000 and of 200,000 1 KiB payloads: time per payload   pgq only
-//	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle            pgq only: what the semantics cost
+//	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle, mw-concurrency   pgq only: what the semantics cost
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
+//	drain-sql-insert, pgbench-insert   pgq only: SQL handlers that insert a row, against pgbench's same INSERT
 //	starvation  6. one key's bulk backlog and many keys at 1 job/s, fair and plain  pgq only
 //
 // Every run is verified (each job ran exactly once and is recorded as done) and the
@@ -55,6 +56,7 @@ type options struct {
 	starvBig   int
 	starvKeys  int
 	starvConc  int
+	pgqOTel    bool
 	conc       int
 	highConc   int
 	poolSize   int
@@ -67,6 +69,8 @@ type options struct {
 	quietMax   time.Duration
 	cpuProfile string
 	fnStats    bool
+	pgbench    string
+	sqlGroup   time.Duration
 	keepDB     bool
 
 	steadyDur       time.Duration
@@ -106,7 +110,8 @@ type options struct {
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
-	"mw-overlap", "mw-ratelimit", "mw-throttle", "drain-go", "drain-go-c50", "batch", "pressure", "starvation"}
+	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "drain-go", "drain-go-c50", "batch", "pressure",
+	"drain-sql-insert", "pgbench-insert", "starvation"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -133,6 +138,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.sqlJobs, "sql-jobs", 20000, "backlog size of drain-sql")
 	flag.IntVar(&o.extraJobs, "extra-jobs", 20000, "backlog size of plain, retry and the mw-* scenarios")
 	flag.IntVar(&o.pgqLoadMin, "pgq-load-min", -1, "pgq.load_min of pgq's sessions: dispatches of this many jobs or more are kept as loads (S85); 0: never; -1: pgq's default (1000)")
+	flag.BoolVar(&o.pgqOTel, "pgq-otel", false, "pgq: trace and meter with the OpenTelemetry SDK (spans and metrics made, then dropped), to measure what tracing costs; without it no provider is given")
 	flag.IntVar(&o.batch, "batch", 1000, "jobs per DispatchMany / InsertMany(Fast) / addJobs call when inserting a backlog")
 	flag.IntVar(&o.conc, "concurrency", 1000, "handlers at once in drain, steady, plain, retry and mw-*: pgq WithConcurrency, River MaxWorkers, graphile concurrency")
 	flag.IntVar(&o.highConc, "high-concurrency", 50, "concurrency of the drain-go-c50 scenario")
@@ -149,6 +155,8 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.pgqSlotMB, "pgq-slot-mb", 64, "pgq worker: WithSlotSize in MiB (its default is 64; 0 leaves the slots where they are), to measure what the size buys")
 	flag.StringVar(&o.pgqLog, "pgq-log", "", "pressure: append the pgq worker's log at info level to this file (what its vacuum decided, for one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
+	flag.DurationVar(&o.sqlGroup, "sql-group-budget", 5*time.Millisecond, "the pgq worker's WithSQLGroupBudget in the SQL drains (0: every SQL job alone)")
+	flag.StringVar(&o.pgbench, "pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary of the pgbench-insert scenario")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")
 	flag.BoolVar(&o.keepDB, "keep-db", true, "leave the benchmark databases in place at the end")
 
@@ -408,6 +416,11 @@ func run() error {
 				}
 				if pe != nil {
 					record("pgq", scen, i, pe.bulkShape(ctx, o))
+				}
+			case "pgbench-insert":
+				t.define(scen, fmt.Sprintf("pgbench: the INSERT of drain-sql-insert, one transaction per row, %d clients (the worker's SQL connections), tps", max(1, o.poolSize-3)), false, 0)
+				if pe != nil {
+					record("pgq", scen, i, pe.pgbenchInsert(ctx, o))
 				}
 			default: // pgq-only drains
 				if pe == nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -47,12 +48,15 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		pool.Close()
 		return nil, err
 	}
-	if e.client, err = pgq.NewClient(pool); err != nil {
+	if e.client, err = pgq.NewClient(pool, otelClientOptions(o)...); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	if _, err := pool.Exec(ctx, `CREATE SCHEMA bench;
-		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;`); err != nil {
+		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
+		CREATE TABLE bench.sql_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
+		CREATE FUNCTION bench.insert_row(payload jsonb) RETURNS void LANGUAGE sql AS $$
+			INSERT INTO bench.sql_rows (payload) VALUES (payload) $$;`); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("create bench.noop: %w", err)
 	}
@@ -60,7 +64,15 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := e.client.DefineJob(ctx, "insert_sql", pgq.Handler("bench.insert_row")); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := e.client.DefineLimit(ctx, "bench_huge", 1_000_000_000, time.Hour); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := e.client.DefineConcurrency(ctx, "bench_conc", o.conc); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -100,7 +112,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 // vacuumed table, and the runs of one figure must measure the same thing.
 func (e *pgqEnv) truncate(ctx context.Context) error {
 	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, pgq.callbacks, pgq.job_ends, "+
-		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens"); err != nil {
+		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens, bench.sql_rows"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	return nil
@@ -116,7 +128,9 @@ type pgqScenario struct {
 	jobs        int
 	concurrency int // 0: the worker's default
 	sqlHandler  bool
+	rows        string                      // a table the handler inserts one row into per job: verified, then emptied
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
+	limit       int                         // > 0: the run fails when more handlers than this ran at once
 	batch       bool                        // the backlog is one batch (DispatchBatch, then AddToBatch)
 	payload     func(i int) json.RawMessage // nil: {}
 	dispatch    []pgq.Option
@@ -140,6 +154,9 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 	case "drain-sql":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with a SQL-function handler, jobs/s (worker default concurrency, pool %d)", o.sqlJobs, o.poolSize),
 			job: "noop_sql", jobs: o.sqlJobs, sqlHandler: true}
+	case "drain-sql-insert":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs whose SQL handler inserts one row, jobs/s (worker default concurrency, pool %d): compare with pgbench-insert", o.sqlJobs, o.poolSize),
+			job: "insert_sql", jobs: o.sqlJobs, sqlHandler: true, rows: "bench.sql_rows"}
 	case "plain":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d no-op jobs, no middleware, jobs/s (concurrency %d): reference for the rows below", o.extraJobs, o.conc),
 			job: "noop", jobs: o.extraJobs, concurrency: o.conc}
@@ -156,6 +173,10 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with rate_limited (huge budget), jobs/s (concurrency %d)", o.extraJobs, o.conc),
 			job: "noop_ratelimit", jobs: o.extraJobs, concurrency: o.conc,
 			dispatch: mw(pgq.RateLimited{Limit: "bench_huge"})}
+	case "mw-concurrency":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs under concurrency_limited (one key, limit %d = the concurrency), jobs/s (concurrency %d)", o.extraJobs, o.conc, o.conc),
+			job: "noop_concurrency", jobs: o.extraJobs, concurrency: o.conc, limit: o.conc,
+			dispatch: mw(pgq.ConcurrencyLimited{Named: "bench_conc"})}
 	case "mw-throttle":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with throttles_exceptions (no exceptions), jobs/s (concurrency %d)", o.extraJobs, o.conc),
 			job: "noop_throttle", jobs: o.extraJobs, concurrency: o.conc,
@@ -292,15 +313,26 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	if sc.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(sc.concurrency))
 	}
+	if sc.sqlHandler {
+		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
+	}
 	opts = append(opts, sc.workerOpts...)
+	opts = append(opts, otelWorkerOptions(o)...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
 		return fail(err)
 	}
+	var running, mostRunning atomic.Int64
 	if !sc.sqlHandler {
-		failOnce := sc.failOnce
+		failOnce, limit := sc.failOnce, sc.limit
 		worker.Handle(w, sc.job, worker.Handler[json.RawMessage]{
 			Run: func(_ context.Context, j *worker.Job[json.RawMessage]) error {
+				if limit > 0 {
+					n := running.Add(1)
+					defer running.Add(-1)
+					for m := mostRunning.Load(); n > m && !mostRunning.CompareAndSwap(m, n); m = mostRunning.Load() {
+					}
+				}
 				if failOnce && j.Attempt == 1 {
 					return errors.New("bench: fail the first attempt")
 				}
@@ -368,11 +400,20 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 	if sc.failOnce {
 		failedAttempts = sc.jobs
 	}
+	if sc.limit > 0 && mostRunning.Load() > int64(sc.limit) {
+		return fail(fmt.Errorf("%d handlers ran at once under a concurrency limit of %d", mostRunning.Load(), sc.limit))
+	}
 	if err := e.verify(ctx, sc.job, sc.jobs, failedAttempts); err != nil {
 		if d.warnings > failedAttempts {
 			err = fmt.Errorf("%w (worker logged %d warnings, first: %s)", err, d.warnings, logs.first())
 		}
 		return fail(err)
+	}
+	if sc.rows != "" {
+		var n int
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+sc.rows).Scan(&n); err != nil || n != sc.jobs {
+			return fail(fmt.Errorf("verify %s: want %d rows, one per job, got %d (%v)", sc.rows, sc.jobs, n, err))
+		}
 	}
 	if sc.batch {
 		var succeeded int
@@ -517,6 +558,7 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 	if l.concurrency > 0 {
 		opts = append(opts, worker.WithConcurrency(l.concurrency))
 	}
+	opts = append(opts, otelWorkerOptions(o)...)
 	w, err := worker.New(wpool, opts...)
 	if err != nil {
 		wpool.Close()

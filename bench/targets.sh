@@ -53,7 +53,7 @@ for step in $steps; do
     bulk-shape) run bulk-shape -runs 3 -scenarios bulk-shape -systems pgq -quiet-cores 0.2 -quiet-max 20s ;;
     latency)
         run latency -runs 5 -scenarios latency -systems pgq,river -latency-rate 7 -latency-duration 30s ;;
-    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle -systems pgq ;;
+    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle,mw-concurrency -systems pgq ;;
     burst)
         ratios=()
         for pair in $(seq "${BURST_PAIRS:-3}"); do

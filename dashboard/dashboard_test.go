@@ -37,6 +37,10 @@ func TestDashboardScreens(t *testing.T) {
 	db.Exec(t, `SELECT pgq.fail($1::uuid, $2::uuid, 'HTTP 503 from billing')`, retrying, token)
 	running := dispatch(t, db, `pgq.dispatch('sync', '{"account": 9}')`)
 	reserve(t, db, "worker-a:4242", "sync")
+	db.Exec(t, `SELECT pgq.define_concurrency('exports', 1)`)
+	db.Exec(t, `SELECT pgq.dispatch('sync', jsonb_build_object('account', 100 + i), middleware => '[{"concurrency_limited": {"limit": "exports"}}]')
+		FROM generate_series(1, 2) i`)
+	reserve(t, db, "worker-b:7", "sync")
 	db.Exec(t, `SELECT pgq.pause_queue('mail')`)
 
 	t.Run("Overview", func(t *testing.T) {
@@ -81,6 +85,8 @@ func TestDashboardScreens(t *testing.T) {
 		require.Contains(t, body, "worker-a:4242", "the overlap lease's worker")
 		require.Contains(t, body, "vendor_api")
 		require.Contains(t, body, "1</td><td class=\"r\">5", "1 of 5 used")
+		require.Regexp(t, `<td>concurrency</td><td>exports</td><td class="mono">exports</td><td class="r">1</td><td class="r">1</td>\s*<td></td><td[^>]*></td>\s*<td><span class="badge bad">full</span>`, body,
+			"the concurrency limit: 1 of 1 running, the other job waiting")
 	})
 	t.Run("Workers", func(t *testing.T) {
 		body := b.page(t, "/workers")

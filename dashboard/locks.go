@@ -23,7 +23,7 @@ type lockSection struct {
 
 type locksData struct {
 	Sections []lockSection
-	Limits   []*dbsqlc.PgqLimit
+	Limits   []*dbsqlc.DashboardLimitListRow
 	MoreLim  bool
 }
 

@@ -68,24 +68,32 @@ func BatchChain(onFailure string, steps ...Step) BatchMember {
 // the chain's id (see pgq.chains). Commits on its own; DispatchChainTx dispatches in
 // your transaction. Errors wrap ErrInvalidArgument for bad steps.
 func (c *Client) DispatchChain(ctx context.Context, steps []Step, o ChainOptions) (uuid.UUID, error) {
-	return dispatchChain(ctx, c.q, steps, o)
+	return c.tracedWorkflow(ctx, "chain", o.Queue, len(steps), func(tc traceContext) (uuid.UUID, error) {
+		return dispatchChain(ctx, c.q, steps, o, tc)
+	})
 }
 
 // DispatchChainTx is DispatchChain inside tx: nothing exists unless tx commits (S2).
 func (c *Client) DispatchChainTx(ctx context.Context, tx pgx.Tx, steps []Step, o ChainOptions) (uuid.UUID, error) {
-	return dispatchChain(ctx, c.q.WithTx(tx), steps, o)
+	return c.tracedWorkflow(ctx, "chain", o.Queue, len(steps), func(tc traceContext) (uuid.UUID, error) {
+		return dispatchChain(ctx, c.q.WithTx(tx), steps, o, tc)
+	})
 }
 
 // DispatchBatch queues members as one batch (pgq.dispatch_batch) and returns its id
 // (see pgq.batches, Batch). Commits on its own; DispatchBatchTx dispatches in your
 // transaction. Errors wrap ErrInvalidArgument for bad members or options.
 func (c *Client) DispatchBatch(ctx context.Context, members []BatchMember, o BatchOptions) (uuid.UUID, error) {
-	return dispatchJobBatch(ctx, c.q, members, o)
+	return c.tracedWorkflow(ctx, "batch", o.Queue, len(members), func(tc traceContext) (uuid.UUID, error) {
+		return dispatchJobBatch(ctx, c.q, members, o, tc)
+	})
 }
 
 // DispatchBatchTx is DispatchBatch inside tx: nothing exists unless tx commits (S2).
 func (c *Client) DispatchBatchTx(ctx context.Context, tx pgx.Tx, members []BatchMember, o BatchOptions) (uuid.UUID, error) {
-	return dispatchJobBatch(ctx, c.q.WithTx(tx), members, o)
+	return c.tracedWorkflow(ctx, "batch", o.Queue, len(members), func(tc traceContext) (uuid.UUID, error) {
+		return dispatchJobBatch(ctx, c.q.WithTx(tx), members, o, tc)
+	})
 }
 
 // AddToBatch adds members to a batch that has not finished and is not cancelled (S73),
@@ -210,19 +218,20 @@ func batchFromRow(r *dbsqlc.PgqBatch) *Batch {
 	return b
 }
 
-func dispatchChain(ctx context.Context, q *dbsqlc.Queries, steps []Step, o ChainOptions) (uuid.UUID, error) {
+func dispatchChain(ctx context.Context, q *dbsqlc.Queries, steps []Step, o ChainOptions, tc traceContext) (uuid.UUID, error) {
 	entries, err := stepEntries(steps)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("dispatch chain: %w", err)
 	}
-	id, err := q.ChainDispatch(ctx, dbsqlc.ChainDispatchParams{Steps: entries, OnFailure: nonEmpty(o.OnFailure), Queue: nonEmpty(o.Queue)})
+	id, err := q.ChainDispatch(ctx, dbsqlc.ChainDispatchParams{Steps: entries, OnFailure: nonEmpty(o.OnFailure), Queue: nonEmpty(o.Queue),
+		Traceparent: tc.parent, Tracestate: tc.state})
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("dispatch chain: %w", MapError(err))
 	}
 	return id, nil
 }
 
-func dispatchJobBatch(ctx context.Context, q *dbsqlc.Queries, members []BatchMember, o BatchOptions) (uuid.UUID, error) {
+func dispatchJobBatch(ctx context.Context, q *dbsqlc.Queries, members []BatchMember, o BatchOptions, tc traceContext) (uuid.UUID, error) {
 	entries, err := memberEntries(members)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("dispatch batch: %w", err)
@@ -230,6 +239,7 @@ func dispatchJobBatch(ctx context.Context, q *dbsqlc.Queries, members []BatchMem
 	id, err := q.BatchDispatch(ctx, dbsqlc.BatchDispatchParams{
 		Jobs: entries, Name: nonEmpty(o.Name), ThenJob: nonEmpty(o.Then), CatchJob: nonEmpty(o.Catch),
 		FinallyJob: nonEmpty(o.Finally), AllowFailures: o.AllowFailures, Queue: nonEmpty(o.Queue),
+		Traceparent: tc.parent, Tracestate: tc.state,
 	})
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("dispatch batch: %w", MapError(err))

@@ -18,14 +18,24 @@ import (
 type Client struct {
 	pool *pgxpool.Pool
 	q    *dbsqlc.Queries
+	tel  *telemetry // nil: no TracerProvider or MeterProvider
 }
 
-// NewClient returns a Client using pool. The schema must be migrated (Migrate).
-func NewClient(pool *pgxpool.Pool) (*Client, error) {
+// NewClient returns a Client using pool. The schema must be migrated (Migrate). Options
+// TracerProvider and MeterProvider make it trace and count its dispatches.
+func NewClient(pool *pgxpool.Pool, opts ...ClientOption) (*Client, error) {
 	if pool == nil {
 		return nil, errors.New("pgq: NewClient: pool is nil")
 	}
-	return &Client{pool: pool, q: dbsqlc.New(pool)}, nil
+	var cfg clientConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	tel, err := newTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{pool: pool, q: dbsqlc.New(pool), tel: tel}, nil
 }
 
 // Pool returns the pool the client was made with.
@@ -38,12 +48,18 @@ func (c *Client) Pool() *pgxpool.Pool { return c.pool }
 // commits on its own; use DispatchTx to dispatch inside your transaction. Errors wrap
 // ErrInvalidArgument for bad input.
 func (c *Client) Dispatch(ctx context.Context, job string, args any, opts ...Option) (uuid.UUID, error) {
+	if c.tel != nil {
+		return c.tracedOne(ctx, nil, job, args, opts)
+	}
 	return dispatchOne(ctx, c.q, job, args, opts)
 }
 
 // DispatchTx queues one job in tx: it exists only if tx commits, and workers are woken
 // on commit (S2).
 func (c *Client) DispatchTx(ctx context.Context, tx pgx.Tx, job string, args any, opts ...Option) (uuid.UUID, error) {
+	if c.tel != nil {
+		return c.tracedOne(ctx, tx, job, args, opts)
+	}
 	return dispatchOne(ctx, c.q.WithTx(tx), job, args, opts)
 }
 
@@ -53,6 +69,9 @@ func (c *Client) DispatchTx(ctx context.Context, tx pgx.Tx, job string, args any
 // dispatched one call each, since each carries its own key. With ByCopy the payloads go
 // by COPY instead: the same checks, the same result.
 func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	if c.tel != nil {
+		return c.tracedMany(ctx, nil, job, args, opts)
+	}
 	if collect(opts).byCopy {
 		return c.dispatchCopy(ctx, nil, job, args, opts)
 	}
@@ -61,6 +80,9 @@ func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts 
 
 // DispatchManyTx is DispatchMany inside tx.
 func (c *Client) DispatchManyTx(ctx context.Context, tx pgx.Tx, job string, args []any, opts ...Option) ([]uuid.UUID, error) {
+	if c.tel != nil {
+		return c.tracedMany(ctx, tx, job, args, opts)
+	}
 	if collect(opts).byCopy {
 		return c.dispatchCopy(ctx, tx, job, args, opts)
 	}
@@ -133,6 +155,8 @@ func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args [
 		FailOnTimeout: s.failOnTimeout,
 		Priority:      s.priority,
 		Middleware:    s.middleware,
+		Traceparent:   s.trace.parent,
+		Tracestate:    s.trace.state,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
@@ -197,6 +221,8 @@ func dispatchBatch(ctx context.Context, q *dbsqlc.Queries, job string, args []an
 		DebounceFor:     s.debounceFor,
 		DebounceMaxWait: s.debounceMaxWait,
 		Middleware:      s.middleware,
+		Traceparent:     s.trace.parent,
+		Tracestate:      s.trace.state,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
@@ -243,8 +269,8 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 // "default"), SQL handler (Handler), Tries, Backoff, MaxExceptions, Timeout,
 // FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
 // DebounceFor/DebounceBy/DebounceMaxWait, WithMiddleware, and the ceilings of what a
-// dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90).
-// The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
+// dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90),
+// and Isolated (S123). The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
 	if err := s.classOnly(); err != nil {
@@ -275,6 +301,7 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 		MaxRetryFor:     s.maxRetryFor,
 		MinBackoff:      s.minBackoff,
 		MaxTimeout:      s.maxTimeout,
+		Isolated:        s.isolated,
 	})
 	if err != nil {
 		return fmt.Errorf("define job %s: %w", name, MapError(err))

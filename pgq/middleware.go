@@ -10,7 +10,8 @@ import (
 )
 
 // Middleware is a check PostgreSQL runs when it reserves a job, before the handler
-// (S26-S29): WithoutOverlapping, RateLimited or ThrottlesExceptions. It is data, frozen
+// (S26-S29, S99): WithoutOverlapping, RateLimited, ThrottlesExceptions or
+// ConcurrencyLimited. It is data, frozen
 // into the job at dispatch, so it works the same for jobs dispatched from SQL or Go and
 // for any worker.
 type Middleware interface {
@@ -58,6 +59,27 @@ func (m RateLimited) middleware() (string, map[string]any) {
 	s := map[string]any{"limit": m.Limit}
 	keyed(s, "", m.By)
 	return "rate_limited", s
+}
+
+// ConcurrencyLimited lets at most Limit handlers of a key run at once across every
+// worker (S99): the key is Key, or the payload fields By, scoped to the job name; or,
+// with Named, the named limit of DefineConcurrency (per By value when given), shared by
+// every class that names it. A job over the limit waits, without spending a try, until
+// a job of its key ends.
+type ConcurrencyLimited struct {
+	Limit int
+	Named string
+	Key   string
+	By    []string
+}
+
+func (m ConcurrencyLimited) middleware() (string, map[string]any) {
+	s := map[string]any{"limit": m.Limit}
+	if m.Named != "" {
+		s["limit"] = m.Named
+	}
+	keyed(s, m.Key, m.By)
+	return "concurrency_limited", s
 }
 
 // ThrottlesExceptions is a circuit breaker shared by every worker (S29): after
@@ -121,6 +143,15 @@ type MiddlewareArgs interface {
 func (c *Client) DefineLimit(ctx context.Context, name string, max int, per time.Duration) error {
 	if _, err := c.q.LimitDefine(ctx, dbsqlc.LimitDefineParams{Name: name, Max: int32(max), Per: per}); err != nil {
 		return fmt.Errorf("define limit %s: %w", name, MapError(err))
+	}
+	return nil
+}
+
+// DefineConcurrency creates or updates a named concurrency limit: at most limit
+// handlers of a key at once, across every worker (S99).
+func (c *Client) DefineConcurrency(ctx context.Context, name string, limit int) error {
+	if _, err := c.q.ConcurrencyDefine(ctx, dbsqlc.ConcurrencyDefineParams{Name: name, Max: int32(limit)}); err != nil {
+		return fmt.Errorf("define concurrency %s: %w", name, MapError(err))
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestS46MigrateWithRolePrefix(t *testing.T) {
 		"t17_pgq_producer": true, "t17_pgq_worker": false, "t17_pgq_admin": false,
 	} {
 		require.Equal(t, want, pgqtest.Scalar[bool](t, db,
-			`SELECT has_function_privilege($1, 'pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval)', 'EXECUTE')`, role), role)
+			`SELECT has_function_privilege($1, 'pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text)', 'EXECUTE')`, role), role)
 	}
 	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pg_has_role('t17_pgq_admin', 't17_pgq_reader', 'MEMBER')`))
 	_, err := pgq.Migrate(ctx, db.Pool, pgq.WithRoles(pgq.DefaultRoles("Bad-")))

@@ -13,6 +13,7 @@ type Option func(*settings)
 type settings struct {
 	queue         *string
 	handler       *string
+	isolated      bool
 	delay         *time.Duration
 	tries         *int32
 	backoff       []int32
@@ -33,6 +34,7 @@ type settings struct {
 	debounceMaxWait *time.Duration
 	middleware      []byte
 	byCopy          bool
+	trace           traceContext // set by a client with a TracerProvider (S110)
 
 	maxTries    *int32
 	maxRetryFor *time.Duration
@@ -55,6 +57,11 @@ func Queue(name string) Option { return func(s *settings) { s.queue = &name } }
 
 // Handler names a SQL function taking one jsonb argument that runs the job (DefineJob only).
 func Handler(function string) Option { return func(s *settings) { s.handler = &function } }
+
+// Isolated has the worker run each SQL job of the class in a transaction of its own,
+// never grouped with other SQL jobs (S123): for handlers that must commit alone, such as
+// ones that take session locks. DefineJob only.
+func Isolated() Option { return func(s *settings) { s.isolated = true } }
 
 // Delay keeps the job from being reserved until d has passed (S3). Dispatch only.
 func Delay(d time.Duration) Option { return func(s *settings) { s.delay = &d } }
@@ -203,9 +210,9 @@ func argOptions(args any) []Option {
 }
 
 func (s settings) dispatchOnly(call string) error {
-	if s.handler != nil || s.uniqueBy != nil || s.debounceBy != nil ||
+	if s.handler != nil || s.isolated || s.uniqueBy != nil || s.debounceBy != nil ||
 		s.maxTries != nil || s.maxRetryFor != nil || s.minBackoff != nil || s.maxTimeout != nil {
-		return fmt.Errorf("%w: %s: Handler, UniqueBy, DebounceBy, MaxTries, MaxRetryFor, MinBackoff and MaxTimeout apply to DefineJob only",
+		return fmt.Errorf("%w: %s: Handler, Isolated, UniqueBy, DebounceBy, MaxTries, MaxRetryFor, MinBackoff and MaxTimeout apply to DefineJob only",
 			ErrInvalidArgument, call)
 	}
 	return nil

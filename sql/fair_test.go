@@ -6,6 +6,7 @@ package sql_test
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,16 +273,22 @@ func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 			}
 			defer conn.Close(ctx)
 			for i := 0; i < perProducer; {
-				// One to three jobs of random keys in one transaction.
+				// One to three jobs of random keys in one transaction, in key order
+				// (S136: transactions that give keys turns in opposite orders may deadlock).
 				tx, err := conn.Begin(ctx)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				n := 1 + rng.Intn(3)
-				for range n {
+				picked := make([]string, n)
+				for j := range picked {
+					picked[j] = fmt.Sprintf("k%02d", rng.Intn(keys))
+				}
+				slices.Sort(picked)
+				for _, key := range picked {
 					if _, err := tx.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text), queue => 'exports')`,
-						fmt.Sprint("k", rng.Intn(keys))); err != nil {
+						key); err != nil {
 						t.Error(err)
 						return
 					}

@@ -467,7 +467,7 @@ func TestS4MiddlewareValidation(t *testing.T) {
 		{`[{"without_overlapping": {}, "rate_limited": {}}]`, "each middleware must be an object with one key"},
 		{`[{"retry_forever": {}}]`, "unknown middleware 'retry_forever'"},
 		{`[{"without_overlapping": {"release": 5}}]`, "unknown setting(s) release of without_overlapping"},
-		{`[{"without_overlapping": {"by": []}}]`, `"by" must be a non-empty array`},
+		{`[{"without_overlapping": {"by": []}}]`, `"by" must be an array of 1 to 8 payload field names`},
 		{`[{"without_overlapping": {"release_after": -1}}]`, "bad number"},
 		{`[{"throttles_exceptions": {"decay": 0}}]`, "bad number"},
 		{`[{"rate_limited": {"limit": "nope"}}]`, "rate_limited names limit 'nope', which is not defined"},

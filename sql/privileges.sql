@@ -92,7 +92,7 @@ GRANT EXECUTE ON FUNCTION pgq.dispatch, pgq.dispatch_many, pgq.stage_dispatch, p
 GRANT EXECUTE ON FUNCTION pgq.dispatch_warnings TO {{ident .Producer}};
 
 GRANT EXECUTE ON FUNCTION pgq.reserve, pgq.unreserve, pgq.heartbeat, pgq.complete, pgq.fail, pgq.fail_many,
-    pgq.release, pgq.give_back, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
+    pgq.release, pgq.give_back, pgq.give_back_group, pgq.fail_setup, pgq.cancel_requests, pgq.cancelled, pgq.run_sql_job, pgq._sql_job, pgq.nap,
     pgq.wake, pgq.rotate, pgq.prune_all, pgq.check, pgq.due_schedules, pgq.plan_schedule, pgq.fire_schedule, pgq.job_batch,
     pgq.worker_seen, pgq.worker_stopped, pgq._handler_path_hint, pgq._proc_search_path
     TO {{ident .Worker}};
@@ -109,14 +109,14 @@ BEGIN
     END IF;
 END
 $$;
--- The worker's metrics read the queues' figures, the batches' and the stalled chains
--- and batches (whose view calls pgq._default_retry_after as its reader); its vacuum
+-- The worker's metrics read the queues' figures, the batches', the stalled chains
+-- and batches and the concurrency limits' (whose view calls pgq._default_retry_after as its reader); its vacuum
 -- check reads the table's statistics, which need no grant.
-GRANT SELECT ON pgq.queue_stats, pgq.batches, pgq.stalled TO {{ident .Worker}};
+GRANT SELECT ON pgq.queue_stats, pgq.batches, pgq.stalled, pgq.limits TO {{ident .Worker}};
 GRANT EXECUTE ON FUNCTION pgq._default_retry_after TO {{ident .Worker}};
 
 GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed, pgq.locks, pgq.limits,
-    pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.roles,
+    pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.concurrency_limits, pgq.roles,
     pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains,
     pgq.job_storage, pgq.job_ends, pgq.live_jobs, pgq.workers, pgq.live_workers, pgq.handler_search_paths,
     pgq.goose_version, pgq.callbacks, pgq.batch_jobs, pgq.stalled, pgq.fair_keys, pgq.fair_weights TO {{ident .Reader}};
@@ -124,6 +124,7 @@ GRANT EXECUTE ON FUNCTION pgq.check, pgq.dispatch_warnings, pgq._worker_ttl, pgq
     pgq._lock_space, pgq.live_job, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
 
 GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq.set_fair_weight, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job,
-    pgq._proc_search_path, pgq._describe_class, pgq.define_limit, pgq.drop_limit, pgq.run_now, pgq.retry_failed,
+    pgq._proc_search_path, pgq._describe_class, pgq.define_limit, pgq.drop_limit, pgq.define_concurrency,
+    pgq.drop_concurrency, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue, pgq.cancel_batch,
     pgq.retry_batch_failed, pgq.schedule, pgq.unschedule, pgq.pause_schedule, pgq.resume_schedule, pgq.run_schedule TO {{ident .Admin}};

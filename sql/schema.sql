@@ -99,6 +99,8 @@ CREATE TABLE pgq.loads (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -154,6 +156,20 @@ COMMENT ON COLUMN pgq.loads.txid IS 'The transaction that wrote the chunk: what 
 --
 
 COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives in.';
+
+
+--
+-- Name: COLUMN loads.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S110).';
+
+
+--
+-- Name: COLUMN loads.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S110).';
 
 
 --
@@ -219,7 +235,9 @@ CREATE TYPE pgq.reservation AS (
 	pickup pgq.pickup,
 	pickup_note text,
 	pickup_middleware text,
-	overlap_expire_after integer
+	overlap_expire_after integer,
+	traceparent text,
+	tracestate text
 );
 
 
@@ -278,6 +296,9 @@ CREATE TABLE pgq.jobs (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
+    traceparent text,
+    tracestate text,
     fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
@@ -397,6 +418,27 @@ COMMENT ON COLUMN pgq.jobs.slot IS 'The partition the job lives in (pgq.job_slot
 
 
 --
+-- Name: COLUMN jobs.waits_on; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.waits_on IS 'The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.';
+
+
+--
+-- Name: COLUMN jobs.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S110), NULL when it had none.';
+
+
+--
+-- Name: COLUMN jobs.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
+
+
+--
 -- Name: COLUMN jobs.fair_key; Type: COMMENT; Schema: pgq; Owner: -
 --
 
@@ -477,6 +519,12 @@ BEGIN
             PERFORM pgq._bury(v_job, v_a.error, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
+        ELSIF v_a.turned_by = 'concurrency_limited' THEN
+            -- Waits, uncounted, until its key's place frees (S99): its row as it was,
+            -- but for when it is ready and what it waits on.
+            UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => v_a.delay), waits_on = v_a.held[1]
+            WHERE j.uuid = v_job.uuid AND j.slot = p_batch.slot;
+            p_batch.turned := p_batch.turned || v_job.id;
         ELSIF v_a.turned_by IS NOT NULL THEN
             PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);
@@ -529,7 +577,8 @@ DECLARE
     v_cfg   jsonb[];
     v_key   text[];
     v_missing boolean;                  -- a key of this position was not stored at dispatch
-    v_ov    record;                     -- the leases without_overlapping won
+    v_ov    record;                     -- the leases without_overlapping or concurrency_limited won
+    v_kind  text;
 BEGIN
     v_alive := array_fill(true, ARRAY[v_n]);
     v_out := pgq._admit_unbounded(p_middleware);
@@ -555,8 +604,14 @@ BEGIN
             SELECT m.keys, m.failed INTO v_key, v_dec
             FROM pgq._admit_missing_keys(v_ord, v_name, v_cfg, v_key, p_jobs, p_payloads) m;
         END IF;
-        IF 'without_overlapping' = ANY (v_name) THEN
-            v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+        -- The kinds that lease keys: without_overlapping, and concurrency_limited's places.
+        FOREACH v_kind IN ARRAY ARRAY['without_overlapping', 'concurrency_limited'] LOOP
+            CONTINUE WHEN v_kind <> ALL (v_name);
+            IF v_kind = 'without_overlapping' THEN
+                v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            ELSE
+                v_ov := pgq._admit_concurrency(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            END IF;
             v_dec := v_dec || v_ov.turned;
             -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
             FOR i IN 1 .. coalesce(cardinality(v_ov.won_ord), 0) LOOP
@@ -564,7 +619,7 @@ BEGIN
                 v_exp[v_ov.won_ord[i]] := CASE WHEN v_ov.won_exp[i] < 0 OR v_exp[v_ov.won_ord[i]] < 0 THEN -1
                                                ELSE greatest(v_exp[v_ov.won_ord[i]], v_ov.won_exp[i]) END;
             END LOOP;
-        END IF;
+        END LOOP;
         IF 'rate_limited' = ANY (v_name) THEN
             v_dec := v_dec || pgq._admit_rate(v_ord, v_name, v_cfg, v_key, p_now);
         END IF;
@@ -591,7 +646,7 @@ BEGIN
     -- arrays from their start for each job.
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE coalesce(d.held, '{}') END, d.error,
            CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END, coalesce(d.busy, false)
     FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
@@ -639,6 +694,72 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key text[], p_now timestamp with time zone) IS 'Admission: throttles_exceptions for one middleware position of a batch: the jobs whose circuit is open, turned away (S29).';
+
+
+--
+-- Name: _admit_concurrency(integer[], text[], jsonb[], text[], uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
+    v_key   text[];
+    v_lim   int[];
+    v_o_ord int[];                      -- the jobs offered a place, and the place
+    v_place text[];
+    v_ov    record;
+BEGIN
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
+    FROM (SELECT s.ord, s.key,
+                 CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int
+                      ELSE (SELECT l."limit" FROM pgq.concurrency_limits l WHERE l.name = s.cfg ->> 'limit') END AS lim
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL) j
+    WHERE j.lim IS NOT NULL;
+    IF v_ord IS NULL THEN
+        RETURN;
+    END IF;
+    WITH jobs AS (
+        SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+        FROM unnest(v_ord, v_key) j(ord, key)
+    ), places AS (
+        SELECT k.key, '#' || k.key || '#' || i AS place, row_number() OVER (PARTITION BY k.key ORDER BY i) AS n
+        FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
+             generate_series(1, k.lim) i
+        WHERE NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = '#' || k.key || '#' || i AND o.expires_at > p_now)
+    )
+    SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
+    FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
+    IF v_o_ord IS NOT NULL THEN
+        v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
+                                   array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
+        won_ord := v_ov.won_ord;
+        won_key := v_ov.won_key;
+        won_exp := v_ov.won_exp;
+    END IF;
+    turned := ARRAY(
+        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                   greatest(1, ceil(extract(epoch FROM (
+                       SELECT min(o.expires_at) FROM pgq.overlap_locks o
+                       WHERE o.key IN (SELECT '#' || j.key || '#' || i FROM generate_series(1, j.lim) i) AND o.expires_at > p_now
+                   ) - p_now)))::int,
+                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+        FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim)
+        WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) IS 'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases) and the jobs left to wait, uncounted (S99).';
 
 
 --
@@ -992,10 +1113,10 @@ COMMENT ON COLUMN pgq.job_batches.dispatched_by IS 'The login role that dispatch
 
 
 --
--- Name: _batch_add(pgq.job_batches, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _batch_add(pgq.job_batches, jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) RETURNS integer
+CREATE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1011,14 +1132,16 @@ BEGIN
     FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS x(e, n) WHERE NOT e ? 'chain';
     IF jsonb_array_length(v_plain) > 0 THEN
         -- a dropped unique duplicate is no member: it never existed (S21)
-        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL)) u
+        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL,
+                                                                     p_traceparent => p_traceparent,
+                                                                     p_tracestate => p_tracestate)) u
                            WHERE u IS NOT NULL);
     ELSE
         v_members := '{}';
     END IF;
     FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e WHERE e ? 'chain' LOOP
         v_chain := pgq._chain_start((pgq._uuid7s(1))[1], v_entry -> 'chain', v_entry ->> 'on_failure',
-                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id);
+                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id, p_traceparent, p_tracestate);
         v_members := v_members || v_chain.id;
         IF v_chain.state = 'failed' THEN
             v_failed := v_failed || v_chain;
@@ -1042,10 +1165,10 @@ $$;
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
+COMMENT ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
 
 
 --
@@ -1554,6 +1677,8 @@ CREATE TABLE pgq.job_chains (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     job_uuids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT job_chains_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 
@@ -1573,6 +1698,20 @@ COMMENT ON COLUMN pgq.job_chains.job_uuids IS 'Each step''s job uuid in step ord
 
 
 --
+-- Name: COLUMN job_chains.traceparent; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S112).';
+
+
+--
+-- Name: COLUMN job_chains.tracestate; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S112).';
+
+
+--
 -- Name: _chain_dispatch_step(pgq.job_chains, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -1584,7 +1723,8 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1,
+                                     p_traceparent => p_chain.traceparent, p_tracestate => p_chain.tracestate))[1];
     UPDATE pgq.job_chains c
     SET step = p_step, job_uuid = v_uuid,
         job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
@@ -1603,10 +1743,10 @@ COMMENT ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step inte
 
 
 --
--- Name: _chain_start(uuid, jsonb, text, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _chain_start(uuid, jsonb, text, text, uuid, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) RETURNS pgq.job_chains
+CREATE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS pgq.job_chains
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -1626,8 +1766,11 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
-    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- queued in a worker's transaction.
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
+    SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
+    FROM pgq._trace_context(p_traceparent, p_tracestate) t
     RETURNING * INTO v_chain;
     v_uuid := pgq._chain_dispatch_step(v_chain, 1);
     IF v_uuid IS NULL THEN
@@ -1641,10 +1784,10 @@ $$;
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
+COMMENT ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
 
 
 --
@@ -1723,6 +1866,43 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) IS 'Raises 22023 for a bad ceiling of a job class, or class settings beyond their own ceilings (S90).';
+
+
+--
+-- Name: _check_concurrency(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_concurrency(p_cfg jsonb) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF jsonb_typeof(p_cfg -> 'limit') = 'number' AND (p_cfg ->> 'limit')::numeric BETWEEN 1 AND 1000
+       AND (p_cfg ->> 'limit')::numeric % 1 = 0 THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(p_cfg -> 'limit') = 'string' THEN
+        IF NOT EXISTS (SELECT FROM pgq.concurrency_limits l WHERE l.name = p_cfg ->> 'limit') THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited names limit %, which is not defined (pgq.define_concurrency)',
+                quote_literal(p_cfg ->> 'limit') USING ERRCODE = '22023';
+        END IF;
+        IF p_cfg ? 'key' THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited with a named limit takes "by", not "key": the limit''s name is its key'
+                USING ERRCODE = '22023';
+        END IF;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'pgq: concurrency_limited "limit" must be a whole number from 1 to 1000 or the name of a pgq.define_concurrency limit, got %',
+        coalesce(left((p_cfg -> 'limit')::text, 100), 'nothing') USING ERRCODE = '22023';
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _check_concurrency(p_cfg jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_concurrency(p_cfg jsonb) IS 'Raises 22023 unless a concurrency_limited "limit" is 1-1000 handlers or a defined limit''s name (S99).';
 
 
 --
@@ -1857,9 +2037,10 @@ BEGIN
             WHEN 'without_overlapping' THEN ARRAY['key', 'by', 'release_after', 'expire_after', 'dont_release', 'shared']
             WHEN 'rate_limited' THEN ARRAY['limit', 'by']
             WHEN 'throttles_exceptions' THEN ARRAY['max_exceptions', 'decay', 'backoff', 'key', 'by', 'when']
+            WHEN 'concurrency_limited' THEN ARRAY['limit', 'key', 'by']
             ELSE NULL END);
-        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions') THEN
-            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited or throttles_exceptions',
+        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions', 'concurrency_limited') THEN
+            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited, throttles_exceptions or concurrency_limited',
                 quote_literal(v_name) USING ERRCODE = '22023';
         END IF;
         IF v_bad IS NOT NULL THEN
@@ -1887,6 +2068,9 @@ BEGIN
         IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
             RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
                 coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'concurrency_limited' THEN
+            PERFORM pgq._check_concurrency(v_cfg);
         END IF;
         IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
             PERFORM pgq._check_regex(v_cfg -> 'when');
@@ -1931,7 +2115,8 @@ BEGIN
         RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
     END IF;
     v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
-    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+    PERFORM pgq._key(CASE WHEN v_names[i] = 'rate_limited' OR jsonb_typeof(v_cfgs[i] -> 'limit') = 'string'
+                          THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
     WHERE v_keys[i] IS NULL
@@ -2369,6 +2554,7 @@ CREATE TABLE pgq.job_classes (
     max_retry_for interval,
     min_backoff integer,
     max_timeout integer,
+    isolated boolean DEFAULT false NOT NULL,
     CONSTRAINT job_classes_max_retry_for_check CHECK ((max_retry_for > '00:00:00'::interval)),
     CONSTRAINT job_classes_max_timeout_check CHECK (((max_timeout >= 1) AND (max_timeout <= 2147483))),
     CONSTRAINT job_classes_max_tries_check CHECK ((max_tries >= 0)),
@@ -2413,10 +2599,17 @@ COMMENT ON COLUMN pgq.job_classes.max_timeout IS 'The longest timeout, in second
 
 
 --
--- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: COLUMN job_classes.isolated; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) RETURNS pgq.job_classes
+COMMENT ON COLUMN pgq.job_classes.isolated IS 'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).';
+
+
+--
+-- Name: _define_job(text, text, regprocedure, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) RETURNS pgq.job_classes
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2440,7 +2633,7 @@ BEGIN
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
          unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware,
-         max_tries, max_retry_for, min_backoff, max_timeout)
+         max_tries, max_retry_for, min_backoff, max_timeout, isolated)
     VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
             _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
             _define_job.retry_for, _define_job.unique_for,
@@ -2448,7 +2641,7 @@ BEGIN
                  THEN coalesce(_define_job.unique_until, 'processed') END,
             _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
             _define_job.middleware, _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
-            _define_job.max_timeout)
+            _define_job.max_timeout, coalesce(_define_job.isolated, false))
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -2458,7 +2651,8 @@ BEGIN
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
             debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware,
             max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
-            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
+            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout,
+            isolated = EXCLUDED.isolated, updated_at = now()
     RETURNING * INTO v_class;
     -- The handler's search_path (S86): the one given, for a handler that pins none; the
     -- last definition that names a handler decides it, for every class that names it.
@@ -2476,10 +2670,10 @@ $$;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
+COMMENT ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) IS 'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
 
 
 --
@@ -2500,6 +2694,7 @@ CREATE FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path text)
         CASE WHEN p_class.max_exceptions IS NOT NULL THEN format('max_exceptions %s', p_class.max_exceptions) END,
         CASE WHEN p_class.timeout IS NOT NULL THEN format('timeout %s s', p_class.timeout) END,
         CASE WHEN p_class.fail_on_timeout THEN 'fail_on_timeout' END,
+        CASE WHEN p_class.isolated THEN 'isolated (each job runs in a transaction of its own)' END,
         CASE WHEN p_class.retry_for IS NOT NULL THEN format('retry_for %s', p_class.retry_for) END,
         CASE WHEN p_class.unique_for IS NOT NULL OR p_class.unique_by IS NOT NULL
              THEN format('unique until %s%s%s', p_class.unique_until,
@@ -2531,10 +2726,10 @@ COMMENT ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path t
 
 
 --
--- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true) RETURNS SETOF uuid
+CREATE FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, p_batch_id uuid DEFAULT NULL::uuid, p_chain_id uuid DEFAULT NULL::uuid, p_chain_step integer DEFAULT NULL::integer, p_ceilings boolean DEFAULT true, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2570,6 +2765,11 @@ BEGIN
     PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
+    IF _dispatch.traceparent IS NOT NULL OR _dispatch.tracestate IS NOT NULL
+       OR current_setting('pgq.traceparent', true) <> '' THEN
+        SELECT t.traceparent, t.tracestate INTO v_job.traceparent, v_job.tracestate
+        FROM pgq._trace_context(_dispatch.traceparent, _dispatch.tracestate) t;
+    END IF;
 
     -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
@@ -2614,10 +2814,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) IS 'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
@@ -2746,10 +2946,10 @@ COMMENT ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classes, 
 
 
 --
--- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_entries(jsonb, text, uuid, uuid, integer, boolean, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean DEFAULT true, p_traceparent text DEFAULT NULL::text, p_tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2789,7 +2989,8 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings,
+            traceparent => p_traceparent, tracestate => p_tracestate));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -2800,10 +3001,10 @@ $$;
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 
 --
@@ -2988,10 +3189,10 @@ COMMENT ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_tick
 
 
 --
--- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _dispatch_staged_batch(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) RETURNS uuid[]
+CREATE FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) RETURNS uuid[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3000,16 +3201,16 @@ BEGIN
         SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
                                         p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
                                         p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
-                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+                                        p_debounce_max_wait, p_middleware, p_retry_for, p_traceparent, p_tracestate) u);
 END;
 $$;
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) IS 'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
 
 
 --
@@ -4027,10 +4228,10 @@ CREATE FUNCTION pgq._load_dispatch(p_job pgq.jobs, p_payloads jsonb[], p_uuids u
 BEGIN
     INSERT INTO pgq.loads
         (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-         fail_on_timeout, retry_until, available_at, payloads, slot)
+         fail_on_timeout, retry_until, available_at, payloads, slot, traceparent, tracestate)
     SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
            p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
-           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot, p_job.traceparent, p_job.tracestate
     FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
                  array_agg(u.payload ORDER BY u.n) AS payloads
           FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
@@ -4132,24 +4333,25 @@ BEGIN
         INSERT INTO pgq.jobs
             (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
              retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
-             started_at, slot)
+             started_at, slot, traceparent, tracestate)
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
                CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
                CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot,
+               p_load.traceparent, p_load.tracestate
         FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
         RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
                   pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
                   pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
-                  pgq.jobs.created_at
+                  pgq.jobs.created_at, pgq.jobs.traceparent, pgq.jobs.tracestate
     )
     SELECT r.ctid, r.id,
            CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
                                      r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
-                                     NULL, NULL, NULL, NULL)::pgq.reservation END
+                                     NULL, NULL, NULL, NULL, r.traceparent, r.tracestate)::pgq.reservation END
     FROM made r
     ORDER BY r.id;
 END;
@@ -4489,6 +4691,7 @@ BEGIN
     RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN u.cfg ->> 'limit' ELSE u.job END
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
                       ELSE u.job END ORDER BY u.n),
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
@@ -5380,6 +5583,44 @@ COMMENT ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batches u
 
 
 --
+-- Name: _refuse_named_limit(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_path  jsonpath := format('$[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_chain jsonpath := format('$[*].middleware[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_vars  jsonb := jsonb_build_object('name', p_name);
+    v_users text;
+BEGIN
+    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
+    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
+          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
+          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
+          UNION ALL
+          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
+          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
+    IF v_users IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(p_name), v_users
+            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _refuse_named_limit(p_kind text, p_name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) IS 'Raises 2BP01 while a job class, schedule or running chain names this limit (S83, S99).';
+
+
+--
 -- Name: _reject(text, uuid[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -5430,22 +5671,47 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
-    AS $$
+    AS $_$
+DECLARE
+    v_freed text[];
+    v_queue text;
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
     -- completion batch (a join with unnest(p_keys) gets a generic plan that does too).
-    DELETE FROM pgq.overlap_locks o
-    WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+    WITH gone AS (
+        DELETE FROM pgq.overlap_locks o
+        WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
+        RETURNING o.key
+    )
+    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
+    FROM gone g WHERE g.key LIKE '#%';
+    IF v_freed IS NULL THEN
+        RETURN;
+    END IF;
+    FOR v_queue IN
+        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
+        woken AS (
+            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
+            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
+                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                                   ORDER BY w.id LIMIT f.n) w
+            WHERE j.uuid = w.uuid
+            RETURNING j.queue
+        )
+        SELECT DISTINCT queue FROM woken
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
 END;
-$$;
+$_$;
 
 
 --
 -- Name: FUNCTION _release_overlap(p_uuids uuid[], p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
+COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34); wakes a job waiting for each concurrency_limited place freed (S99).';
 
 
 --
@@ -5477,7 +5743,8 @@ CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, 
     AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
+               p_job.traceparent, p_job.tracestate)::pgq.reservation;
 $$;
 
 
@@ -5787,24 +6054,34 @@ COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot)
 
 
 --
--- Name: _sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _sql_job(uuid, uuid, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
+CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_custom_plan'
-    AS $$
+    AS $_$
 DECLARE
     v_job pgq.jobs;
     v_key text;
 BEGIN
     -- The token's slot only, planned for it: the handler's transaction then holds a
     -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    SELECT * INTO v_job FROM pgq.jobs j
-    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
-    IF NOT FOUND THEN
+    -- EXECUTE of a constant statement plans it with the values given, every call, and
+    -- leaves the function's other statements their cached plans.
+    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
+        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
+    IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
+    END IF;
+    IF NOT p_grouped THEN
+        DELETE FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid;
+    ELSIF EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = format('Its class %s is isolated.', v_job.job);
+    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = 'Its last attempt was lost with its group.';
     END IF;
     IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
         RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
@@ -5827,14 +6104,14 @@ BEGIN
     attempt := v_job.attempts;
     search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
-$$;
+$_$;
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S122, S123); the privileged start of pgq.run_sql_job.';
 
 
 --
@@ -5927,11 +6204,13 @@ BEGIN
     INSERT INTO pgq.jobs
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot, fair_key)
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
+         traceparent, tracestate, fair_key)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
            p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
+           p_job.traceparent, p_job.tracestate,
            CASE WHEN v_fair_by IS NOT NULL THEN coalesce(p.payload ->> v_fair_by, '') END
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
@@ -6148,7 +6427,7 @@ BEGIN
         RETURNING t.ord::int AS ord,
                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+                      NULL, NULL, NULL, t.expire, j.traceparent, j.tracestate)::pgq.reservation AS r
     )
     SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
 END;
@@ -6305,6 +6584,55 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._token_slots(p_tokens uuid[]) IS 'The slots of pgq.jobs these lease tokens name, distinct, padded with NULLs to at least four elements.';
+
+
+--
+-- Name: _trace_context(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_from text := 'option';
+BEGIN
+    traceparent := p_traceparent;
+    tracestate := p_tracestate;
+    IF p_traceparent IS NULL THEN
+        IF p_tracestate IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: tracestate % needs a traceparent', quote_literal(p_tracestate) USING ERRCODE = '22023';
+        END IF;
+        v_from := 'setting pgq.traceparent';
+        traceparent := nullif(current_setting('pgq.traceparent', true), '');
+        tracestate := CASE WHEN traceparent IS NOT NULL THEN nullif(current_setting('pgq.tracestate', true), '') END;
+    END IF;
+    IF traceparent IS NULL THEN
+        RETURN;
+    END IF;
+    IF traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(traceparent, 4, 32) = repeat('0', 32) OR substr(traceparent, 37, 16) = repeat('0', 16) THEN
+        RAISE EXCEPTION 'pgq: traceparent (%) must be 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero, got %',
+            v_from, quote_literal(traceparent) USING ERRCODE = '22023';
+    END IF;
+    IF tracestate IS NOT NULL AND (
+           octet_length(tracestate) > 512
+           OR (SELECT count(*) FROM regexp_split_to_table(tracestate, ',') m WHERE btrim(m, E' \t') <> '') > 32
+           OR EXISTS (SELECT FROM regexp_split_to_table(tracestate, ',') m
+                      WHERE btrim(m, E' \t') <> ''
+                        AND btrim(m, E' \t') !~ '^[a-z0-9][_0-9a-z*/@-]{0,255}=[\x21-\x2b\x2d-\x3c\x3e-\x7e]([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,254}[\x21-\x2b\x2d-\x3c\x3e-\x7e])?$')) THEN
+        RAISE EXCEPTION 'pgq: tracestate (%) must be at most 32 comma-separated key=value members in 512 characters, got %',
+            replace(v_from, 'traceparent', 'tracestate'), quote_literal(tracestate) USING ERRCODE = '22023';
+    END IF;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) IS 'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
 
 
 --
@@ -6965,10 +7293,38 @@ COMMENT ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp wi
 
 
 --
--- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: define_concurrency(text, integer); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer, search_path text[] DEFAULT current_schemas(false)) RETURNS text
+CREATE FUNCTION pgq.define_concurrency(name text, "limit" integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._check_name('limit', define_concurrency.name);
+    IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
+                  define_concurrency.name, define_concurrency."limit");
+END;
+$$;
+
+
+--
+-- Name: FUNCTION define_concurrency(name text, "limit" integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.define_concurrency(name text, "limit" integer) IS 'Creates or updates a named concurrency limit: at most "limit" handlers of a key at once, across every worker (S99). Returns it as a line of text.';
+
+
+--
+-- Name: define_job(text, text, text, integer, integer[], integer, integer, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, integer, interval, integer, integer, text[], boolean); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.define_job(name text, queue text DEFAULT 'default'::text, handler text DEFAULT NULL::text, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT false, retry_for interval DEFAULT NULL::interval, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, unique_by text[] DEFAULT NULL::text[], debounce_for interval DEFAULT NULL::interval, debounce_by text[] DEFAULT NULL::text[], debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, max_tries integer DEFAULT NULL::integer, max_retry_for interval DEFAULT NULL::interval, min_backoff integer DEFAULT NULL::integer, max_timeout integer DEFAULT NULL::integer, search_path text[] DEFAULT current_schemas(false), isolated boolean DEFAULT false) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -7018,17 +7374,17 @@ BEGIN
                                define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
                                define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
                                define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout,
-                               v_path);
+                               v_path, define_job.isolated);
     RETURN pgq._describe_class(v_class, coalesce(v_own, CASE WHEN v_path IS NOT NULL THEN 'pg_catalog, ' || v_path || ', pg_temp' END));
 END;
 $_$;
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S123), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 
 --
@@ -7109,10 +7465,10 @@ COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bool
 
 
 --
--- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch(text, jsonb, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid
+CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7121,22 +7477,22 @@ CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue 
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
                              dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for);
+                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
 $$;
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
+COMMENT ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 
 --
--- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_batch(jsonb, text, text, text, text, boolean, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_batch(jobs jsonb, name text DEFAULT NULL::text, then_job text DEFAULT NULL::text, catch_job text DEFAULT NULL::text, finally_job text DEFAULT NULL::text, allow_failures boolean DEFAULT false, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7165,7 +7521,7 @@ BEGIN
                 'allow_failures', coalesce(dispatch_batch.allow_failures, false), 'queue', dispatch_batch.queue)))
     RETURNING * INTO v_batch;
     INSERT INTO pgq.batch_counts (batch_id, shard) SELECT v_batch.id, s FROM generate_series(0, 15) s;
-    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs);
+    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs, dispatch_batch.traceparent, dispatch_batch.tracestate);
     -- Every member a dropped duplicate: nothing will end it, so it ends here.
     PERFORM pgq._batch_settle(v_batch.id) WHERE NOT EXISTS (
         SELECT FROM pgq.batch_counts c WHERE c.batch_id = v_batch.id AND c.pending > 0);
@@ -7175,17 +7531,17 @@ $$;
 
 
 --
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
+COMMENT ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) IS 'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
 
 --
--- Name: dispatch_chain(jsonb, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_chain(jsonb, text, text, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text) RETURNS uuid
+CREATE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL::text, queue text DEFAULT NULL::text, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7199,24 +7555,25 @@ BEGIN
     IF dispatch_chain.queue IS NOT NULL THEN
         PERFORM pgq._check_name('queue', dispatch_chain.queue);
     END IF;
-    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL);
+    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL,
+                             dispatch_chain.traceparent, dispatch_chain.tracestate);
     RETURN v_id;
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
+COMMENT ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) IS 'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
 
 
 --
--- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_many(text, jsonb[], text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS SETOF uuid
+CREATE FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS SETOF uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7232,23 +7589,24 @@ BEGIN
                                 dispatch_many.unique_key, dispatch_many.unique_for,
                                 dispatch_many.unique_until, dispatch_many.debounce_key,
                                 dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
-                                dispatch_many.middleware, dispatch_many.retry_for);
+                                dispatch_many.middleware, dispatch_many.retry_for,
+                                traceparent => dispatch_many.traceparent, tracestate => dispatch_many.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
+COMMENT ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 
 --
--- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: dispatch_staged(text, text, interval, integer, integer[], timestamp with time zone, integer, integer, boolean, integer, text, interval, text, text, interval, interval, jsonb, interval, text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval) RETURNS uuid[]
+CREATE FUNCTION pgq.dispatch_staged(job text, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid[]
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -7290,7 +7648,8 @@ BEGIN
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
                 dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
                 dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
             v_payloads := '{}';
         END IF;
     END LOOP;
@@ -7299,16 +7658,17 @@ BEGIN
         dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
         dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
         dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
 END;
 $$;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
+COMMENT ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) IS 'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';
 
 
 --
@@ -7356,32 +7716,38 @@ COMMENT ON FUNCTION pgq.dispatch_warnings(job text, queue text) IS 'What would k
 
 
 --
+-- Name: drop_concurrency(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.drop_concurrency(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('concurrency_limited', drop_concurrency.name);
+    DELETE FROM pgq.concurrency_limits l WHERE l.name = drop_concurrency.name;
+    RETURN FOUND;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION drop_concurrency(name text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.drop_concurrency(name text) IS 'Deletes a named concurrency limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S99).';
+
+
+--
 -- Name: drop_limit(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
 CREATE FUNCTION pgq.drop_limit(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-DECLARE
-    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
-    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
-    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
-    v_users text;
+    AS $$
 BEGIN
-    SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
-    FROM (SELECT format('job class %s', c.name) AS u FROM pgq.job_classes c
-          WHERE jsonb_path_exists(c.middleware, v_path, v_vars)
-          UNION ALL
-          SELECT format('schedule %s', e.name) FROM pgq.schedule_entries e
-          WHERE jsonb_path_exists(e.middleware, v_path, v_vars)
-          UNION ALL
-          SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
-          WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
-    IF v_users IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
-            USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
-    END IF;
+    PERFORM pgq._refuse_named_limit('rate_limited', drop_limit.name);
     DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
     IF NOT FOUND THEN
         RETURN false;
@@ -7391,7 +7757,7 @@ BEGIN
       AND pg_try_advisory_xact_lock((pgq._window_lock_ids(ARRAY[w.limit_name], ARRAY[w.key]))[1]);
     RETURN true;
 END;
-$_$;
+$$;
 
 
 --
@@ -7779,6 +8145,31 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) IS 'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
+
+
+--
+-- Name: give_back_group(uuid[], uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS SETOF pgq.attempts
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO pgq.sql_alone AS a (job_uuid)
+    SELECT u FROM unnest(give_back_group.uuids) u
+    ON CONFLICT ON CONSTRAINT sql_alone_pkey DO UPDATE SET marked_at = now();
+    RETURN QUERY SELECT * FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
+                                             give_back_group.reason, true, give_back_group.as_of);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S122).';
 
 
 --
@@ -8700,10 +9091,10 @@ COMMENT ON FUNCTION pgq.run_schedule(name text) IS 'Dispatches a schedule''s job
 
 
 --
--- Name: run_sql_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: run_sql_job(uuid, uuid, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+CREATE FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
@@ -8715,7 +9106,7 @@ DECLARE
     v_detail text;
     v_hint   text;
 BEGIN
-    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
+    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token, run_sql_job.grouped);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
             set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
@@ -8738,6 +9129,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
     PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF run_sql_job.grouped THEN
+        RETURN;  -- the caller completes its group's jobs together, before its commit
+    END IF;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
@@ -8746,10 +9140,10 @@ $_$;
 
 
 --
--- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
 
 
 --
@@ -9503,6 +9897,26 @@ COMMENT ON TABLE pgq.circuits IS 'Circuit breakers of throttles_exceptions (S29)
 
 
 --
+-- Name: concurrency_limits; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.concurrency_limits (
+    name text NOT NULL,
+    "limit" integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT concurrency_limits_limit_check CHECK ((("limit" >= 1) AND ("limit" <= 1000)))
+);
+
+
+--
+-- Name: TABLE concurrency_limits; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.concurrency_limits IS 'Named concurrency limits (pgq.define_concurrency): at most "limit" handlers of a key run at once across every worker (S99).';
+
+
+--
 -- Name: debounce_tokens; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -9928,6 +10342,9 @@ CREATE TABLE pgq.jobs_0 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
+    traceparent text,
+    tracestate text,
     fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
@@ -9989,6 +10406,9 @@ CREATE TABLE pgq.jobs_1 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
+    traceparent text,
+    tracestate text,
     fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
@@ -10050,6 +10470,9 @@ CREATE TABLE pgq.jobs_2 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
+    traceparent text,
+    tracestate text,
     fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
@@ -10111,6 +10534,9 @@ CREATE TABLE pgq.jobs_3 (
     middleware_keys jsonb,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    waits_on text,
+    traceparent text,
+    tracestate text,
     fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
@@ -10122,6 +10548,44 @@ WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', au
 --
 
 COMMENT ON TABLE pgq.jobs_3 IS 'Slot 3 of pgq.jobs (pgq.job_slots): read pgq.jobs.';
+
+
+--
+-- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.overlap_locks (
+    key text NOT NULL,
+    job_uuid uuid NOT NULL,
+    worker text,
+    since timestamp with time zone NOT NULL,
+    expire_after integer,
+    lease_token uuid NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    gen smallint NOT NULL
+)
+PARTITION BY LIST (gen);
+
+
+--
+-- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome. Partitioned by generation (pgq.overlap_gens, S81).';
+
+
+--
+-- Name: COLUMN overlap_locks.expires_at; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
+
+
+--
+-- Name: COLUMN overlap_locks.gen; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.overlap_locks.gen IS 'The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.';
 
 
 --
@@ -10209,14 +10673,43 @@ UNION ALL
             ELSE 'closed'::text
         END AS state,
     c.last_exception
-   FROM pgq.circuits c;
+   FROM pgq.circuits c
+UNION ALL
+ SELECT 'concurrency'::text AS kind,
+    COALESCE(l.name, split_part(k.key, ':'::text, 1)) AS name,
+    COALESCE(k.key, l.name) AS key,
+    l."limit" AS max,
+    NULL::interval AS per,
+    (COALESCE(k.running, (0)::bigint))::integer AS used,
+    NULL::timestamp with time zone AS resets_at,
+        CASE
+            WHEN ((k.running >= l."limit") OR (k.waiting > 0)) THEN 'full'::text
+            ELSE 'available'::text
+        END AS state,
+    NULL::text AS last_exception
+   FROM (( SELECT u.key,
+            sum(u.running) AS running,
+            sum(u.waiting) AS waiting
+           FROM ( SELECT regexp_replace(substr(o.key, 2), '#[0-9]+$'::text, ''::text) AS key,
+                    1 AS running,
+                    0 AS waiting
+                   FROM pgq.overlap_locks o
+                  WHERE ((o.key ~~ '#%'::text) AND (o.expires_at > now()))
+                UNION ALL
+                 SELECT j.waits_on,
+                    0,
+                    1
+                   FROM pgq.jobs j
+                  WHERE ((j.waits_on IS NOT NULL) AND (j.reserved_at IS NULL))) u
+          GROUP BY u.key) k
+     FULL JOIN pgq.concurrency_limits l ON ((l.name = split_part(k.key, ':'::text, 1))));
 
 
 --
 -- Name: VIEW limits; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets) and each circuit''s state (open: jobs are turned away until resets_at + 3 s).';
+COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets), each circuit''s state (open: jobs are turned away until resets_at + 3 s), and each concurrency limit''s handlers running per key (used of max; max is NULL for a limit a class sets per key, S99).';
 
 
 --
@@ -10265,6 +10758,8 @@ CREATE TABLE pgq.loads_0 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10304,6 +10799,8 @@ CREATE TABLE pgq.loads_1 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10343,6 +10840,8 @@ CREATE TABLE pgq.loads_2 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10382,6 +10881,8 @@ CREATE TABLE pgq.loads_3 (
     payloads jsonb[] NOT NULL,
     txid xid8 DEFAULT pg_current_xact_id() NOT NULL,
     slot smallint NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT loads_check CHECK ((next < n)),
     CONSTRAINT loads_check1 CHECK ((cardinality(payloads) >= n)),
     CONSTRAINT loads_n_check CHECK (((n >= 1) AND (n <= 1024)))
@@ -10395,44 +10896,6 @@ ALTER TABLE ONLY pgq.loads_3 ALTER COLUMN payloads SET STORAGE EXTERNAL;
 --
 
 COMMENT ON TABLE pgq.loads_3 IS 'Slot 3 of pgq.loads (pgq.job_slots): read pgq.loads.';
-
-
---
--- Name: overlap_locks; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.overlap_locks (
-    key text NOT NULL,
-    job_uuid uuid NOT NULL,
-    worker text,
-    since timestamp with time zone NOT NULL,
-    expire_after integer,
-    lease_token uuid NOT NULL,
-    expires_at timestamp with time zone NOT NULL,
-    gen smallint NOT NULL
-)
-PARTITION BY LIST (gen);
-
-
---
--- Name: TABLE overlap_locks; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.overlap_locks IS 'without_overlapping leases (S26, S34): the job holding each key, until expires_at unless its worker''s heartbeat renews it. Released with the attempt''s outcome. Partitioned by generation (pgq.overlap_gens, S81).';
-
-
---
--- Name: COLUMN overlap_locks.expires_at; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.overlap_locks.expires_at IS 'When the lease ends unless renewed: 10 s after the last heartbeat, never past since + expire_after.';
-
-
---
--- Name: COLUMN overlap_locks.gen; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON COLUMN pgq.overlap_locks.gen IS 'The generation the lease was taken in (pgq.overlap_gens): the current one then. A key has at most one live lease, in any generation.';
 
 
 --
@@ -10911,6 +11374,23 @@ COMMENT ON VIEW pgq.schedules IS 'Schedules (S60-S66): definition (payload NULL 
 
 
 --
+-- Name: sql_alone; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.sql_alone (
+    job_uuid uuid NOT NULL,
+    marked_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+--
+-- Name: TABLE sql_alone; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.sql_alone IS 'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).';
+
+
+--
 -- Name: stalled; Type: VIEW; Schema: pgq; Owner: -
 --
 
@@ -11099,6 +11579,14 @@ ALTER TABLE ONLY pgq.callbacks
 
 ALTER TABLE ONLY pgq.circuits
     ADD CONSTRAINT circuits_pkey PRIMARY KEY (key);
+
+
+--
+-- Name: concurrency_limits concurrency_limits_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.concurrency_limits
+    ADD CONSTRAINT concurrency_limits_pkey PRIMARY KEY (name);
 
 
 --
@@ -11323,6 +11811,14 @@ ALTER TABLE ONLY pgq.roles
 
 ALTER TABLE ONLY pgq.schedule_entries
     ADD CONSTRAINT schedule_entries_pkey PRIMARY KEY (name);
+
+
+--
+-- Name: sql_alone sql_alone_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.sql_alone
+    ADD CONSTRAINT sql_alone_pkey PRIMARY KEY (job_uuid);
 
 
 --
@@ -11566,6 +12062,20 @@ CREATE INDEX jobs_0_txid_idx ON pgq.jobs_0 USING btree (txid);
 
 
 --
+-- Name: jobs_waits_on_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_waits_on_idx ON ONLY pgq.jobs USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
+-- Name: jobs_0_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_waits_on_id_idx ON pgq.jobs_0 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
 -- Name: jobs_1_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11612,6 +12122,13 @@ CREATE INDEX jobs_1_reserved_until_idx ON pgq.jobs_1 USING btree (reserved_until
 --
 
 CREATE INDEX jobs_1_txid_idx ON pgq.jobs_1 USING btree (txid);
+
+
+--
+-- Name: jobs_1_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_waits_on_id_idx ON pgq.jobs_1 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
 
 
 --
@@ -11664,6 +12181,13 @@ CREATE INDEX jobs_2_txid_idx ON pgq.jobs_2 USING btree (txid);
 
 
 --
+-- Name: jobs_2_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_waits_on_id_idx ON pgq.jobs_2 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
+
+
+--
 -- Name: jobs_3_available_at_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11710,6 +12234,13 @@ CREATE INDEX jobs_3_reserved_until_idx ON pgq.jobs_3 USING btree (reserved_until
 --
 
 CREATE INDEX jobs_3_txid_idx ON pgq.jobs_3 USING btree (txid);
+
+
+--
+-- Name: jobs_3_waits_on_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_waits_on_id_idx ON pgq.jobs_3 USING btree (waits_on, id) WHERE (waits_on IS NOT NULL);
 
 
 --
@@ -11881,6 +12412,13 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_0_txid_idx;
 
 
 --
+-- Name: jobs_0_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_0_waits_on_id_idx;
+
+
+--
 -- Name: jobs_1_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -11927,6 +12465,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_1_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_1_txid_idx;
+
+
+--
+-- Name: jobs_1_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_1_waits_on_id_idx;
 
 
 --
@@ -11979,6 +12524,13 @@ ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_2_txid_idx;
 
 
 --
+-- Name: jobs_2_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_2_waits_on_id_idx;
+
+
+--
 -- Name: jobs_3_available_at_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -12025,6 +12577,13 @@ ALTER INDEX pgq.jobs_lease_idx ATTACH PARTITION pgq.jobs_3_reserved_until_idx;
 --
 
 ALTER INDEX pgq.jobs_txid_idx ATTACH PARTITION pgq.jobs_3_txid_idx;
+
+
+--
+-- Name: jobs_3_waits_on_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_waits_on_idx ATTACH PARTITION pgq.jobs_3_waits_on_id_idx;
 
 
 --
@@ -12212,6 +12771,13 @@ REVOKE ALL ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key 
 
 
 --
+-- Name: FUNCTION _admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12247,10 +12813,10 @@ REVOKE ALL ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with tim
 
 
 --
--- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12345,10 +12911,10 @@ REVOKE ALL ON FUNCTION pgq._chain_dispatch_step(p_chain pgq.job_chains, p_step i
 
 
 --
--- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12363,6 +12929,13 @@ REVOKE ALL ON FUNCTION pgq._chain_stop(p_chain pgq.job_chains, p_state text, p_j
 --
 
 REVOKE ALL ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_timeout integer, p_retry_for interval, p_max_tries integer, p_max_retry_for interval, p_min_backoff integer, p_max_timeout integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_concurrency(p_cfg jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_concurrency(p_cfg jsonb) FROM PUBLIC;
 
 
 --
@@ -12460,11 +13033,11 @@ GRANT SELECT ON TABLE pgq.job_classes TO pgq_reader;
 
 
 --
--- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._define_job(name text, queue text, handler regprocedure, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text, isolated boolean) TO pgq_admin;
 
 
 --
@@ -12476,10 +13049,10 @@ GRANT ALL ON FUNCTION pgq._describe_class(p_class pgq.job_classes, p_search_path
 
 
 --
--- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, p_batch_id uuid, p_chain_id uuid, p_chain_step integer, p_ceilings boolean, traceparent text, tracestate text) FROM PUBLIC;
 
 
 --
@@ -12497,10 +13070,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_ceilings(p_job text, p_class pgq.job_classe
 
 
 --
--- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step integer, p_ceilings boolean, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -12518,10 +13091,10 @@ REVOKE ALL ON FUNCTION pgq._dispatch_scheduled(p_entry pgq.schedule_entries, p_t
 
 
 --
--- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._dispatch_staged_batch(p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries integer, p_backoff integer[], p_retry_until timestamp with time zone, p_max_exceptions integer, p_timeout integer, p_fail_on_timeout boolean, p_priority integer, p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval, p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text) FROM PUBLIC;
 
 
 --
@@ -13029,6 +13602,13 @@ REVOKE ALL ON FUNCTION pgq._record_ends(p_outcome text, p_uuids uuid[], p_batche
 
 
 --
+-- Name: FUNCTION _refuse_named_limit(p_kind text, p_name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13142,11 +13722,11 @@ REVOKE ALL ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapsh
 
 
 --
--- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) TO pgq_worker;
 
 
 --
@@ -13262,6 +13842,13 @@ REVOKE ALL ON FUNCTION pgq._token_slots(p_tokens uuid[]) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _truncate_overlap_gen(p_gen smallint, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13370,11 +13957,19 @@ GRANT ALL ON FUNCTION pgq.complete(uuids uuid[], tokens uuid[], as_of timestamp 
 
 
 --
--- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION define_concurrency(name text, "limit" integer); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[]) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq.define_concurrency(name text, "limit" integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_concurrency(name text, "limit" integer) TO pgq_admin;
+
+
+--
+-- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) TO pgq_admin;
 
 
 --
@@ -13394,43 +13989,43 @@ GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bo
 
 
 --
--- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
-
-
---
--- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch(job text, payload jsonb, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text) TO pgq_producer;
-
-
---
--- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_batch(jobs jsonb, name text, then_job text, catch_job text, finally_job text, allow_failures boolean, queue text, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
--- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval) TO pgq_producer;
+REVOKE ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text, queue text, traceparent text, tracestate text) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_many(job text, payloads jsonb[], queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
+
+
+--
+-- Name: FUNCTION dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, tries integer, backoff integer[], retry_until timestamp with time zone, max_exceptions integer, timeout integer, fail_on_timeout boolean, priority integer, unique_key text, unique_for interval, unique_until text, debounce_key text, debounce_for interval, debounce_max_wait interval, middleware jsonb, retry_for interval, traceparent text, tracestate text) TO pgq_producer;
 
 
 --
@@ -13440,6 +14035,14 @@ GRANT ALL ON FUNCTION pgq.dispatch_staged(job text, queue text, delay interval, 
 REVOKE ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_producer;
 GRANT ALL ON FUNCTION pgq.dispatch_warnings(job text, queue text) TO pgq_reader;
+
+
+--
+-- Name: FUNCTION drop_concurrency(name text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.drop_concurrency(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.drop_concurrency(name text) TO pgq_admin;
 
 
 --
@@ -13512,6 +14115,14 @@ GRANT ALL ON FUNCTION pgq.forget_failed(uuid uuid) TO pgq_admin;
 
 REVOKE ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq.give_back(uuids uuid[], tokens uuid[], reason text, started boolean, as_of timestamp with time zone) TO pgq_worker;
+
+
+--
+-- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) TO pgq_worker;
 
 
 --
@@ -13666,11 +14277,11 @@ GRANT ALL ON FUNCTION pgq.run_schedule(name text) TO pgq_admin;
 
 
 --
--- Name: FUNCTION run_sql_job(uuid uuid, token uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid) TO pgq_worker;
+REVOKE ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) TO pgq_worker;
 
 
 --
@@ -13781,6 +14392,13 @@ GRANT SELECT ON TABLE pgq.chains TO pgq_reader;
 
 
 --
+-- Name: TABLE concurrency_limits; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.concurrency_limits TO pgq_reader;
+
+
+--
 -- Name: TABLE failed; Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13847,6 +14465,7 @@ GRANT SELECT ON TABLE pgq.rate_limits TO pgq_reader;
 -- Name: TABLE limits; Type: ACL; Schema: pgq; Owner: -
 --
 
+GRANT SELECT ON TABLE pgq.limits TO pgq_worker;
 GRANT SELECT ON TABLE pgq.limits TO pgq_reader;
 
 

@@ -2,10 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
@@ -29,7 +31,11 @@ const (
 // registered and the worker's bounds set, once per connection (a flag in the
 // connection's custom data says it is done). Safe for concurrent use.
 type conns struct {
-	pool *pgxpool.Pool // set by New; read-only
+	// Set by New; read-only.
+	pool *pgxpool.Pool
+	// pooled: the pool goes through a transaction pooler, whose server sessions are
+	// shared: a session setting made here would reach other clients, so none is made.
+	pooled bool
 }
 
 const preparedKey = "pgq.worker.prepared"
@@ -44,7 +50,7 @@ func (c *conns) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(ctx, pc.Conn()); err != nil {
+	if err := prepare(ctx, pc.Conn(), c.pooled); err != nil {
 		pc.Release()
 		return nil, err
 	}
@@ -58,16 +64,43 @@ func (c *conns) with(ctx context.Context, fn func(q *dbsqlc.Queries) error) erro
 		return err
 	}
 	defer pc.Release()
-	return fn(dbsqlc.New(pc))
+	err = fn(dbsqlc.New(pc))
+	if isReadOnly(err) {
+		// A connection to a standby, or to a primary demoted under it, stays read-only:
+		// closed, it leaves the pool, and the next one dials the URL again, which with
+		// target_session_attrs=read-write finds the primary.
+		pc.Conn().Close(context.WithoutCancel(ctx))
+	}
+	return err
 }
 
-// prepare readies a connection for the worker's calls, once.
-func prepare(ctx context.Context, conn *pgx.Conn) error {
+// isReadOnly tells whether err says the server accepts no writes: SQLSTATE 25006
+// (read_only_sql_transaction), which a hot standby answers to every write.
+func isReadOnly(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "25006"
+}
+
+// serverOf names the server a connection reached (host:port), for log lines.
+func serverOf(conn *pgx.Conn) string {
+	if conn == nil || conn.PgConn() == nil || conn.PgConn().Conn() == nil {
+		return ""
+	}
+	return conn.PgConn().Conn().RemoteAddr().String()
+}
+
+// prepare readies a connection for the worker's calls, once. pooled: the connection
+// goes through a transaction pooler, and its session is not set.
+func prepare(ctx context.Context, conn *pgx.Conn, pooled bool) error {
 	data := conn.PgConn().CustomData()
 	if data[preparedKey] != nil {
 		return nil
 	}
 	pgcodec.Register(conn.TypeMap())
+	if pooled {
+		data[preparedKey] = true
+		return nil
+	}
 	// The role's or the database's statement_timeout bounds this call too. At 1 ms it
 	// cancels about one in a hundred on a new connection, whose first statement fills
 	// the backend's caches, and none of the calls after; so a cancelled call is sent

@@ -56,3 +56,25 @@ func Example() {
 		log.Fatal(err)
 	}
 }
+
+// Run behind PgBouncer in transaction mode: handlers, completions and heartbeats go
+// through the pooler, on connections that prepare no statement by name; the reserve,
+// its nap and LISTEN go over a small pool of direct connections.
+func ExampleWithTransactionPooler() {
+	ctx := context.Background()
+	pooled, err := pgxpool.New(ctx, "postgres://shop_worker@pgbouncer:6432/shop?default_query_exec_mode=exec")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pooled.Close()
+	direct, err := pgxpool.New(ctx, "postgres://shop_worker@db1:5432/shop?pool_max_conns=2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer direct.Close()
+	w, err := worker.New(pooled, worker.WithTransactionPooler(), worker.WithSessionPool(direct))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = w.Run(ctx)
+}

@@ -39,10 +39,13 @@ type executor struct {
 	// sqlSlots: SQL handlers each hold a pool connection, so at most MaxConns - 3 run at
 	// once. Taken and given back by handler goroutines.
 	sqlSlots chan struct{}
-	handoff  chan *active   // start (on the fetcher's goroutine) hands an attempt to a waiting handler goroutine
-	stopped  chan struct{}  // closed when Run returns: waiting handler goroutines exit
-	freed    chan struct{}  // signalled by handler goroutines when their handler returns
-	stuck    chan uuid.UUID // sent by the watchdogs; received by Run and shutdown
+	// groups: the SQL jobs waiting for a group and what the worker learnt of their
+	// classes (S120); nil when SQL jobs are not grouped.
+	groups  *sqlGroups
+	handoff chan *active   // start (on the fetcher's goroutine) hands an attempt to a waiting handler goroutine
+	stopped chan struct{}  // closed when Run returns: waiting handler goroutines exit
+	freed   chan struct{}  // signalled by handler goroutines when their handler returns
+	stuck   chan uuid.UUID // sent by the watchdogs; received by Run and shutdown
 }
 
 // start runs one reserved job's handler in a handler goroutine, a Go handler under d's
@@ -95,8 +98,16 @@ func (e *executor) handle(a *active) {
 
 // runJob runs the handler (its context carries the timeout) and reports the outcome.
 func (e *executor) runJob(ctx context.Context, a *active) {
-	err := e.invoke(ctx, a)
-	a.returned = time.Now()
+	var err error
+	if tel := e.cfg.tel; tel != nil {
+		hctx, span := tel.process(ctx, a)
+		err = e.invoke(hctx, a)
+		a.returned = time.Now()
+		tel.processed(ctx, span, a, err)
+	} else {
+		err = e.invoke(ctx, a)
+		a.returned = time.Now()
+	}
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
@@ -179,6 +190,9 @@ func (e *setupError) Unwrap() error { return e.err }
 // server's statement_timeout ends the handler at its time; the worker's own timer,
 // sqlTimeoutSlack later, ends a transaction the server cannot answer for (a network
 // that went silent).
+//
+// A short job of a class the worker has seen run short runs in a group (runGrouped,
+// S120); a job its group sends back, and any other, runs alone.
 func (e *executor) runSQL(ctx context.Context, a *active) error {
 	row, timeout := a.row, e.timeoutOf(a.row)
 	wait := ctx
@@ -186,6 +200,11 @@ func (e *executor) runSQL(ctx context.Context, a *active) error {
 		var cancel context.CancelFunc
 		wait, cancel = context.WithTimeoutCause(ctx, timeout, errTimeout)
 		defer cancel()
+	}
+	if e.groups != nil && e.groups.groupable(row.Job) {
+		if err := e.runGrouped(ctx, wait, a); !errors.Is(err, errRunAlone) {
+			return err
+		}
 	}
 	select {
 	case e.sqlSlots <- struct{}{}:
@@ -211,7 +230,12 @@ func (e *executor) runSQL(ctx context.Context, a *active) error {
 		if setupErr != nil {
 			return setupErr
 		}
-		return q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: a.token})
+		began := time.Now()
+		err := q.JobRunSQL(ctx, dbsqlc.JobRunSQLParams{Uuid: row.Uuid, Token: a.token})
+		if e.groups != nil && err == nil {
+			e.groups.ran(row.Job, time.Since(began))
+		}
+		return err
 	})
 	switch {
 	case setupErr != nil:

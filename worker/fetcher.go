@@ -50,6 +50,8 @@ type fetcher struct {
 	waiting   []waitingJob  // reserved ahead, in reserve order, waiting for a slot
 	waitTimer *time.Timer   // fires when the first waiting job is due to be given back
 	aheadWait time.Duration // how long a job reserved ahead may wait for its slot; 0: no reserving ahead
+
+	noNap bool // the session is not a session (a transaction pooler's): never nap, poll
 }
 
 // waitingJob is a job reserved ahead of a free slot (S84). It is not in the active set:
@@ -113,6 +115,7 @@ func newFetcher(cfg *config, log *slog.Logger, m *metrics, s *session, e *execut
 		aheadWait: aheadWaitMax,
 		est:       aheadEstimate{run: -1},
 	}
+	f.noNap = cfg.transactionPooled && cfg.sessionPool == nil
 	if cfg.maxJobs > 0 {
 		f.aheadWait = 0 // WithMaxJobs counts the jobs started: reserve only those
 	}
@@ -248,7 +251,9 @@ func (f *fetcher) runOnce(ctx context.Context, free, ahead int) error {
 	// is cancelled, and the jobs it just reserved would be left behind.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	call, sent := uuid.New(), time.Now()
+	called := f.cfg.tel.call(rctx, "pgq.reserve", free+ahead)
 	rows, err := f.session.reserve(rctx, free+ahead, call)
+	called(len(rows), err)
 	cancel()
 	if err != nil {
 		f.full = false
@@ -270,7 +275,7 @@ func (f *fetcher) runOnce(ctx context.Context, free, ahead int) error {
 	// send it a NOTIFY. While its handlers run it waits napAfter first, since the next
 	// handler to return brings a reserve anyway.
 	switch {
-	case f.fetch:
+	case f.fetch || f.noNap:
 		f.napTimer.Stop()
 	case !f.session.napping.Load() && f.active.count() == 0:
 		f.napTimer.Reset(0)
@@ -294,9 +299,11 @@ func (f *fetcher) reserveFailed(ctx context.Context, call uuid.UUID, err error) 
 	if !errors.As(err, &pgErr) && !errors.Is(err, errNoSession) {
 		f.lost = append(f.lost, call)
 	}
-	f.log.Error("reserve failed; retrying", "err", err)
+	if !isReadOnly(err) { // reconnect says what a read-only server means
+		f.log.Error("reserve failed; retrying", "err", err)
+	}
 	f.fetch = true // a failed reserve says nothing about the queue being empty
-	return f.session.reconnect(ctx)
+	return f.session.reconnect(ctx, err)
 }
 
 // giveBackLost gives back the jobs of the reserve calls whose answer was lost; a call

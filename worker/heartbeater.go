@@ -148,11 +148,13 @@ func (h *heartbeater) beat(ctx context.Context, due []*active) (map[uuid.UUID]bo
 	cctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
 	var held []uuid.UUID
+	called := h.cfg.tel.call(cctx, "pgq.heartbeat", len(due))
 	err := h.conns.with(cctx, func(q *dbsqlc.Queries) error {
 		var err error
 		held, err = q.JobHeartbeatMany(cctx, dbsqlc.JobHeartbeatManyParams{Uuids: uuids, Tokens: tokens})
 		return err
 	})
+	called(len(held), err)
 	if err != nil {
 		return nil, err
 	}

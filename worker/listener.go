@@ -17,22 +17,35 @@ type listener struct {
 	queues []string
 	log    *slog.Logger
 	wake   chan struct{} // signalled here; received by the fetcher
+
+	lost bool // the connection was lost since the last LISTEN; owned by run's goroutine
 }
 
 // run listens until ctx is done. It reconnects when the connection drops and wakes the
 // fetcher after each reconnect, since notifications sent meanwhile are lost; the poll
-// covers the gap.
+// covers the gap. A read-only server (a hot standby refuses LISTEN) is tried again after
+// a pause that doubles each time, as the session's reconnect does.
 func (l *listener) run(ctx context.Context) {
+	readOnly := 0
 	for ctx.Err() == nil {
 		err := l.runOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		l.log.Warn("listener connection lost; reconnecting", "err", err)
+		pause := time.Second
+		if isReadOnly(err) {
+			readOnly++
+			pause = min(readOnlyBackoffMax, time.Second<<min(readOnly-1, 6))
+			l.log.Warn("listener: the server is read-only (a hot standby?); reconnecting", "err", err, "retry_in", pause)
+		} else {
+			readOnly = 0
+			l.log.Warn("listener connection lost; reconnecting", "err", err)
+		}
+		l.lost = true
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -47,6 +60,10 @@ func (l *listener) runOnce(ctx context.Context) error {
 	defer conn.Close(context.Background())
 	if err := dbsqlc.New(conn).ListenJobs(ctx); err != nil {
 		return err
+	}
+	if l.lost {
+		l.log.Info("listener reconnected", "server", serverOf(conn))
+		l.lost = false
 	}
 	signal(l.wake)
 	for {

@@ -99,9 +99,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// batchCollector reads pgq.batches and pgq.stalled at scrape time: batches by state,
-// the members of the batches that have not finished by state, and the stalled chains
-// and batches (S95).
+// batchCollector reads pgq.batches, pgq.stalled and pgq.limits at scrape time: batches
+// by state, the members of the batches that have not finished by state, the stalled
+// chains and batches (S95), and the named concurrency limits' handlers running (S99).
 type batchCollector struct{ q *dbsqlc.Queries }
 
 var (
@@ -111,13 +111,19 @@ var (
 		"Members of the batches that have not finished (running or cancelling), by state: unfinished, succeeded, failed, cancelled.", []string{"state"}, nil)
 	stalledCount = prometheus.NewDesc("pgq_stalled",
 		"Chains and batches that stalled (S95): a job ready for longer than its queue's retry_after while none of theirs ran.", []string{"kind"}, nil)
-	batchStates = []string{"running", "cancelling", "succeeded", "failed", "cancelled"}
+	batchStates        = []string{"running", "cancelling", "succeeded", "failed", "cancelled"}
+	concurrencyRunning = prometheus.NewDesc("pgq_concurrency_running",
+		"Handlers running under each named concurrency limit (pgq.define_concurrency, S99), over all its keys.", []string{"limit"}, nil)
+	concurrencyLimit = prometheus.NewDesc("pgq_concurrency_limit",
+		"Each named concurrency limit: the handlers one of its keys may run at once (S99).", []string{"limit"}, nil)
 )
 
 func (c *batchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- batchCount
 	ch <- batchJobs
 	ch <- stalledCount
+	ch <- concurrencyRunning
+	ch <- concurrencyLimit
 }
 
 func (c *batchCollector) Collect(ch chan<- prometheus.Metric) {
@@ -156,5 +162,14 @@ func (c *batchCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, kind := range []string{"batch", "chain"} {
 		ch <- prometheus.MustNewConstMetric(stalledCount, prometheus.GaugeValue, float64(byKind[kind]), kind)
+	}
+	limits, err := c.q.ConcurrencyStatsList(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(concurrencyRunning, err)
+		return
+	}
+	for _, r := range limits {
+		ch <- prometheus.MustNewConstMetric(concurrencyRunning, prometheus.GaugeValue, float64(r.Running), r.Name)
+		ch <- prometheus.MustNewConstMetric(concurrencyLimit, prometheus.GaugeValue, float64(r.MaxPerKey), r.Name)
 	}
 }

@@ -46,3 +46,32 @@ func TestS95BatchMetrics(t *testing.T) {
 		"pgq_stalled{batch}": 1, "pgq_stalled{chain}": 0,
 	}, got)
 }
+
+// S99: each named concurrency limit's gauges, read through the worker role: the
+// handlers running over all its keys, and its limit per key.
+func TestS99ConcurrencyMetrics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := b.db
+	reg := prometheus.NewRegistry()
+	b.worker(t, worker.WithMetrics(reg))
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2); SELECT pgq.define_concurrency('idle', 5)`)
+	db.Exec(t, `SELECT pgq.dispatch('v', jsonb_build_object('t', i % 2), queue => 'c',
+		middleware => '[{"concurrency_limited": {"limit": "vendor", "by": ["t"]}}]') FROM generate_series(1, 6) i`)
+	db.Exec(t, `SELECT count(*) FROM pgq.reserve('w', '{c}', 10)`)
+
+	got := map[string]float64{}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "pgq_concurrency") {
+			for _, m := range f.GetMetric() {
+				got[f.GetName()+"{"+m.GetLabel()[0].GetValue()+"}"] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	require.Equal(t, map[string]float64{
+		"pgq_concurrency_running{vendor}": 4, "pgq_concurrency_limit{vendor}": 2,
+		"pgq_concurrency_running{idle}": 0, "pgq_concurrency_limit{idle}": 5,
+	}, got, "two keys of vendor, two running each")
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgq-dev/pgq/pgq"
@@ -29,6 +30,7 @@ type config struct {
 	stopWhenEmpty bool
 	shutdownGrace time.Duration
 	timeoutGrace  time.Duration
+	sqlGroup      time.Duration // the time budget of a group of SQL jobs; 0: no groups (S120)
 	logger        *slog.Logger
 
 	historyRetention time.Duration
@@ -38,6 +40,12 @@ type config struct {
 	slotBytes        int64
 	registerer       prometheus.Registerer
 	schedules        bool
+
+	transactionPooled bool          // the pool goes through a transaction pooler
+	sessionPool       *pgxpool.Pool // the session's and the listener's connections; nil: the pool's
+
+	otel otelOptions // OpenTelemetry (tracing.go)
+	tel  *telemetry  // built by New from otel; nil: no spans or OTel metrics
 }
 
 func defaults() config {
@@ -53,6 +61,7 @@ func defaults() config {
 		name:          fmt.Sprintf("%s:%d", host, os.Getpid()),
 		shutdownGrace: 30 * time.Second,
 		timeoutGrace:  5 * time.Second,
+		sqlGroup:      defaultSQLGroupBudget,
 		logger:        slog.Default(),
 
 		historyRetention: 14 * 24 * time.Hour,
@@ -232,6 +241,22 @@ func WithShutdownGrace(d time.Duration) Option {
 	}
 }
 
+// WithSQLGroupBudget sets the time budget of a group of SQL jobs (S120): the worker runs
+// short SQL jobs several to a transaction, each in its own savepoint, and commits the
+// group once it has run this long, once its subtransactions near PostgreSQL's cache of 64
+// per backend, or once no job waits, whichever comes first; a job whose recent runs took
+// more than half of it runs alone. 0 runs every SQL job in a transaction of its own.
+// Default 5 ms.
+func WithSQLGroupBudget(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithSQLGroupBudget: must be >= 0, got %s", d)
+		}
+		c.sqlGroup = d
+		return nil
+	}
+}
+
 // WithTimeoutGrace sets how long a cancelled handler has to return before the worker
 // gives up on it, stops and Run returns ErrHandlerStuck (S13). Default 5 s.
 func WithTimeoutGrace(d time.Duration) Option {
@@ -287,4 +312,36 @@ func WithMetrics(reg prometheus.Registerer) Option {
 // is dispatched once (S61). Off, the worker leaves them to others, or to pg_cron.
 func WithSchedules(on bool) Option {
 	return func(c *config) error { c.schedules = on; return nil }
+}
+
+// WithTransactionPooler says that the pool given to New reaches PostgreSQL through a
+// transaction-mode pooler (PgBouncer pool_mode = transaction), where consecutive
+// transactions of one client connection may run on different server sessions. The
+// worker then sets nothing on those connections' sessions (its protocol bounds of S37
+// come from the role, or from a pool that sends them at connect where the pooler passes
+// them on), and needs its session-bound calls elsewhere: the reserve, the nap's advisory
+// locks and LISTEN go over WithSessionPool's connections. Without WithSessionPool the
+// worker neither naps nor listens: it reserves through the pooler and polls every
+// WithSleep, and says so once in its log. The pool's connections must not use named
+// prepared statements: configure it with pgx.QueryExecModeExec (the URL parameter
+// default_query_exec_mode=exec does it).
+func WithTransactionPooler() Option {
+	return func(c *config) error {
+		c.transactionPooled = true
+		return nil
+	}
+}
+
+// WithSessionPool gives the worker a pool, of at least 2 connections, reaching the same
+// database directly or through a session-mode pooler, for what is bound to a session:
+// the reserve and the nap (pgq.nap's advisory locks, the reserve's marks) on one
+// connection, LISTEN on another. Everything else uses the pool given to New.
+func WithSessionPool(pool *pgxpool.Pool) Option {
+	return func(c *config) error {
+		if pool == nil {
+			return errors.New("WithSessionPool: pool is nil")
+		}
+		c.sessionPool = pool
+		return nil
+	}
 }

@@ -177,9 +177,12 @@ func (r *reporter) report(ctx context.Context, a *active, err error) {
 	rctx := context.WithoutCancel(ctx)
 	var interrupted *interruptedError
 	var setup *setupError
+	var groupLost *groupLostError
 	switch {
 	case errors.Is(err, errCompletedInTx):
 		r.logOutcome(a, "succeeded", nil)
+	case errors.As(err, &groupLost):
+		r.giveBackGroup(rctx, a, groupLost.Error())
 	case errors.Is(err, pgq.ErrLeaseLost) && !r.stillHeld(rctx, a):
 		// The SQL handler's effects were rolled back with its rejected completion. A
 		// token that lost its job never gets it back, so this complete is rejected too,
@@ -233,6 +236,15 @@ func (r *reporter) giveBack(ctx context.Context, a *active, reason string, start
 	p := dbsqlc.JobGiveBackManyParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason, Started: started}
 	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
 		return q.JobGiveBackMany(cctx, p)
+	})
+}
+
+// giveBackGroup gives the attempt back, not counted, because the group its SQL job ran
+// in was lost, and marks the job to run alone next (pgq.give_back_group, S122).
+func (r *reporter) giveBackGroup(ctx context.Context, a *active, reason string) {
+	p := dbsqlc.JobGiveBackGroupParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason}
+	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {
+		return q.JobGiveBackGroup(cctx, p)
 	})
 }
 
@@ -320,11 +332,13 @@ func (r *reporter) complete(batch []*active) error {
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	var done []uuid.UUID
+	called := r.cfg.tel.call(ctx, "pgq.complete", len(batch))
 	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
 		var err error
 		done, err = q.JobCompleteMany(ctx, dbsqlc.JobCompleteManyParams{Uuids: uuids, Tokens: tokens})
 		return err
 	})
+	called(len(done), err)
 	if err != nil {
 		return err
 	}
@@ -374,11 +388,13 @@ func (r *reporter) fail(batch []failure) error {
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 	defer cancel()
 	var attempts []*dbsqlc.PgqAttempt
+	called := r.cfg.tel.call(ctx, "pgq.fail_many", len(batch))
 	err := r.conns.with(ctx, func(q *dbsqlc.Queries) error {
 		var err error
 		attempts, err = q.JobFailMany(ctx, p)
 		return err
 	})
+	called(len(attempts), err)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ type session struct {
 	// Set with mu held; reconnect, which may run on the heartbeater's goroutine, clears
 	// it with the old connection. The fetcher reads it without mu.
 	napping atomic.Bool
+	// readOnly counts the reserves in a row a read-only server refused; owned by the
+	// fetcher's goroutine (reconnect).
+	readOnly int
 }
 
 var errNoSession = errors.New("pgq/worker: no session connection")
@@ -76,9 +79,13 @@ func (s *session) reserve(ctx context.Context, max int, call uuid.UUID) ([]*dbsq
 	if s.conn == nil {
 		return nil, errNoSession
 	}
-	return dbsqlc.New(s.conn).JobReserve(ctx, dbsqlc.JobReserveParams{
+	rows, err := dbsqlc.New(s.conn).JobReserve(ctx, dbsqlc.JobReserveParams{
 		Worker: s.cfg.name, Queues: s.cfg.queues, Max: int32(max), DefaultTries: int32(s.cfg.tries), Call: call,
 	})
+	if err == nil {
+		s.readOnly = 0
+	}
+	return rows, err
 }
 
 // nap makes the session nap on the worker's queues (pgq.nap): dispatches to them notify
@@ -121,12 +128,33 @@ func (s *session) wake(ctx context.Context) {
 }
 
 // reconnect pauses after a failed session call and, when the session connection is
-// gone, opens a new one. It returns ctx's error when ctx ends first.
-func (s *session) reconnect(ctx context.Context) error {
+// gone, opens a new one. A read-only server (a hot standby, or a primary demoted under
+// the worker: SQLSTATE 25006) keeps the connection useless, so it is closed and a new
+// one dialled after a pause that doubles with each read-only answer in a row, up to
+// readOnlyBackoffMax: the URL may name only that server. It returns ctx's error when ctx
+// ends first.
+func (s *session) reconnect(ctx context.Context, cause error) error {
+	failedAt, pause := time.Now(), time.Second
+	if isReadOnly(cause) {
+		s.readOnly++
+		pause = min(readOnlyBackoffMax, time.Second<<min(s.readOnly-1, 6))
+		server := ""
+		s.mu.Lock()
+		if s.conn != nil {
+			server = serverOf(s.conn.Conn())
+			s.conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+		s.mu.Unlock()
+		s.log.Warn("the server is read-only (a hot standby, or a primary demoted under the worker); "+
+			"reconnecting: give a URL that reaches the primary, e.g. every host with target_session_attrs=read-write",
+			"server", server, "retry_in", pause, "read_only_answers", s.readOnly)
+	} else {
+		s.readOnly = 0
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(time.Second):
+	case <-time.After(pause):
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -141,6 +169,8 @@ func (s *session) reconnect(ctx context.Context) error {
 		c, err := s.conns.acquire(ctx)
 		if err == nil {
 			s.conn = c
+			s.log.Info("session connection re-established", "server", serverOf(c.Conn()),
+				"after", time.Since(failedAt).Round(time.Millisecond))
 			return nil
 		}
 		s.log.Error("session connection failed; retrying", "err", err)
@@ -152,6 +182,9 @@ func (s *session) reconnect(ctx context.Context) error {
 		}
 	}
 }
+
+// readOnlyBackoffMax bounds the pause between reconnects to a read-only server.
+const readOnlyBackoffMax = 30 * time.Second
 
 // unreserve gives back the jobs still reserved by a reserve call whose answer was lost
 // (pgq.unreserve, S35), on any connection: it need not be the session's.

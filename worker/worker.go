@@ -80,10 +80,11 @@ type Worker struct {
 }
 
 // New returns a Worker that uses pool for its connections: one session connection
-// (reserve and overlap locks), one listener, one for heartbeats and completions, and one
-// per SQL handler running, of which at most MaxConns - 3 run at once (Go handlers need
-// no connection). Workers need a direct session connection, not a transaction-mode
-// pooler.
+// (reserve and nap), one listener, one for heartbeats and completions, and one per SQL
+// handler running, of which at most MaxConns - 3 run at once (Go handlers need no
+// connection). The session and the listener need a session of their own: a direct
+// connection or a session pooler's. When pool goes through a transaction pooler, say so
+// with WithTransactionPooler and give them WithSessionPool.
 func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 	if pool == nil {
 		return nil, errors.New("pgq/worker: New: pool is nil")
@@ -110,23 +111,33 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Worker, error) {
 		}
 		w.metrics = m
 	}
+	tel, err := newTelemetry(cfg.otel, w.q)
+	if err != nil {
+		return nil, fmt.Errorf("pgq/worker: %w", err)
+	}
+	w.cfg.tel = tel
 	w.wire()
 	return w, nil
 }
 
 // wire builds the services and connects them: each gets only what it uses.
 func (w *Worker) wire() {
-	w.conns = &conns{pool: w.pool}
+	w.conns = &conns{pool: w.pool, pooled: w.cfg.transactionPooled}
+	sessionConns := w.conns
+	if w.cfg.sessionPool != nil {
+		sessionConns = &conns{pool: w.cfg.sessionPool}
+	}
 	w.active = &activeSet{m: map[uuid.UUID]*active{}}
 	w.executor = &executor{
 		conns: w.conns, cfg: &w.cfg, handlers: w.handlers, active: w.active,
 		sqlSlots: make(chan struct{}, max(1, int(w.pool.Config().MaxConns)-3)),
+		groups:   newSQLGroups(w.cfg.sqlGroup),
 		handoff:  make(chan *active),
 		stopped:  make(chan struct{}),
 		freed:    w.freed,
 		stuck:    w.stuck,
 	}
-	w.session = &session{conns: w.conns, cfg: &w.cfg, log: w.log}
+	w.session = &session{conns: sessionConns, cfg: &w.cfg, log: w.log}
 	w.reporter = &reporter{
 		conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, handlers: w.handlers,
 		active: w.active, freed: w.freed,
@@ -136,7 +147,7 @@ func (w *Worker) wire() {
 	w.executor.reporter = w.reporter
 	w.fetcher = newFetcher(&w.cfg, w.log, w.metrics, w.session, w.executor, w.reporter, w.active, w.freed)
 	w.heartbeater = &heartbeater{conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, active: w.active, executor: w.executor}
-	w.listener = &listener{conns: w.conns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
+	w.listener = &listener{conns: sessionConns, queues: w.cfg.queues, log: w.log, wake: w.fetcher.wake}
 	w.maintenance = &maintenance{q: w.q, cfg: &w.cfg, log: w.log}
 	w.registry = &registry{q: w.q, cfg: &w.cfg, log: w.log, handlers: w.handlers}
 }
@@ -155,6 +166,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("pgq/worker: session connection: %w", err)
 	}
 	defer close(w.executor.stopped) // last: waiting handler goroutines exit
+	defer w.cfg.tel.close()         // the queue gauges read no more
 	defer w.session.close(ctx)
 	// Recorded before the configuration check, which reads what the live workers serve
 	// (S87), and removed once every outcome is reported.
@@ -192,7 +204,13 @@ const checkWait = 2 * time.Second
 func (w *Worker) startServices(ctx context.Context) (stop func(), checked <-chan struct{}) {
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { w.listener.run(bg) })
+	if w.polling() {
+		w.log.Warn("the worker's connections go through a transaction pooler and it has no session connection: " +
+			"it polls every --sleep and neither naps nor listens; give it one (--session-url, WithSessionPool) " +
+			"to be woken by dispatches")
+	} else {
+		wg.Go(func() { w.listener.run(bg) })
+	}
 	wg.Go(func() { w.heartbeater.run(bg) })
 	wg.Go(func() { w.maintenance.retain(bg) })
 	wg.Go(func() { w.maintenance.vacuum(bg) })
@@ -219,6 +237,10 @@ func (w *Worker) startServices(ctx context.Context) (stop func(), checked <-chan
 		<-done
 	}, done
 }
+
+// polling tells whether the worker only polls: its pool goes through a transaction
+// pooler and it has no session pool, so it cannot hold a LISTEN or a nap's locks.
+func (w *Worker) polling() bool { return w.cfg.transactionPooled && w.cfg.sessionPool == nil }
 
 // serve runs the fetcher until ctx is done, WithMaxTime, WithMaxJobs or
 // WithStopWhenEmpty says stop, a handler is stuck, or the database turns out to have no

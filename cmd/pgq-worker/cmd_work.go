@@ -51,7 +51,8 @@ without using up their attempt, and exits 0.
 --tries, --backoff and --timeout apply to jobs whose class and dispatch set none.`,
 		Example: `  pgq-worker work --queue high,default --concurrency 20
   pgq-worker work --stop-when-empty --log-format json
-  pgq-worker work --metrics-addr 127.0.0.1:9090`,
+  pgq-worker work --metrics-addr 127.0.0.1:9090
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 pgq-worker work --otel`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
@@ -63,6 +64,7 @@ without using up their attempt, and exits 0.
 	timeout := f.Int("timeout", 60, "`SECONDS` a handler may run, for jobs that set none, 0 to 2147483 (0 = no limit)")
 	sleep := f.Float64("sleep", 3, "`SECONDS` between polls when no notification arrives, > 0")
 	cooldown := f.Duration("fetch-cooldown", 5*time.Millisecond, "after a reserve that found fewer jobs than free slots, wait this long before the next")
+	groupBudget := f.Duration("sql-group-budget", 5*time.Millisecond, "run short SQL jobs several to a transaction, each in its own savepoint, committing a group after this long at most (0: every SQL job alone)")
 	once := f.Bool("once", false, "run a single job, then stop")
 	stopWhenEmpty := f.Bool("stop-when-empty", false, "stop when no job is ready and none runs")
 	maxJobs := f.Int("max-jobs", 0, "stop after this many jobs (0 = no limit)")
@@ -75,7 +77,12 @@ without using up their attempt, and exits 0.
 	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
 	slotMB := f.Int("slot-mb", 64, "`MIB` a slot of pgq.jobs holds before new jobs go to the next, and a drained one is truncated (0: never)")
 	keepFailed := f.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
+	sessionURL := f.String("session-url", "", "PostgreSQL `URL` for what is bound to a session (the reserve and its nap, LISTEN): direct or session-pooled, when --database-url goes through a transaction pooler")
+	txPooler := f.Bool("transaction-pooler", false, "--database-url goes through a transaction-mode pooler (PgBouncer pool_mode = transaction): nothing is set on its sessions, no statement is prepared by name; without --session-url the worker polls")
 	noSchedules := f.Bool("no-schedules", false, "do not fire schedules (pgq.schedules): leave them to other workers, or to pg_cron")
+	otelOn := f.Bool("otel", false, "export OpenTelemetry traces and metrics by OTLP http/protobuf, configured by the OTEL_EXPORTER_OTLP_* and OTEL_SERVICE_NAME variables (docs/tracing.md)")
+	otelChild := f.Bool("otel-child", false, "with --otel: each attempt's span is a child of its dispatch's span, not linked to it")
+	otelNoClient := f.Bool("otel-no-client-spans", false, "with --otel: no spans for pgq's own calls (reserve, complete, fail, heartbeat)")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
 	cmd.RunE = a.runE(func(cmd *cobra.Command, _ []string) error {
@@ -92,6 +99,7 @@ without using up their attempt, and exits 0.
 			checkCount("tries", *tries, 0),
 			checkInt("timeout", *timeout, 0, int(pgq.TimeoutLimit/time.Second)),
 			checkDuration("fetch-cooldown", *cooldown),
+			checkDuration("sql-group-budget", *groupBudget),
 			checkCount("max-jobs", *maxJobs, 0),
 			checkCount("max-time", *maxTime, 0),
 			checkCount("shutdown-grace", *grace, 0),
@@ -128,6 +136,7 @@ without using up their attempt, and exits 0.
 			worker.WithTimeout(time.Duration(*timeout) * time.Second),
 			worker.WithSleep(sleepFor),
 			worker.WithFetchCooldown(*cooldown),
+			worker.WithSQLGroupBudget(*groupBudget),
 			worker.WithMaxJobs(*maxJobs),
 			worker.WithMaxTime(time.Duration(*maxTime) * time.Second),
 			worker.WithShutdownGrace(time.Duration(*grace) * time.Second),
@@ -146,15 +155,33 @@ without using up their attempt, and exits 0.
 		if *stopWhenEmpty {
 			opts = append(opts, worker.WithStopWhenEmpty())
 		}
+		if (*otelChild || *otelNoClient) && !*otelOn {
+			return usagef("--otel-child and --otel-no-client-spans need --otel")
+		}
 
 		ctx := cmd.Context()
 		// The worker's own timeouts, sent as each connection starts: they then override
 		// the role's and the database's settings from the first statement on (S37).
-		pool, err := db.connect(ctx, int32(min(*concurrency, 32)+3), worker.RuntimeParams())
+		params := worker.RuntimeParams()
+		if *txPooler {
+			// PgBouncer refuses startup parameters it does not track ("unsupported
+			// startup parameter: lock_timeout"), and a SET would reach other clients.
+			params = nil
+			opts = append(opts, worker.WithTransactionPooler())
+		}
+		pool, err := db.connectURL(ctx, db.url, int32(min(*concurrency, 32)+3), params, *txPooler)
 		if err != nil {
 			return err
 		}
 		defer closeWithin(pool, poolCloseWait)
+		if *sessionURL != "" {
+			sessions, err := db.connectURL(ctx, *sessionURL, 2, worker.RuntimeParams(), false)
+			if err != nil {
+				return fmt.Errorf("--session-url: %w", err)
+			}
+			defer closeWithin(sessions, poolCloseWait)
+			opts = append(opts, worker.WithSessionPool(sessions))
+		}
 		client, err := pgq.NewClient(pool)
 		if err != nil {
 			return err
@@ -171,6 +198,20 @@ without using up their attempt, and exits 0.
 				return err
 			}
 			defer stopMetrics()
+		}
+		if *otelOn {
+			otelOpts, stopOTel, err := startOTel(ctx, a.stderr)
+			if err != nil {
+				return err
+			}
+			defer stopOTel()
+			opts = append(opts, otelOpts...)
+			if *otelChild {
+				opts = append(opts, worker.WithTraceChild())
+			}
+			if *otelNoClient {
+				opts = append(opts, worker.WithoutClientSpans())
+			}
 		}
 		w, err := worker.New(pool, opts...)
 		if err != nil {

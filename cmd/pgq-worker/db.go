@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,7 +34,14 @@ func newDatabase(a *app, fs *pflag.FlagSet) *database {
 // sent when each connection starts. It records the URL's password so that no error
 // message shows it.
 func (d *database) connect(ctx context.Context, maxConns int32, params map[string]string) (*pgxpool.Pool, error) {
-	raw := d.url
+	return d.connectURL(ctx, d.url, maxConns, params, false)
+}
+
+// connectURL is connect for url (the --database-url default when empty). pooled: the
+// URL reaches a transaction pooler, so no statement is prepared by name (pgx's
+// QueryExecModeExec): consecutive transactions may run on different server sessions.
+func (d *database) connectURL(ctx context.Context, url string, maxConns int32, params map[string]string, pooled bool) (*pgxpool.Pool, error) {
+	raw := url
 	if raw == "" {
 		raw = os.Getenv("DATABASE_URL")
 	}
@@ -51,6 +60,9 @@ func (d *database) connect(ctx context.Context, maxConns int32, params map[strin
 		cfg.MaxConns = maxConns
 	}
 	maps.Copy(cfg.ConnConfig.RuntimeParams, params)
+	if pooled {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		pgcodec.Register(conn.TypeMap()) // uuids as bytes: the worker's heartbeats and failures too
 		return nil
@@ -61,6 +73,12 @@ func (d *database) connect(ctx context.Context, maxConns int32, params map[strin
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		if len(params) > 0 && strings.Contains(err.Error(), "unsupported startup parameter") {
+			// A pooler (PgBouncer) refuses the settings it does not track: connect
+			// without them; the worker sets them on each session instead.
+			fmt.Fprintf(d.app.stderr, "pgq-worker: the server refused startup parameters (a pooler?); they are set on each session instead: %v\n", err)
+			return d.connectURL(ctx, url, maxConns, nil, pooled)
+		}
 		return nil, err // a *pgconn.ConnectError: host, port, user and database, no password
 	}
 	return pool, nil

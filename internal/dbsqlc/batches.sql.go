@@ -52,7 +52,8 @@ const batchDispatch = `-- name: BatchDispatch :one
 SELECT pgq.dispatch_batch(jobs => $1::jsonb, name => $2::text,
                           then_job => $3::text, catch_job => $4::text,
                           finally_job => $5::text, allow_failures => $6::boolean,
-                          queue => $7::text)::uuid AS id
+                          queue => $7::text, traceparent => $8::text,
+                          tracestate => $9::text)::uuid AS id
 `
 
 type BatchDispatchParams struct {
@@ -63,6 +64,8 @@ type BatchDispatchParams struct {
 	FinallyJob    *string
 	AllowFailures bool
 	Queue         *string
+	Traceparent   *string
+	Tracestate    *string
 }
 
 func (q *Queries) BatchDispatch(ctx context.Context, arg BatchDispatchParams) (uuid.UUID, error) {
@@ -74,6 +77,8 @@ func (q *Queries) BatchDispatch(ctx context.Context, arg BatchDispatchParams) (u
 		arg.FinallyJob,
 		arg.AllowFailures,
 		arg.Queue,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)
@@ -188,17 +193,26 @@ func (q *Queries) BatchRetryFailed(ctx context.Context, batch uuid.UUID) ([]*uui
 
 const chainDispatch = `-- name: ChainDispatch :one
 SELECT pgq.dispatch_chain(steps => $1::jsonb, on_failure => $2::text,
-                          queue => $3::text)::uuid AS id
+                          queue => $3::text, traceparent => $4::text,
+                          tracestate => $5::text)::uuid AS id
 `
 
 type ChainDispatchParams struct {
-	Steps     json.RawMessage
-	OnFailure *string
-	Queue     *string
+	Steps       json.RawMessage
+	OnFailure   *string
+	Queue       *string
+	Traceparent *string
+	Tracestate  *string
 }
 
 func (q *Queries) ChainDispatch(ctx context.Context, arg ChainDispatchParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, chainDispatch, arg.Steps, arg.OnFailure, arg.Queue)
+	row := q.db.QueryRow(ctx, chainDispatch,
+		arg.Steps,
+		arg.OnFailure,
+		arg.Queue,
+		arg.Traceparent,
+		arg.Tracestate,
+	)
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err

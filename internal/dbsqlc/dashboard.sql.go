@@ -916,22 +916,36 @@ func (q *Queries) DashboardJobPayload(ctx context.Context, argUuid uuid.UUID) ([
 }
 
 const dashboardLimitList = `-- name: DashboardLimitList :many
-SELECT l.kind, l.name, l.key, l.max, l.per, l.used, l.resets_at, l.state, l.last_exception
+SELECT l.kind, l.name, l.key, coalesce(l.max, 0)::int AS max, coalesce(l.per, interval '0')::interval AS per,
+       l.used, l.resets_at, l.state, l.last_exception
 FROM pgq.limits l
 ORDER BY l.kind DESC, l.name, l.key
 LIMIT $1::int
 `
 
-// Rate-limit budgets and circuit states.
-func (q *Queries) DashboardLimitList(ctx context.Context, max int32) ([]*PgqLimit, error) {
+type DashboardLimitListRow struct {
+	Kind          string
+	Name          string
+	Key           string
+	Max           int32
+	Per           time.Duration
+	Used          int32
+	ResetsAt      interface{}
+	State         string
+	LastException *string
+}
+
+// Rate-limit budgets, circuit states and concurrency limits' handlers running (max 0:
+// a limit a class sets per key; per 0: none).
+func (q *Queries) DashboardLimitList(ctx context.Context, max int32) ([]*DashboardLimitListRow, error) {
 	rows, err := q.db.Query(ctx, dashboardLimitList, max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*PgqLimit
+	var items []*DashboardLimitListRow
 	for rows.Next() {
-		var i PgqLimit
+		var i DashboardLimitListRow
 		if err := rows.Scan(
 			&i.Kind,
 			&i.Name,

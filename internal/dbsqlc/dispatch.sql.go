@@ -13,6 +13,22 @@ import (
 	"github.com/google/uuid"
 )
 
+const concurrencyDefine = `-- name: ConcurrencyDefine :one
+SELECT define_concurrency FROM pgq.define_concurrency(name => $1::text, "limit" => $2::int)
+`
+
+type ConcurrencyDefineParams struct {
+	Name string
+	Max  int32
+}
+
+func (q *Queries) ConcurrencyDefine(ctx context.Context, arg ConcurrencyDefineParams) (*string, error) {
+	row := q.db.QueryRow(ctx, concurrencyDefine, arg.Name, arg.Max)
+	var define_concurrency *string
+	err := row.Scan(&define_concurrency)
+	return define_concurrency, err
+}
+
 const jobClassDefine = `-- name: JobClassDefine :one
 SELECT define_job FROM pgq.define_job(
     name => $1::text,
@@ -34,7 +50,8 @@ SELECT define_job FROM pgq.define_job(
     max_tries => $17::int,
     max_retry_for => $18::interval,
     min_backoff => $19::int,
-    max_timeout => $20::int
+    max_timeout => $20::int,
+    isolated => $21::boolean
 )
 `
 
@@ -59,6 +76,7 @@ type JobClassDefineParams struct {
 	MaxRetryFor     *time.Duration
 	MinBackoff      *int32
 	MaxTimeout      *int32
+	Isolated        bool
 }
 
 func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) (*string, error) {
@@ -83,6 +101,7 @@ func (q *Queries) JobClassDefine(ctx context.Context, arg JobClassDefineParams) 
 		arg.MaxRetryFor,
 		arg.MinBackoff,
 		arg.MaxTimeout,
+		arg.Isolated,
 	)
 	var define_job *string
 	err := row.Scan(&define_job)
@@ -109,7 +128,9 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     debounce_for => $16::interval,
     debounce_max_wait => $17::interval,
     middleware => $18::jsonb,
-    retry_for => $19::interval
+    retry_for => $19::interval,
+    traceparent => $20::text,
+    tracestate => $21::text
 )
 `
 
@@ -133,6 +154,8 @@ type JobDispatchManyParams struct {
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
 	RetryFor        *time.Duration
+	Traceparent     *string
+	Tracestate      *string
 }
 
 // The payloads travel as text[] and become jsonb row by row: a jsonb[] parameter is
@@ -160,6 +183,8 @@ func (q *Queries) JobDispatchMany(ctx context.Context, arg JobDispatchManyParams
 		arg.DebounceMaxWait,
 		arg.Middleware,
 		arg.RetryFor,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	if err != nil {
 		return nil, err
@@ -198,7 +223,9 @@ SELECT pgq.dispatch_staged(
     debounce_for => $15::interval,
     debounce_max_wait => $16::interval,
     middleware => $17::jsonb,
-    retry_for => $18::interval
+    retry_for => $18::interval,
+    traceparent => $19::text,
+    tracestate => $20::text
 )::uuid[] AS uuids
 `
 
@@ -221,6 +248,8 @@ type JobDispatchStagedParams struct {
 	DebounceMaxWait *time.Duration
 	Middleware      json.RawMessage
 	RetryFor        *time.Duration
+	Traceparent     *string
+	Tracestate      *string
 }
 
 func (q *Queries) JobDispatchStaged(ctx context.Context, arg JobDispatchStagedParams) ([]uuid.UUID, error) {
@@ -243,6 +272,8 @@ func (q *Queries) JobDispatchStaged(ctx context.Context, arg JobDispatchStagedPa
 		arg.DebounceMaxWait,
 		arg.Middleware,
 		arg.RetryFor,
+		arg.Traceparent,
+		arg.Tracestate,
 	)
 	var uuids []uuid.UUID
 	err := row.Scan(&uuids)

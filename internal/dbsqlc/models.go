@@ -204,6 +204,14 @@ type PgqCircuit struct {
 	UpdatedAt     time.Time
 }
 
+// Named concurrency limits (pgq.define_concurrency): at most "limit" handlers of a key run at once across every worker (S99).
+type PgqConcurrencyLimit struct {
+	Name      string
+	Limit     int32
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 // The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
 type PgqDebounceToken struct {
 	Key            string
@@ -392,6 +400,12 @@ type PgqJob struct {
 	Txid pgtype.Uint64
 	// The partition the job lives in (pgq.job_slots): the current slot when it was dispatched, or when pgq.rotate moved it.
 	Slot int16
+	// The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.
+	WaitsOn *string
+	// The W3C traceparent of the dispatch (S110), NULL when it had none.
+	Traceparent *string
+	// The W3C tracestate of the dispatch (S110), NULL when it had none.
+	Tracestate *string
 	// The job's key in a fair queue (S130): its payload's fair_by field as text, '' when it has none; NULL in other queues.
 	FairKey *string
 }
@@ -430,6 +444,10 @@ type PgqJobChain struct {
 	FinishedAt *time.Time
 	// Each step's job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).
 	JobUuids []uuid.UUID
+	// The W3C traceparent of the chain's dispatch, which each step carries (S112).
+	Traceparent *string
+	// The W3C tracestate of the chain's dispatch, which each step carries (S112).
+	Tracestate *string
 }
 
 // Job class declarations (pgq.define_job). Copied into each job at dispatch (S1).
@@ -460,6 +478,8 @@ type PgqJobClass struct {
 	MinBackoff *int32
 	// The longest timeout, in seconds, a dispatch may set beyond the class's own; NULL: the database's pgq.max_timeout (S90, S91).
 	MaxTimeout *int32
+	// The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).
+	Isolated bool
 }
 
 // The end of each job of a chain or batch (succeeded, failed, cancelled), written by the ending transaction; its trigger moves the chain and counts the batch (S70-S76).
@@ -788,7 +808,7 @@ type PgqJobs3 struct {
 	Slot int16
 }
 
-// Each rate limit's budget in its current window (used of max, when it resets) and each circuit's state (open: jobs are turned away until resets_at + 3 s).
+// Each rate limit's budget in its current window (used of max, when it resets), each circuit's state (open: jobs are turned away until resets_at + 3 s), and each concurrency limit's handlers running per key (used of max; max is NULL for a limit a class sets per key, S99).
 type PgqLimit struct {
 	Kind          string
 	Name          string
@@ -892,6 +912,10 @@ type PgqLoad struct {
 	Txid pgtype.Uint64
 	// The slot of pgq.job_slots the chunk lives in.
 	Slot int16
+	// The W3C traceparent of the dispatch, shared by every job of the chunk (S110).
+	Traceparent *string
+	// The W3C tracestate of the dispatch, shared by every job of the chunk (S110).
+	Tracestate *string
 }
 
 // The jobs of bulk dispatches still in chunks of pgq.loads (S85), one row each: waiting, never attempted.
@@ -1200,6 +1224,8 @@ type PgqReservation struct {
 	PickupNote         *string
 	PickupMiddleware   *string
 	OverlapExpireAfter *int32
+	Traceparent        *string
+	Tracestate         *string
 }
 
 // Jobs waiting to be attempted again: a backoff after an exception, or a release (wait_reason says which).
@@ -1317,6 +1343,12 @@ type PgqScheduled struct {
 	DueIn       int32
 	CreatedAt   time.Time
 	Payload     interface{}
+}
+
+// SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).
+type PgqSqlAlone struct {
+	JobUuid  uuid.UUID
+	MarkedAt time.Time
 }
 
 // Chains and batches that wait without moving: a job ready for longer than its queue's retry_after while none of theirs runs or ended in that time (S95).

@@ -96,6 +96,42 @@ func (q *Queries) CheckList(ctx context.Context, arg CheckListParams) ([]*PgqChe
 	return items, nil
 }
 
+const concurrencyStatsList = `-- name: ConcurrencyStatsList :many
+SELECT l.name, sum(l.used)::bigint AS running, max(l.max)::int AS max_per_key
+FROM pgq.limits l
+WHERE l.kind = 'concurrency' AND l.max IS NOT NULL
+GROUP BY l.name
+ORDER BY l.name
+`
+
+type ConcurrencyStatsListRow struct {
+	Name      string
+	Running   int64
+	MaxPerKey int32
+}
+
+// Each named concurrency limit's handlers running, over all its keys, and its limit
+// (the metric pgq_concurrency_running).
+func (q *Queries) ConcurrencyStatsList(ctx context.Context) ([]*ConcurrencyStatsListRow, error) {
+	rows, err := q.db.Query(ctx, concurrencyStatsList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*ConcurrencyStatsListRow
+	for rows.Next() {
+		var i ConcurrencyStatsListRow
+		if err := rows.Scan(&i.Name, &i.Running, &i.MaxPerKey); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const queueStatsList = `-- name: QueueStatsList :many
 SELECT queue, ready, scheduled, retrying, running, failed, oldest_wait FROM pgq.queue_stats ORDER BY queue
 `

@@ -13,6 +13,35 @@ import (
 	"github.com/google/uuid"
 )
 
+const groupReleaseSavepoint = `-- name: GroupReleaseSavepoint :exec
+RELEASE SAVEPOINT pgq_job
+`
+
+func (q *Queries) GroupReleaseSavepoint(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, groupReleaseSavepoint)
+	return err
+}
+
+const groupRollbackSavepoint = `-- name: GroupRollbackSavepoint :exec
+ROLLBACK TO SAVEPOINT pgq_job
+`
+
+func (q *Queries) GroupRollbackSavepoint(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, groupRollbackSavepoint)
+	return err
+}
+
+const groupSavepoint = `-- name: GroupSavepoint :exec
+SAVEPOINT pgq_job
+`
+
+// A grouped SQL job's own savepoint: its effects and completion go back to it when it
+// raises, and the group's other jobs keep theirs (S120).
+func (q *Queries) GroupSavepoint(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, groupSavepoint)
+	return err
+}
+
 const jobCancelRequests = `-- name: JobCancelRequests :many
 SELECT c.token::uuid AS token FROM pgq.cancel_requests(worker => $1::text) AS c(token)
 `
@@ -238,6 +267,55 @@ func (q *Queries) JobFailSetup(ctx context.Context, arg JobFailSetupParams) ([]*
 	return items, nil
 }
 
+const jobGiveBackGroup = `-- name: JobGiveBackGroup :many
+SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.give_back_group(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text)
+`
+
+type JobGiveBackGroupParams struct {
+	Uuids  []uuid.UUID
+	Tokens []uuid.UUID
+	Reason string
+}
+
+func (q *Queries) JobGiveBackGroup(ctx context.Context, arg JobGiveBackGroupParams) ([]*PgqAttempt, error) {
+	rows, err := q.db.Query(ctx, jobGiveBackGroup, arg.Uuids, arg.Tokens, arg.Reason)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*PgqAttempt
+	for rows.Next() {
+		var i PgqAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.JobUuid,
+			&i.Job,
+			&i.Queue,
+			&i.Attempt,
+			&i.Worker,
+			&i.LeaseToken,
+			&i.ReservedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.Outcome,
+			&i.Middleware,
+			&i.Exception,
+			&i.Delay,
+			&i.Final,
+			&i.RejectedCalls,
+			&i.ExceptionDetail,
+			&i.ExceptionHint,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobGiveBackMany = `-- name: JobGiveBackMany :many
 SELECT id, job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at, finished_at, outcome, middleware, exception, delay, final, rejected_calls, exception_detail, exception_hint FROM pgq.give_back(uuids => $1::uuid[], tokens => $2::uuid[], reason => $3::text, started => $4::boolean)
 `
@@ -389,7 +467,7 @@ func (q *Queries) JobRelease(ctx context.Context, arg JobReleaseParams) ([]*PgqA
 
 const jobReserve = `-- name: JobReserve :many
 SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
-       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware
+       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware, traceparent, tracestate
 FROM pgq.reserve(
     worker => $1::text,
     queues => $2::text[],
@@ -425,6 +503,8 @@ type JobReserveRow struct {
 	Pickup             *PgqPickup
 	PickupNote         *string
 	PickupMiddleware   *string
+	Traceparent        *string
+	Tracestate         *string
 }
 
 // Only the columns the worker reads: every column scanned costs the worker time per job.
@@ -460,6 +540,8 @@ func (q *Queries) JobReserve(ctx context.Context, arg JobReserveParams) ([]*JobR
 			&i.Pickup,
 			&i.PickupNote,
 			&i.PickupMiddleware,
+			&i.Traceparent,
+			&i.Tracestate,
 		); err != nil {
 			return nil, err
 		}
@@ -482,6 +564,21 @@ type JobRunSQLParams struct {
 
 func (q *Queries) JobRunSQL(ctx context.Context, arg JobRunSQLParams) error {
 	_, err := q.db.Exec(ctx, jobRunSQL, arg.Uuid, arg.Token)
+	return err
+}
+
+const jobRunSQLGrouped = `-- name: JobRunSQLGrouped :exec
+SELECT FROM pgq.run_sql_job(uuid => $1::uuid, token => $2::uuid, grouped => true)
+`
+
+type JobRunSQLGroupedParams struct {
+	Uuid  uuid.UUID
+	Token uuid.UUID
+}
+
+// A job of a group, in its own savepoint (S120).
+func (q *Queries) JobRunSQLGrouped(ctx context.Context, arg JobRunSQLGroupedParams) error {
+	_, err := q.db.Exec(ctx, jobRunSQLGrouped, arg.Uuid, arg.Token)
 	return err
 }
 
@@ -615,6 +712,19 @@ func (q *Queries) SessionNap(ctx context.Context, arg SessionNapParams) (bool, e
 	return ok, err
 }
 
+const sessionSetGroupLimits = `-- name: SessionSetGroupLimits :exec
+SELECT set_config('lock_timeout', '0', true),
+       set_config('client_connection_check_interval', '1000', true),
+       set_config('idle_in_transaction_session_timeout', $1::text, true)
+`
+
+// For a group's transaction: SessionSetHandlerLimits less the statement_timeout, which
+// each job sets for its own statement.
+func (q *Queries) SessionSetGroupLimits(ctx context.Context, idleMilliseconds string) error {
+	_, err := q.db.Exec(ctx, sessionSetGroupLimits, idleMilliseconds)
+	return err
+}
+
 const sessionSetHandlerLimits = `-- name: SessionSetHandlerLimits :exec
 SELECT set_config('statement_timeout', $1::text, true),
        set_config('lock_timeout', '0', true),
@@ -633,6 +743,16 @@ type SessionSetHandlerLimitsParams struct {
 // that ends the transaction of a frozen worker, so it cannot hold the job's row (S37).
 func (q *Queries) SessionSetHandlerLimits(ctx context.Context, arg SessionSetHandlerLimitsParams) error {
 	_, err := q.db.Exec(ctx, sessionSetHandlerLimits, arg.Milliseconds, arg.IdleMilliseconds)
+	return err
+}
+
+const sessionSetJobTimeout = `-- name: SessionSetJobTimeout :exec
+SELECT set_config('statement_timeout', $1::text, true)
+`
+
+// A grouped job's timeout, for its own statement: the next one (S121).
+func (q *Queries) SessionSetJobTimeout(ctx context.Context, milliseconds string) error {
+	_, err := q.db.Exec(ctx, sessionSetJobTimeout, milliseconds)
 	return err
 }
 

@@ -140,6 +140,33 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		t.Skipf("pgcluster: %v", err)
 	}
+	c := newCluster(t, bin, cfg)
+	if out, err := c.run("initdb", "-D", c.DataDir, "-U", Superuser, "-A", "trust", "-E", "UTF8",
+		"--locale=C", "--no-sync"); err != nil {
+		t.Fatalf("pgcluster: initdb: %v\n%s", err, out)
+	}
+	conf := []string{
+		"listen_addresses = '127.0.0.1'",
+		fmt.Sprintf("max_connections = %d", cfg.maxConnections),
+		"shared_buffers = '32MB'",
+		// Durability against an OS crash is not tested here: a stopped or killed server
+		// keeps every write that reached the kernel, and -m immediate recovers from WAL.
+		// synchronous_commit stays on, so a commit reported to a client survives it.
+		"fsync = off",
+		"full_page_writes = off",
+		"max_wal_size = '1GB'",
+		"checkpoint_timeout = '30min'",
+		"log_min_messages = 'warning'",
+	}
+	c.configure(t, conf)
+	c.startOnFreePort(t)
+	return c
+}
+
+// newCluster makes the cluster's temporary directory, to be removed at cleanup, and
+// sets who runs its binaries.
+func newCluster(t testing.TB, bin string, cfg config) *Cluster {
+	t.Helper()
 	c := &Cluster{bin: bin, cfg: cfg}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup(Superuser)
@@ -152,6 +179,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	}
 	sweepOnce.Do(sweepOrphans)
 
+	var err error
 	c.Dir, err = os.MkdirTemp("", "pgcluster-")
 	if err != nil {
 		t.Fatalf("pgcluster: %v", err)
@@ -167,26 +195,15 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	}
 	c.DataDir = filepath.Join(c.Dir, "data")
 	t.Cleanup(func() { c.destroy(t) })
+	return c
+}
 
-	if out, err := c.run("initdb", "-D", c.DataDir, "-U", Superuser, "-A", "trust", "-E", "UTF8",
-		"--locale=C", "--no-sync"); err != nil {
-		t.Fatalf("pgcluster: initdb: %v\n%s", err, out)
-	}
-	conf := []string{
-		"listen_addresses = '127.0.0.1'",
-		fmt.Sprintf("unix_socket_directories = '%s'", c.Dir),
-		fmt.Sprintf("max_connections = %d", cfg.maxConnections),
-		"shared_buffers = '32MB'",
-		// Durability against an OS crash is not tested here: a stopped or killed server
-		// keeps every write that reached the kernel, and -m immediate recovers from WAL.
-		// synchronous_commit stays on, so a commit reported to a client survives it.
-		"fsync = off",
-		"full_page_writes = off",
-		"max_wal_size = '1GB'",
-		"checkpoint_timeout = '30min'",
-		"log_min_messages = 'warning'",
-	}
-	for _, s := range cfg.settings {
+// configure appends conf, the cluster's socket directory and the Setting options to
+// postgresql.conf, in that order, so that later lines win.
+func (c *Cluster) configure(t testing.TB, conf []string) {
+	t.Helper()
+	conf = append(conf, fmt.Sprintf("unix_socket_directories = '%s'", c.Dir))
+	for _, s := range c.cfg.settings {
 		conf = append(conf, fmt.Sprintf("%s = '%s'", s[0], strings.ReplaceAll(s[1], "'", "''")))
 	}
 	f, err := os.OpenFile(filepath.Join(c.DataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
@@ -198,20 +215,23 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		t.Fatalf("pgcluster: %v", err)
 	}
+}
 
+// startOnFreePort starts the server on a free port.
+func (c *Cluster) startOnFreePort(t testing.TB) {
+	t.Helper()
 	// A port found free may be taken before the server binds it: try another.
 	for i := 0; ; i++ {
 		c.Port = freePort(t)
 		out, err := c.pgctl("start")
 		if err == nil {
-			break
+			return
 		}
 		if i < 4 && strings.Contains(c.Log(), "could not bind") {
 			continue
 		}
 		t.Fatalf("pgcluster: pg_ctl start: %v\n%s\nserver log:\n%s", err, out, c.Log())
 	}
-	return c
 }
 
 func freePort(t testing.TB) int {

@@ -83,3 +83,35 @@ func TestClustersAreIndependent(t *testing.T) {
 	dbB := b.CreateDB(t, "x")
 	require.False(t, pgcluster.Scalar[bool](t, dbB, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'only_in_a')`))
 }
+
+// A primary and a hot standby through a failover: the standby reads what the primary
+// committed, refuses writes, and once the primary is gone and the standby promoted, a
+// pool on the multi-host URL writes to it.
+func TestStandbyFailover(t *testing.T) {
+	t.Parallel()
+	for _, r := range []pgcluster.Replication{pgcluster.Sync, pgcluster.Async} {
+		t.Run(r.String(), func(t *testing.T) {
+			t.Parallel()
+			c := pgcluster.Start(t)
+			s := c.StartStandby(t, "standby1", r)
+			db := c.CreateDB(t, "app")
+			across := db.Across(t, s)
+			across.Exec(t, `CREATE TABLE kept (n int); INSERT INTO kept VALUES (1)`)
+			c.WaitReplayed(t)
+			onStandby := db.On(t, s)
+			require.Equal(t, 1, pgcluster.Scalar[int](t, onStandby, `SELECT count(*)::int FROM kept`))
+			require.True(t, pgcluster.Scalar[bool](t, onStandby, `SELECT pg_is_in_recovery()`))
+			_, err := onStandby.Pool.Exec(t.Context(), `INSERT INTO kept VALUES (2)`)
+			require.ErrorContains(t, err, "read-only")
+
+			c.Stop(t, "immediate")
+			s.Promote(t)
+			var err2 error
+			require.Eventually(t, func() bool {
+				_, err2 = across.Pool.Exec(t.Context(), `INSERT INTO kept VALUES (3)`)
+				return err2 == nil
+			}, 30*time.Second, 50*time.Millisecond, "a write through the multi-host URL after the promotion: %v", err2)
+			require.Equal(t, 2, pgcluster.Scalar[int](t, onStandby, `SELECT count(*)::int FROM kept`))
+		})
+	}
+}

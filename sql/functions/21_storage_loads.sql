@@ -82,10 +82,10 @@ AS $$
 BEGIN
     INSERT INTO pgq.loads
         (first_id, first_uuid, n, job, queue, priority, handler, tries, backoff, max_exceptions, timeout,
-         fail_on_timeout, retry_until, available_at, payloads, slot)
+         fail_on_timeout, retry_until, available_at, payloads, slot, traceparent, tracestate)
     SELECT nextval('pgq.jobs_id_seq'), p_uuids[c.first], c.n, p_job.job, p_job.queue, p_job.priority, p_job.handler,
            p_job.tries, p_job.backoff, p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout,
-           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot
+           p_job.retry_until, p_job.available_at, c.payloads, p_job.slot, p_job.traceparent, p_job.tracestate
     FROM (SELECT (u.n - 1) / pgq._load_chunk() AS chunk, min(u.n)::int AS first, count(*)::int AS n,
                  array_agg(u.payload ORDER BY u.n) AS payloads
           FROM unnest(p_payloads) WITH ORDINALITY u(payload, n)
@@ -122,24 +122,25 @@ BEGIN
         INSERT INTO pgq.jobs
             (id, uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout,
              retry_until, available_at, created_at, attempts, reserved_at, reserved_until, reserved_by, lease_token,
-             started_at, slot)
+             started_at, slot, traceparent, tracestate)
         SELECT p_load.first_id + p.i - 1, (v_head || lpad(to_hex(v_base + p.i - 1), 12, '0'))::uuid, p_load.job, p_load.queue,
                p.payload, p_load.priority, p_load.handler, p_load.tries, p_load.backoff, p_load.max_exceptions,
                p_load.timeout, p_load.fail_on_timeout, p_load.retry_until, p_load.available_at, p_load.created_at,
                CASE WHEN v_run THEN 1 ELSE 0 END, CASE WHEN v_run THEN p_now END,
                CASE WHEN v_run THEN p_now + make_interval(secs => p_lease) END, p_worker,
-               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot
+               CASE WHEN v_run THEN p_tokens[p.o] END, CASE WHEN v_run THEN p_now END, p_slot,
+               p_load.traceparent, p_load.tracestate
         FROM (SELECT u.payload, u.o::int AS o, p_from - 1 + u.o::int AS i
               FROM unnest(p_load.payloads[p_from : p_from + p_count - 1]) WITH ORDINALITY u(payload, o)) p
         RETURNING pgq.jobs.ctid, pgq.jobs.id, pgq.jobs.uuid, pgq.jobs.job, pgq.jobs.queue, pgq.jobs.payload,
                   pgq.jobs.priority, pgq.jobs.attempts, pgq.jobs.tries, pgq.jobs.handler::text AS handler,
                   pgq.jobs.timeout, pgq.jobs.lease_token, pgq.jobs.reserved_at, pgq.jobs.reserved_until,
-                  pgq.jobs.created_at
+                  pgq.jobs.created_at, pgq.jobs.traceparent, pgq.jobs.tracestate
     )
     SELECT r.ctid, r.id,
            CASE WHEN v_run THEN ROW(r.uuid, r.job, r.queue, r.payload, r.priority, r.attempts, r.tries, r.handler, r.timeout,
                                      r.lease_token, r.reserved_at, r.reserved_until, NULL, r.created_at,
-                                     NULL, NULL, NULL, NULL)::pgq.reservation END
+                                     NULL, NULL, NULL, NULL, r.traceparent, r.tracestate)::pgq.reservation END
     FROM made r
     ORDER BY r.id;
 END;

@@ -136,7 +136,8 @@ COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks t
 -- keys of each (p_keys, NULL for none) and the rest of p_job's fields as their frozen
 -- settings (S1). Many plain jobs (pgq._load_min() payloads or more; available now; no
 -- unique, debounce or middleware setting; no batch or chain) are kept as a load (S85),
--- the others as rows of pgq.jobs in the current slot. In a fair queue (S130) every job
+-- the others as rows of pgq.jobs in the current slot. The trace context of p_job
+-- (S110) goes with every job, once per chunk of a load. In a fair queue (S130) every job
 -- is a row with its key (fair_key: the payload's fair_by field as text, '' when it has
 -- none), and its key has a turn (pgq._fair_enter). id, slot and txid are the storage's;
 -- the counters start at zero.
@@ -160,11 +161,13 @@ BEGIN
     INSERT INTO pgq.jobs
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
-         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot, fair_key)
+         debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
+         traceparent, tracestate, fair_key)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
            p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
+           p_job.traceparent, p_job.tracestate,
            CASE WHEN v_fair_by IS NOT NULL THEN coalesce(p.payload ->> v_fair_by, '') END
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
@@ -601,7 +604,7 @@ BEGIN
         RETURNING t.ord::int AS ord,
                   ROW(j.uuid, j.job, j.queue, j.payload, j.priority, j.attempts, j.tries, j.handler::text, j.timeout,
                       j.lease_token, j.reserved_at, j.reserved_until, j.overlap_keys, j.created_at,
-                      NULL, NULL, NULL, t.expire)::pgq.reservation AS r
+                      NULL, NULL, NULL, t.expire, j.traceparent, j.tracestate)::pgq.reservation AS r
     )
     SELECT x.ord, x.r FROM taken x ORDER BY x.ord;
 END;

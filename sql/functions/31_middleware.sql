@@ -42,6 +42,36 @@ AS $$ SELECT 8, 8, 4000 $$;
 
 COMMENT ON FUNCTION pgq._middleware_bounds() IS 'The most middleware a job may carry: 8 entries, 8 "by" fields each, 4,000 bytes of keys (S98).';
 
+-- pgq._check_concurrency: the "limit" of concurrency_limited is a whole number of
+-- handlers per key, 1 to 1,000, or the name of a limit pgq.define_concurrency defined
+-- (S99). Raises 22023.
+CREATE OR REPLACE FUNCTION pgq._check_concurrency(p_cfg jsonb) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF jsonb_typeof(p_cfg -> 'limit') = 'number' AND (p_cfg ->> 'limit')::numeric BETWEEN 1 AND 1000
+       AND (p_cfg ->> 'limit')::numeric % 1 = 0 THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(p_cfg -> 'limit') = 'string' THEN
+        IF NOT EXISTS (SELECT FROM pgq.concurrency_limits l WHERE l.name = p_cfg ->> 'limit') THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited names limit %, which is not defined (pgq.define_concurrency)',
+                quote_literal(p_cfg ->> 'limit') USING ERRCODE = '22023';
+        END IF;
+        IF p_cfg ? 'key' THEN
+            RAISE EXCEPTION 'pgq: concurrency_limited with a named limit takes "by", not "key": the limit''s name is its key'
+                USING ERRCODE = '22023';
+        END IF;
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'pgq: concurrency_limited "limit" must be a whole number from 1 to 1000 or the name of a pgq.define_concurrency limit, got %',
+        coalesce(left((p_cfg -> 'limit')::text, 100), 'nothing') USING ERRCODE = '22023';
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._check_concurrency(jsonb) IS 'Raises 22023 unless a concurrency_limited "limit" is 1-1000 handlers or a defined limit''s name (S99).';
+
 -- pgq._check_middleware: middleware is a JSON array of one-key objects, evaluated in
 -- order before the handler (S26-S29):
 --   {"without_overlapping": {"key": "k" | "by": ["field"], "release_after": 0, "expire_after": 30,
@@ -49,6 +79,7 @@ COMMENT ON FUNCTION pgq._middleware_bounds() IS 'The most middleware a job may c
 --   {"rate_limited": {"limit": "name", "by": ["field"]}}
 --   {"throttles_exceptions": {"max_exceptions": 10, "decay": 600, "backoff": 0, "key": "k" | "by": [...],
 --                             "when": "regex on the exception text"}}
+--   {"concurrency_limited": {"limit": 5 | "name", "key": "k" | "by": [...]}}
 -- Raises 22023 naming the bad entry.
 CREATE OR REPLACE FUNCTION pgq._check_middleware(p_middleware jsonb) RETURNS void
 LANGUAGE plpgsql STABLE
@@ -83,9 +114,10 @@ BEGIN
             WHEN 'without_overlapping' THEN ARRAY['key', 'by', 'release_after', 'expire_after', 'dont_release', 'shared']
             WHEN 'rate_limited' THEN ARRAY['limit', 'by']
             WHEN 'throttles_exceptions' THEN ARRAY['max_exceptions', 'decay', 'backoff', 'key', 'by', 'when']
+            WHEN 'concurrency_limited' THEN ARRAY['limit', 'key', 'by']
             ELSE NULL END);
-        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions') THEN
-            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited or throttles_exceptions',
+        IF v_name NOT IN ('without_overlapping', 'rate_limited', 'throttles_exceptions', 'concurrency_limited') THEN
+            RAISE EXCEPTION 'pgq: unknown middleware %: use without_overlapping, rate_limited, throttles_exceptions or concurrency_limited',
                 quote_literal(v_name) USING ERRCODE = '22023';
         END IF;
         IF v_bad IS NOT NULL THEN
@@ -113,6 +145,9 @@ BEGIN
         IF v_name = 'rate_limited' AND NOT EXISTS (SELECT FROM pgq.rate_limits l WHERE l.name = v_cfg ->> 'limit') THEN
             RAISE EXCEPTION 'pgq: rate_limited names limit %, which is not defined (pgq.define_limit)',
                 coalesce(quote_literal(v_cfg ->> 'limit'), 'NULL') USING ERRCODE = '22023';
+        END IF;
+        IF v_name = 'concurrency_limited' THEN
+            PERFORM pgq._check_concurrency(v_cfg);
         END IF;
         IF v_name = 'throttles_exceptions' AND v_cfg ? 'when' THEN
             PERFORM pgq._check_regex(v_cfg -> 'when');
@@ -146,6 +181,7 @@ BEGIN
     RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
+                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN u.cfg ->> 'limit' ELSE u.job END
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
                       ELSE u.job END ORDER BY u.n),
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
@@ -197,7 +233,8 @@ BEGIN
         RETURN array_fill(NULL::jsonb, ARRAY[coalesce(cardinality(p_payloads), 0)]);
     END IF;
     v_keys := pgq._middleware_keys(array_fill(p_job, ARRAY[cardinality(v_names)]), v_names, v_cfgs, v_payloads);
-    PERFORM pgq._key(CASE v_names[i] WHEN 'rate_limited' THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
+    PERFORM pgq._key(CASE WHEN v_names[i] = 'rate_limited' OR jsonb_typeof(v_cfgs[i] -> 'limit') = 'string'
+                          THEN v_cfgs[i] ->> 'limit' ELSE p_job END, NULL,
                      pgq._texts(v_cfgs[i] -> 'by'), v_payloads[i])
     FROM generate_subscripts(v_keys, 1) i
     WHERE v_keys[i] IS NULL

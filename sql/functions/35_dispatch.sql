@@ -173,6 +173,53 @@ $$;
 COMMENT ON FUNCTION pgq._dispatch_ceilings(text, pgq.job_classes, int, int[], timestamptz, int, int) IS
     'Raises 22023 when a dispatch''s own tries, deadline, max_exceptions, backoff or timeout is looser than its class allows (S90, S91); returns the max_exceptions of a job whose deadline the dispatch set beyond its class''s.';
 
+-- pgq._trace_context: the W3C trace context a dispatch stores with its jobs (S110,
+-- S111): the options traceparent and tracestate when traceparent is given, else the
+-- settings pgq.traceparent and pgq.tracestate of the transaction (SET LOCAL), else
+-- none. A traceparent must be version 00 in lower-case hex, with a trace id and a span
+-- id not all zero; a tracestate at most 32 comma-separated key=value members in at most
+-- 512 characters, and only with a traceparent. Raises 22023 naming the bad value.
+CREATE OR REPLACE FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text,
+                                              OUT traceparent text, OUT tracestate text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_from text := 'option';
+BEGIN
+    traceparent := p_traceparent;
+    tracestate := p_tracestate;
+    IF p_traceparent IS NULL THEN
+        IF p_tracestate IS NOT NULL THEN
+            RAISE EXCEPTION 'pgq: tracestate % needs a traceparent', quote_literal(p_tracestate) USING ERRCODE = '22023';
+        END IF;
+        v_from := 'setting pgq.traceparent';
+        traceparent := nullif(current_setting('pgq.traceparent', true), '');
+        tracestate := CASE WHEN traceparent IS NOT NULL THEN nullif(current_setting('pgq.tracestate', true), '') END;
+    END IF;
+    IF traceparent IS NULL THEN
+        RETURN;
+    END IF;
+    IF traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(traceparent, 4, 32) = repeat('0', 32) OR substr(traceparent, 37, 16) = repeat('0', 16) THEN
+        RAISE EXCEPTION 'pgq: traceparent (%) must be 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, ids not all zero, got %',
+            v_from, quote_literal(traceparent) USING ERRCODE = '22023';
+    END IF;
+    IF tracestate IS NOT NULL AND (
+           octet_length(tracestate) > 512
+           OR (SELECT count(*) FROM regexp_split_to_table(tracestate, ',') m WHERE btrim(m, E' \t') <> '') > 32
+           OR EXISTS (SELECT FROM regexp_split_to_table(tracestate, ',') m
+                      WHERE btrim(m, E' \t') <> ''
+                        AND btrim(m, E' \t') !~ '^[a-z0-9][_0-9a-z*/@-]{0,255}=[\x21-\x2b\x2d-\x3c\x3e-\x7e]([\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,254}[\x21-\x2b\x2d-\x3c\x3e-\x7e])?$')) THEN
+        RAISE EXCEPTION 'pgq: tracestate (%) must be at most 32 comma-separated key=value members in 512 characters, got %',
+            replace(v_from, 'traceparent', 'tracestate'), quote_literal(tracestate) USING ERRCODE = '22023';
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._trace_context(text, text) IS
+    'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
+
 -- pgq._dispatch_keyed: the jobs of a unique or debounced dispatch, one payload at a
 -- time, since each takes its key's lock (S21, S24) before it is stored. A unique job
 -- whose key a live holder has is dropped: its place in the answer is NULL. A debounced
@@ -266,7 +313,9 @@ CREATE OR REPLACE FUNCTION pgq._dispatch(
     p_batch_id      uuid DEFAULT NULL,
     p_chain_id      uuid DEFAULT NULL,
     p_chain_step    int DEFAULT NULL,
-    p_ceilings      boolean DEFAULT true
+    p_ceilings      boolean DEFAULT true,
+    traceparent     text DEFAULT NULL,
+    tracestate      text DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -303,6 +352,11 @@ BEGIN
     PERFORM pgq._check_unique_debounce(v_unique, v_debounce, _dispatch.unique_for, _dispatch.unique_until,
                                        _dispatch.debounce_for, _dispatch.debounce_max_wait);
     PERFORM pgq._check_middleware(_dispatch.middleware);
+    IF _dispatch.traceparent IS NOT NULL OR _dispatch.tracestate IS NOT NULL
+       OR current_setting('pgq.traceparent', true) <> '' THEN
+        SELECT t.traceparent, t.tracestate INTO v_job.traceparent, v_job.tracestate
+        FROM pgq._trace_context(_dispatch.traceparent, _dispatch.tracestate) t;
+    END IF;
 
     -- The frozen settings (S1), shared by every payload.
     v_job.job := _dispatch.job;
@@ -345,7 +399,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int, boolean) IS
+COMMENT ON FUNCTION pgq._dispatch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, uuid, uuid, int, boolean, text, text) IS
     'The body of pgq.dispatch_many, with the batch and chain the jobs belong to (S70-S76) and whether the ceilings apply (S90); returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- pgq.dispatch_many: queues one job per payload, all with the same job name and
@@ -378,7 +432,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch_many(
     debounce_for    interval DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
     middleware      jsonb DEFAULT NULL,
-    retry_for       interval DEFAULT NULL
+    retry_for       interval DEFAULT NULL,
+    traceparent     text DEFAULT NULL,
+    tracestate      text DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -395,11 +451,12 @@ BEGIN
                                 dispatch_many.unique_key, dispatch_many.unique_for,
                                 dispatch_many.unique_until, dispatch_many.debounce_key,
                                 dispatch_many.debounce_for, dispatch_many.debounce_max_wait,
-                                dispatch_many.middleware, dispatch_many.retry_for);
+                                dispatch_many.middleware, dispatch_many.retry_for,
+                                traceparent => dispatch_many.traceparent, tracestate => dispatch_many.tracestate);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+COMMENT ON FUNCTION pgq.dispatch_many(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text) IS
     'Queues one job per payload with shared options, in the caller''s transaction; returns their uuids in payload order (NULL for a unique duplicate dropped).';
 
 -- pgq.dispatch: queues one job and returns its uuid, or NULL when a unique lock dropped
@@ -423,7 +480,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch(
     debounce_for    interval DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
     middleware      jsonb DEFAULT NULL,
-    retry_for       interval DEFAULT NULL
+    retry_for       interval DEFAULT NULL,
+    traceparent     text DEFAULT NULL,
+    tracestate      text DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -433,10 +492,10 @@ AS $$
                              dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
                              dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
                              dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for);
+                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
 $$;
 
-COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text) IS
     'Queues one job in the caller''s transaction and returns its uuid (NULL: dropped as a unique duplicate). Options override the job class (S1).';
 
 -- pgq.stage_dispatch: the COPY path of a bulk dispatch, step 1 (S68). Makes sure this
@@ -499,7 +558,7 @@ CREATE OR REPLACE FUNCTION pgq._dispatch_staged_batch(
     p_job text, p_payloads jsonb[], p_queue text, p_delay interval, p_tries int, p_backoff int[],
     p_retry_until timestamptz, p_max_exceptions int, p_timeout int, p_fail_on_timeout boolean, p_priority int,
     p_unique_key text, p_unique_for interval, p_unique_until text, p_debounce_key text, p_debounce_for interval,
-    p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval
+    p_debounce_max_wait interval, p_middleware jsonb, p_retry_for interval, p_traceparent text, p_tracestate text
 ) RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -509,11 +568,11 @@ BEGIN
         SELECT u FROM pgq.dispatch_many(p_job, p_payloads, p_queue, p_delay, p_tries, p_backoff, p_retry_until,
                                         p_max_exceptions, p_timeout, p_fail_on_timeout, p_priority, p_unique_key,
                                         p_unique_for, p_unique_until, p_debounce_key, p_debounce_for,
-                                        p_debounce_max_wait, p_middleware, p_retry_for) u);
+                                        p_debounce_max_wait, p_middleware, p_retry_for, p_traceparent, p_tracestate) u);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_staged_batch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+COMMENT ON FUNCTION pgq._dispatch_staged_batch(text, jsonb[], text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text) IS
     'pgq.dispatch_many of some staged payloads, returning their uuids as one array in order (S68).';
 
 -- pgq.dispatch_staged: the COPY path of a bulk dispatch, step 2 (S68). Queues one job
@@ -544,7 +603,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch_staged(
     debounce_for    interval DEFAULT NULL,
     debounce_max_wait interval DEFAULT NULL,
     middleware      jsonb DEFAULT NULL,
-    retry_for       interval DEFAULT NULL
+    retry_for       interval DEFAULT NULL,
+    traceparent     text DEFAULT NULL,
+    tracestate      text DEFAULT NULL
 ) RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -587,7 +648,8 @@ BEGIN
                 dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
                 dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
                 dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+                dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
             v_payloads := '{}';
         END IF;
     END LOOP;
@@ -596,9 +658,10 @@ BEGIN
         dispatch_staged.max_exceptions, dispatch_staged.timeout, dispatch_staged.fail_on_timeout,
         dispatch_staged.priority, dispatch_staged.unique_key, dispatch_staged.unique_for,
         dispatch_staged.unique_until, dispatch_staged.debounce_key, dispatch_staged.debounce_for,
-        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for);
+        dispatch_staged.debounce_max_wait, dispatch_staged.middleware, dispatch_staged.retry_for,
+                dispatch_staged.traceparent, dispatch_staged.tracestate);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.dispatch_staged(text, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval) IS
+COMMENT ON FUNCTION pgq.dispatch_staged(text, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text) IS
     'Bulk dispatch, step 2: queues the payloads staged by COPY into pg_temp.pgq_staged_payloads through pgq.dispatch_many (the same checks), those staged since its last call in the transaction; returns their uuids in order (S68).';

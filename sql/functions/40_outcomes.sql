@@ -275,19 +275,46 @@ COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job a
 
 -- pgq._release_overlap: ends the overlap leases that these jobs hold on these keys (the
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
--- theirs expired stays. No-op when p_keys is NULL.
+-- theirs expired stays. For each place of a concurrency_limited key freed ('#' key '#'
+-- i), the key's first job waiting for it is made ready and its queue's workers woken
+-- (S99). No-op when p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
 AS $$
+DECLARE
+    v_freed text[];
+    v_queue text;
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
     -- completion batch (a join with unnest(p_keys) gets a generic plan that does too).
-    DELETE FROM pgq.overlap_locks o
-    WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u);
+    WITH gone AS (
+        DELETE FROM pgq.overlap_locks o
+        WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
+        RETURNING o.key
+    )
+    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
+    FROM gone g WHERE g.key LIKE '#%';
+    IF v_freed IS NULL THEN
+        RETURN;
+    END IF;
+    FOR v_queue IN
+        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
+        woken AS (
+            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
+            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
+                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                                   ORDER BY w.id LIMIT f.n) w
+            WHERE j.uuid = w.uuid
+            RETURNING j.queue
+        )
+        SELECT DISTINCT queue FROM woken
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34).';
+COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34); wakes a job waiting for each concurrency_limited place freed (S99).';

@@ -95,7 +95,8 @@ DECLARE
     v_cfg   jsonb[];
     v_key   text[];
     v_missing boolean;                  -- a key of this position was not stored at dispatch
-    v_ov    record;                     -- the leases without_overlapping won
+    v_ov    record;                     -- the leases without_overlapping or concurrency_limited won
+    v_kind  text;
 BEGIN
     v_alive := array_fill(true, ARRAY[v_n]);
     v_out := pgq._admit_unbounded(p_middleware);
@@ -121,8 +122,14 @@ BEGIN
             SELECT m.keys, m.failed INTO v_key, v_dec
             FROM pgq._admit_missing_keys(v_ord, v_name, v_cfg, v_key, p_jobs, p_payloads) m;
         END IF;
-        IF 'without_overlapping' = ANY (v_name) THEN
-            v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+        -- The kinds that lease keys: without_overlapping, and concurrency_limited's places.
+        FOREACH v_kind IN ARRAY ARRAY['without_overlapping', 'concurrency_limited'] LOOP
+            CONTINUE WHEN v_kind <> ALL (v_name);
+            IF v_kind = 'without_overlapping' THEN
+                v_ov := pgq._admit_overlap(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            ELSE
+                v_ov := pgq._admit_concurrency(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
+            END IF;
             v_dec := v_dec || v_ov.turned;
             -- Element assignments: O(1) each, where a join of arrays gets a nested loop.
             FOR i IN 1 .. coalesce(cardinality(v_ov.won_ord), 0) LOOP
@@ -130,7 +137,7 @@ BEGIN
                 v_exp[v_ov.won_ord[i]] := CASE WHEN v_ov.won_exp[i] < 0 OR v_exp[v_ov.won_ord[i]] < 0 THEN -1
                                                ELSE greatest(v_exp[v_ov.won_ord[i]], v_ov.won_exp[i]) END;
             END LOOP;
-        END IF;
+        END LOOP;
         IF 'rate_limited' = ANY (v_name) THEN
             v_dec := v_dec || pgq._admit_rate(v_ord, v_name, v_cfg, v_key, p_now);
         END IF;
@@ -157,7 +164,7 @@ BEGIN
     -- arrays from their start for each job.
     RETURN QUERY
     SELECT coalesce(d.ord, a.ord::int), d.turned_by, d.note, d.delay, coalesce(d.drop, false),
-           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE '{}' END, d.error,
+           CASE WHEN d.ord IS NULL THEN coalesce(a.held::text[], '{}') ELSE coalesce(d.held, '{}') END, d.error,
            CASE WHEN d.ord IS NULL AND a.expire_after >= 0 THEN a.expire_after END, coalesce(d.busy, false)
     FROM unnest(v_held, v_exp) WITH ORDINALITY a(held, expire_after, ord)
     LEFT JOIN unnest(v_out) d ON d.ord = a.ord
@@ -272,6 +279,74 @@ $$;
 
 COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
     'Admission: without_overlapping for one middleware position of a batch: the leases won and the jobs turned away (S26, S34, S81).';
+
+-- pgq._admit_concurrency: concurrency_limited (S99) for one position of the middleware
+-- lists of a batch (as pgq._admit_overlap). A key whose limit is N has N places; a
+-- running job holds one by an overlap lease on the place ('#' key '#' i), so that it
+-- has S34's guarantees: renewed by its worker's heartbeats, ended with its attempt,
+-- free within the overlap TTL when its worker is gone. The batch's jobs of a key are
+-- offered the places no live lease holds, in batch order, through pgq._admit_overlap.
+-- A job that gets none waits uncounted: turned_by concurrency_limited, its key in held,
+-- and delay the seconds until the first of the key's leases could run out (at least 1).
+-- A named limit dropped after dispatch admits its jobs.
+CREATE OR REPLACE FUNCTION pgq._admit_concurrency(
+    p_ord int[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamptz,
+    OUT turned pgq.admission[], OUT won_ord int[], OUT won_key text[], OUT won_exp int[]
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
+AS $$
+DECLARE
+    v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
+    v_key   text[];
+    v_lim   int[];
+    v_o_ord int[];                      -- the jobs offered a place, and the place
+    v_place text[];
+    v_ov    record;
+BEGIN
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
+    FROM (SELECT s.ord, s.key,
+                 CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int
+                      ELSE (SELECT l."limit" FROM pgq.concurrency_limits l WHERE l.name = s.cfg ->> 'limit') END AS lim
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL) j
+    WHERE j.lim IS NOT NULL;
+    IF v_ord IS NULL THEN
+        RETURN;
+    END IF;
+    WITH jobs AS (
+        SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+        FROM unnest(v_ord, v_key) j(ord, key)
+    ), places AS (
+        SELECT k.key, '#' || k.key || '#' || i AS place, row_number() OVER (PARTITION BY k.key ORDER BY i) AS n
+        FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
+             generate_series(1, k.lim) i
+        WHERE NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = '#' || k.key || '#' || i AND o.expires_at > p_now)
+    )
+    SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
+    FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
+    IF v_o_ord IS NOT NULL THEN
+        v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
+                                   array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
+        won_ord := v_ov.won_ord;
+        won_key := v_ov.won_key;
+        won_exp := v_ov.won_exp;
+    END IF;
+    turned := ARRAY(
+        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                   greatest(1, ceil(extract(epoch FROM (
+                       SELECT min(o.expires_at) FROM pgq.overlap_locks o
+                       WHERE o.key IN (SELECT '#' || j.key || '#' || i FROM generate_series(1, j.lim) i) AND o.expires_at > p_now
+                   ) - p_now)))::int,
+                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+        FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim)
+        WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._admit_concurrency(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
+    'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases) and the jobs left to wait, uncounted (S99).';
 
 -- pgq._admit_rate: rate_limited (S28, S82) for one position of the middleware lists of
 -- a batch (as pgq._admit_overlap): a fixed window per (limit, key), exact under
@@ -466,6 +541,12 @@ BEGIN
             PERFORM pgq._bury(v_job, v_a.error, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
+        ELSIF v_a.turned_by = 'concurrency_limited' THEN
+            -- Waits, uncounted, until its key's place frees (S99): its row as it was,
+            -- but for when it is ready and what it waits on.
+            UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => v_a.delay), waits_on = v_a.held[1]
+            WHERE j.uuid = v_job.uuid AND j.slot = p_batch.slot;
+            p_batch.turned := p_batch.turned || v_job.id;
         ELSIF v_a.turned_by IS NOT NULL THEN
             PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);

@@ -9,7 +9,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
-               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL)::pgq.reservation;
+               p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
+               p_job.traceparent, p_job.tracestate)::pgq.reservation;
 $$;
 
 COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as pgq.reserve returns it: to run, or with what happened at pickup.';

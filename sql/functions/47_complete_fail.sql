@@ -360,6 +360,30 @@ $$;
 COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
     'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
 
+-- pgq.give_back_group: attempts whose group was lost (S122): the transaction that ran
+-- them together with other jobs ended without a commit (its backend was killed, the
+-- commit failed, the connection dropped), so their effects were rolled back. Each job
+-- is given back as pgq.give_back does, uncounted up to its own limit of given-back
+-- attempts (S35), and marked to run alone on its next attempt (pgq.sql_alone), so that
+-- the job that takes a group down is run, and charged, by itself. Returns the attempts
+-- recorded. State change: reserved -> waiting.
+CREATE OR REPLACE FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamptz DEFAULT NULL)
+RETURNS SETOF pgq.attempts
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO pgq.sql_alone AS a (job_uuid)
+    SELECT u FROM unnest(give_back_group.uuids) u
+    ON CONFLICT ON CONSTRAINT sql_alone_pkey DO UPDATE SET marked_at = now();
+    RETURN QUERY SELECT * FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
+                                             give_back_group.reason, true, give_back_group.as_of);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.give_back_group(uuid[], uuid[], text, timestamptz) IS
+    'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S122).';
+
 -- pgq.fail_setup: pgq could not set up this attempt of a SQL handler: the server
 -- refused a setting the worker made from the job (its statement_timeout, say) for a
 -- reason that trying again cannot change (S92). The job fails for good at once, whatever
@@ -463,11 +487,14 @@ COMMENT ON FUNCTION pgq._overlap_key_lock(bigint) IS 'Takes an overlap key''s ad
 -- function pins none (S86), having taken the advisory lock of each of its overlap keys
 -- for the transaction (see pgq.run_sql_job). Raises PQ001 when the token no longer holds
 -- the job, 42883 when its handler function is gone, PQ002 when a key is still locked.
-CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, OUT handler regprocedure, OUT payload jsonb,
+-- p_grouped: the job would run in a group with others (S120); it raises PQ003 when the
+-- job must run alone, its class isolated (S123) or its last attempt lost with its group
+-- (S122). Run alone, the job's mark goes (with the transaction's commit).
+CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean,
+                                        OUT handler regprocedure, OUT payload jsonb,
                                         OUT worker text, OUT attempt integer, OUT search_path text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan  -- planned for the token's slot: pruned, and not locked
 AS $$
 DECLARE
     v_job pgq.jobs;
@@ -475,10 +502,21 @@ DECLARE
 BEGIN
     -- The token's slot only, planned for it: the handler's transaction then holds a
     -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    SELECT * INTO v_job FROM pgq.jobs j
-    WHERE j.slot = pgq._token_slot(p_token) AND j.uuid = p_uuid AND j.lease_token = p_token;
-    IF NOT FOUND THEN
+    -- EXECUTE of a constant statement plans it with the values given, every call, and
+    -- leaves the function's other statements their cached plans.
+    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
+        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
+    IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
+    END IF;
+    IF NOT p_grouped THEN
+        DELETE FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid;
+    ELSIF EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = format('Its class %s is isolated.', v_job.job);
+    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid) THEN
+        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+            USING ERRCODE = 'PQ003', DETAIL = 'Its last attempt was lost with its group.';
     END IF;
     IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
         RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
@@ -503,7 +541,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S122, S123); the privileged start of pgq.run_sql_job.';
 
 -- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
 -- the job, in the caller's transaction: the function's effects and the completion commit
@@ -525,15 +563,22 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid) IS 'The handler and payload of a SQ
 --   PQ001  the token no longer holds the job (roll back: the effects are discarded);
 --   PQ002  an overlap key is still locked by a handler whose lease ended: not this
 --          attempt's fault;
+--   PQ003  grouped, and the job must run alone (S122, S123): its handler did not run;
 --   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
 --          connection, an admin cancel) is infrastructure: not the handler's fault.
 -- The handler reads its job from transaction-local settings: pgq.job_uuid,
 -- pgq.job_attempt and pgq.worker (current_setting('pgq.job_uuid')), S48; and
 -- pgq.job_token, the attempt's lease token, by which pgq.add_to_batch knows a running
 -- member of a batch (S93).
+-- grouped: the caller runs this job in a savepoint of a transaction that runs others
+-- too (S120); the settings above then name the job whose savepoint runs. The job is
+-- not completed here: the caller completes the group's jobs with one pgq.complete in
+-- the same transaction, and rolls the whole transaction back when that call does not
+-- complete every one of them (a lease lost meanwhile), so no job's effects commit
+-- without its completion.
 -- No dynamic SQL but the call: the handler is a regprocedure, so it cannot inject
 -- anything.
-CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid) RETURNS void
+CREATE OR REPLACE FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean DEFAULT false) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -545,7 +590,7 @@ DECLARE
     v_detail text;
     v_hint   text;
 BEGIN
-    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token);
+    v_job := pgq._sql_job(run_sql_job.uuid, run_sql_job.token, run_sql_job.grouped);
     PERFORM set_config('pgq.job_uuid', run_sql_job.uuid::text, true),
             set_config('pgq.job_token', run_sql_job.token::text, true),
             set_config('pgq.job_attempt', v_job.attempt::text, true),
@@ -568,11 +613,14 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'PQ100', MESSAGE = v_msg, DETAIL = v_detail, HINT = v_hint;
     END;
     PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF run_sql_job.grouped THEN
+        RETURN;  -- the caller completes its group's jobs together, before its commit
+    END IF;
     IF NOT EXISTS (SELECT FROM pgq.complete(ARRAY[run_sql_job.uuid], ARRAY[run_sql_job.token])) THEN
         RAISE EXCEPTION 'pgq: job % lost its lease while its handler ran', run_sql_job.uuid USING ERRCODE = 'PQ001';
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid) IS
-    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid, boolean) IS
+    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';

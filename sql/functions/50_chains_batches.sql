@@ -82,9 +82,12 @@ COMMENT ON FUNCTION pgq._check_entries(text, jsonb, boolean) IS 'Raises 22023 un
 -- pgq._dispatch_entries: dispatches entries (objects checked by pgq._check_entries, no
 -- chains) that share every option but the payload, in one pgq._dispatch call per set of
 -- options; p_queue applies where an entry names no queue; p_ceilings as in pgq._dispatch
--- (S90). Returns one uuid (NULL: a unique duplicate dropped) per entry, in entry order.
+-- (S90); p_traceparent, p_tracestate the trace context the jobs carry (S112), the
+-- transaction's when NULL. Returns one uuid (NULL: a unique duplicate dropped) per
+-- entry, in entry order.
 CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int,
-                                                 p_ceilings boolean DEFAULT true)
+                                                 p_ceilings boolean DEFAULT true,
+                                                 p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL)
 RETURNS uuid[]
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -125,7 +128,8 @@ BEGIN
             debounce_max_wait => pgq._json_interval(v_group.o -> 'debounce_max_wait'),
             middleware => nullif(v_group.o -> 'middleware', 'null'),
             retry_for => pgq._json_interval(v_group.o -> 'retry_for'),
-            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings));
+            p_batch_id => p_batch, p_chain_id => p_chain, p_chain_step => p_step, p_ceilings => p_ceilings,
+            traceparent => p_traceparent, tracestate => p_tracestate));
         FOR i IN 1 .. cardinality(v_uuids) LOOP
             v_out[v_group.ns[i]] := v_uuids[i];
         END LOOP;
@@ -134,7 +138,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
+COMMENT ON FUNCTION pgq._dispatch_entries(jsonb, text, uuid, uuid, int, boolean, text, text) IS 'Dispatches {"job", "payload", options} entries, one pgq._dispatch per set of options; uuids in entry order (NULL: dropped duplicate).';
 
 -- pgq._dispatch_callback: queues a callback job (a chain's on_failure, a batch's then,
 -- catch or finally) from inside the transaction that ends a job, and records it in
@@ -192,7 +196,8 @@ DECLARE
     v_uuid uuid;
 BEGIN
     v_uuid := (pgq._dispatch_entries(jsonb_build_array(p_chain.steps -> (p_step - 1)), p_chain.queue,
-                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1))[1];
+                                     p_chain.batch_id, p_chain.id, p_step, p_ceilings => p_step = 1,
+                                     p_traceparent => p_chain.traceparent, p_tracestate => p_chain.tracestate))[1];
     UPDATE pgq.job_chains c
     SET step = p_step, job_uuid = v_uuid,
         job_uuids = (c.job_uuids || array_fill(NULL::uuid, ARRAY[greatest(p_step - 1 - cardinality(c.job_uuids), 0)]))[1:p_step - 1]
@@ -228,7 +233,10 @@ COMMENT ON FUNCTION pgq._chain_stop(pgq.job_chains, text, uuid, text) IS 'Ends a
 
 -- pgq._chain_start: writes a chain and queues its first step. Returns the chain's row;
 -- its state is already 'failed' when the first step was dropped as a duplicate (S72).
-CREATE OR REPLACE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid)
+-- p_traceparent, p_tracestate: the trace context its steps carry (S112), the
+-- transaction's when NULL (pgq._trace_context).
+CREATE OR REPLACE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid,
+                                            p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL)
 RETURNS pgq.job_chains
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -249,8 +257,11 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue)
-    VALUES (p_id, p_batch, p_steps, p_on_failure, p_queue)
+    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- queued in a worker's transaction.
+    INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
+    SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
+    FROM pgq._trace_context(p_traceparent, p_tracestate) t
     RETURNING * INTO v_chain;
     v_uuid := pgq._chain_dispatch_step(v_chain, 1);
     IF v_uuid IS NULL THEN
@@ -262,7 +273,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._chain_start(uuid, jsonb, text, text, uuid) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
+COMMENT ON FUNCTION pgq._chain_start(uuid, jsonb, text, text, uuid, text, text) IS 'Writes a chain and queues its first step (S70); the chain fails at once when that step is a dropped duplicate (S72).';
 
 -- pgq._dropped_message: why a chain stopped at a step dropped as a unique duplicate.
 CREATE OR REPLACE FUNCTION pgq._dropped_message(p_chain pgq.job_chains, p_step int) RETURNS text
@@ -282,8 +293,10 @@ COMMENT ON FUNCTION pgq._dropped_message(pgq.job_chains, int) IS 'The exception 
 -- (a job name) is queued with {"chain_id", "step", "job", "job_uuid", "exception"}
 -- (S71). queue applies to every step (and on_failure) that names none. A step dropped
 -- as a unique duplicate fails the chain like a step failing for good (S72).
--- Raises 22023 for bad steps, writing nothing.
-CREATE OR REPLACE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL, queue text DEFAULT NULL)
+-- Every step carries the trace context traceparent, tracestate, or the transaction's
+-- (S110, S112). Raises 22023 for bad steps or trace context, writing nothing.
+CREATE OR REPLACE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL, queue text DEFAULT NULL,
+                                              traceparent text DEFAULT NULL, tracestate text DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -298,19 +311,22 @@ BEGIN
     IF dispatch_chain.queue IS NOT NULL THEN
         PERFORM pgq._check_name('queue', dispatch_chain.queue);
     END IF;
-    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL);
+    PERFORM pgq._chain_start(v_id, dispatch_chain.steps, dispatch_chain.on_failure, dispatch_chain.queue, NULL,
+                             dispatch_chain.traceparent, dispatch_chain.tracestate);
     RETURN v_id;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.dispatch_chain(jsonb, text, text) IS
+COMMENT ON FUNCTION pgq.dispatch_chain(jsonb, text, text, text, text) IS
     'Queues a chain: step n+1 is queued when step n completes (S70); a step failing for good, or dropped as a duplicate, stops it and queues on_failure (S71, S72). Returns the chain id.';
 
 -- pgq._batch_add: dispatches entries (jobs, and {"chain": [...]} entries) into a batch
 -- and counts them in its shards. Locks the touched shards (in order) before the batch's
 -- row. Returns the members whose chain failed at once (their first step was a dropped
--- duplicate), for the caller to end after counting: pgq._jobs_ended.
-CREATE OR REPLACE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb) RETURNS int
+-- duplicate), for the caller to end after counting: pgq._jobs_ended. The members carry
+-- the trace context p_traceparent, p_tracestate, or the transaction's when NULL (S112).
+CREATE OR REPLACE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb,
+                                          p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL) RETURNS int
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -326,14 +342,16 @@ BEGIN
     FROM jsonb_array_elements(p_entries) WITH ORDINALITY AS x(e, n) WHERE NOT e ? 'chain';
     IF jsonb_array_length(v_plain) > 0 THEN
         -- a dropped unique duplicate is no member: it never existed (S21)
-        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL)) u
+        v_members := ARRAY(SELECT u FROM unnest(pgq._dispatch_entries(v_plain, v_queue, p_batch.id, NULL, NULL,
+                                                                     p_traceparent => p_traceparent,
+                                                                     p_tracestate => p_tracestate)) u
                            WHERE u IS NOT NULL);
     ELSE
         v_members := '{}';
     END IF;
     FOR v_entry IN SELECT e FROM jsonb_array_elements(p_entries) e WHERE e ? 'chain' LOOP
         v_chain := pgq._chain_start((pgq._uuid7s(1))[1], v_entry -> 'chain', v_entry ->> 'on_failure',
-                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id);
+                                    coalesce(v_entry ->> 'queue', v_queue), p_batch.id, p_traceparent, p_tracestate);
         v_members := v_members || v_chain.id;
         IF v_chain.state = 'failed' THEN
             v_failed := v_failed || v_chain;
@@ -355,7 +373,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
+COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb, text, text) IS 'Dispatches entries into a batch and counts them in its shards (S73); returns how many members it added.';
 
 -- pgq.dispatch_batch: queues jobs (a JSON array of {"job", "payload", options}, or
 -- {"chain": [steps], "on_failure": job} for a chain, which counts as one member) as one
@@ -367,7 +385,8 @@ COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb) IS 'Dispatches entrie
 -- "exception"). Without allow_failures the first failure also cancels the batch
 -- (pgq.cancel_batch). queue applies to members and callbacks that name none. The login
 -- role that calls it is recorded (dispatched_by): it may add to the batch (S93).
--- Raises 22023 for bad input, writing nothing.
+-- Every member carries the trace context traceparent, tracestate, or the transaction's
+-- (S110, S112). Raises 22023 for bad input, writing nothing.
 CREATE OR REPLACE FUNCTION pgq.dispatch_batch(
     jobs           jsonb,
     name           text DEFAULT NULL,
@@ -375,7 +394,9 @@ CREATE OR REPLACE FUNCTION pgq.dispatch_batch(
     catch_job      text DEFAULT NULL,
     finally_job    text DEFAULT NULL,
     allow_failures boolean DEFAULT false,
-    queue          text DEFAULT NULL
+    queue          text DEFAULT NULL,
+    traceparent    text DEFAULT NULL,
+    tracestate     text DEFAULT NULL
 ) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -405,7 +426,7 @@ BEGIN
                 'allow_failures', coalesce(dispatch_batch.allow_failures, false), 'queue', dispatch_batch.queue)))
     RETURNING * INTO v_batch;
     INSERT INTO pgq.batch_counts (batch_id, shard) SELECT v_batch.id, s FROM generate_series(0, 15) s;
-    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs);
+    PERFORM pgq._batch_add(v_batch, dispatch_batch.jobs, dispatch_batch.traceparent, dispatch_batch.tracestate);
     -- Every member a dropped duplicate: nothing will end it, so it ends here.
     PERFORM pgq._batch_settle(v_batch.id) WHERE NOT EXISTS (
         SELECT FROM pgq.batch_counts c WHERE c.batch_id = v_batch.id AND c.pending > 0);
@@ -413,7 +434,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text) IS
+COMMENT ON FUNCTION pgq.dispatch_batch(jsonb, text, text, text, text, boolean, text, text, text) IS
     'Queues jobs (and chains) as one batch; then_job when all succeeded, catch_job at the first failure, finally_job when all finished, each once (S73-S76). Returns the batch id.';
 
 -- pgq._may_add_to_batch: whether the caller may add to this batch (S93): a running

@@ -143,7 +143,8 @@ CREATE OR REPLACE FUNCTION pgq._define_job(
     max_retry_for   interval,
     min_backoff     int,
     max_timeout     int,
-    search_path     text
+    search_path     text,
+    isolated        boolean
 ) RETURNS pgq.job_classes
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -168,7 +169,7 @@ BEGIN
     INSERT INTO pgq.job_classes AS c
         (name, queue, handler, tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for,
          unique_for, unique_until, unique_by, debounce_for, debounce_by, debounce_max_wait, middleware,
-         max_tries, max_retry_for, min_backoff, max_timeout)
+         max_tries, max_retry_for, min_backoff, max_timeout, isolated)
     VALUES (_define_job.name, _define_job.queue, _define_job.handler, _define_job.tries, _define_job.backoff,
             _define_job.max_exceptions, _define_job.timeout, coalesce(_define_job.fail_on_timeout, false),
             _define_job.retry_for, _define_job.unique_for,
@@ -176,7 +177,7 @@ BEGIN
                  THEN coalesce(_define_job.unique_until, 'processed') END,
             _define_job.unique_by, _define_job.debounce_for, _define_job.debounce_by, _define_job.debounce_max_wait,
             _define_job.middleware, _define_job.max_tries, _define_job.max_retry_for, _define_job.min_backoff,
-            _define_job.max_timeout)
+            _define_job.max_timeout, coalesce(_define_job.isolated, false))
     ON CONFLICT ON CONSTRAINT job_classes_pkey DO UPDATE
         SET queue = EXCLUDED.queue, handler = EXCLUDED.handler, tries = EXCLUDED.tries,
             backoff = EXCLUDED.backoff, max_exceptions = EXCLUDED.max_exceptions,
@@ -186,7 +187,8 @@ BEGIN
             debounce_for = EXCLUDED.debounce_for, debounce_by = EXCLUDED.debounce_by,
             debounce_max_wait = EXCLUDED.debounce_max_wait, middleware = EXCLUDED.middleware,
             max_tries = EXCLUDED.max_tries, max_retry_for = EXCLUDED.max_retry_for,
-            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout, updated_at = now()
+            min_backoff = EXCLUDED.min_backoff, max_timeout = EXCLUDED.max_timeout,
+            isolated = EXCLUDED.isolated, updated_at = now()
     RETURNING * INTO v_class;
     -- The handler's search_path (S86): the one given, for a handler that pins none; the
     -- last definition that names a handler decides it, for every class that names it.
@@ -202,7 +204,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text) IS
+COMMENT ON FUNCTION pgq._define_job(text, text, regprocedure, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text, boolean) IS
     'The privileged part of pgq.define_job: upserts the class, its handler resolved by the caller, and the search_path that handler runs with when it pins none (S86).';
 
 -- pgq._describe_class: a job class as one line of text, what pgq.define_job returns.
@@ -220,6 +222,7 @@ AS $$
         CASE WHEN p_class.max_exceptions IS NOT NULL THEN format('max_exceptions %s', p_class.max_exceptions) END,
         CASE WHEN p_class.timeout IS NOT NULL THEN format('timeout %s s', p_class.timeout) END,
         CASE WHEN p_class.fail_on_timeout THEN 'fail_on_timeout' END,
+        CASE WHEN p_class.isolated THEN 'isolated (each job runs in a transaction of its own)' END,
         CASE WHEN p_class.retry_for IS NOT NULL THEN format('retry_for %s', p_class.retry_for) END,
         CASE WHEN p_class.unique_for IS NOT NULL OR p_class.unique_by IS NOT NULL
              THEN format('unique until %s%s%s', p_class.unique_until,
@@ -253,7 +256,8 @@ COMMENT ON FUNCTION pgq._describe_class(pgq.job_classes, text) IS 'A job class a
 -- handler is resolved with the caller's privileges, then pgq._define_job writes the row.
 -- max_tries, max_retry_for, min_backoff and max_timeout are the ceilings of what a
 -- dispatch may set beyond the class's own settings (S90); NULL takes the database's
--- (S91).
+-- (S91). isolated: the worker runs each SQL job of the class in a transaction of its
+-- own, never in a group with other jobs (S123); read when a job runs, not frozen.
 -- A handler function that pins no search_path of its own runs with the schemas of
 -- search_path (S86): by default the caller's search_path as it resolves at the call
 -- (its default is evaluated before this function's own SET search_path applies), '{}'
@@ -283,7 +287,8 @@ CREATE OR REPLACE FUNCTION pgq.define_job(
     max_retry_for   interval DEFAULT NULL,
     min_backoff     int DEFAULT NULL,
     max_timeout     int DEFAULT NULL,
-    search_path     text[] DEFAULT current_schemas(false)
+    search_path     text[] DEFAULT current_schemas(false),
+    isolated        boolean DEFAULT false
 ) RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -334,13 +339,13 @@ BEGIN
                                define_job.unique_for, define_job.unique_until, define_job.unique_by, define_job.debounce_for,
                                define_job.debounce_by, define_job.debounce_max_wait, define_job.middleware,
                                define_job.max_tries, define_job.max_retry_for, define_job.min_backoff, define_job.max_timeout,
-                               v_path);
+                               v_path, define_job.isolated);
     RETURN pgq._describe_class(v_class, coalesce(v_own, CASE WHEN v_path IS NOT NULL THEN 'pg_catalog, ' || v_path || ', pg_temp' END));
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text[]) IS
-    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
+COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text[], boolean) IS
+    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S123), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 -- pgq.define_limit: creates or updates a named rate limit of max hits per window,
 -- shared by every worker (S28). Returns it as a line of text.
@@ -368,20 +373,17 @@ $$;
 COMMENT ON FUNCTION pgq.define_limit(text, int, interval) IS
     'Creates or updates a named rate limit: max hits per interval, one budget for every worker (S28). Returns it as a line of text.';
 
--- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
--- schedule or a running chain names it in its middleware: their next dispatch would
--- fail. Jobs already dispatched with it are admitted from then on (there is no budget
--- left to keep). Its windows are deleted when their lock is free now, the others (a
--- reserve holds them) by retention: a drop waits for no reserve, and holds nothing a
--- reserve waits for. False when there was none.
-CREATE OR REPLACE FUNCTION pgq.drop_limit(name text) RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+-- pgq._refuse_named_limit: raises 2BP01 while a job class, a schedule or a running
+-- chain names the limit in a middleware of that kind (rate_limited or
+-- concurrency_limited): their next dispatch would fail.
+CREATE OR REPLACE FUNCTION pgq._refuse_named_limit(p_kind text, p_name text) RETURNS void
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_path  constant jsonpath := '$[*].rate_limited.limit ? (@ == $name)';
-    v_chain constant jsonpath := '$[*].middleware[*].rate_limited.limit ? (@ == $name)';
-    v_vars  jsonb := jsonb_build_object('name', drop_limit.name);
+    v_path  jsonpath := format('$[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_chain jsonpath := format('$[*].middleware[*].%s.limit ? (@ == $name)', p_kind)::jsonpath;
+    v_vars  jsonb := jsonb_build_object('name', p_name);
     v_users text;
 BEGIN
     SELECT string_agg(u, ', ' ORDER BY u) INTO v_users
@@ -394,9 +396,26 @@ BEGIN
           SELECT format('chain %s', ch.id) FROM pgq.job_chains ch
           WHERE ch.state = 'running' AND jsonb_path_exists(ch.steps, v_chain, v_vars)) x(u);
     IF v_users IS NOT NULL THEN
-        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(drop_limit.name), v_users
+        RAISE EXCEPTION 'pgq: limit % is named by %', quote_literal(p_name), v_users
             USING ERRCODE = '2BP01', HINT = 'Define them without it first (a running chain: let it end, or cancel it).';
     END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._refuse_named_limit(text, text) IS 'Raises 2BP01 while a job class, schedule or running chain names this limit (S83, S99).';
+
+-- pgq.drop_limit: deletes a named rate limit (S83). Refused (2BP01) while a job class, a
+-- schedule or a running chain names it in its middleware: their next dispatch would
+-- fail. Jobs already dispatched with it are admitted from then on (there is no budget
+-- left to keep). Its windows are deleted when their lock is free now, the others (a
+-- reserve holds them) by retention: a drop waits for no reserve, and holds nothing a
+-- reserve waits for. False when there was none.
+CREATE OR REPLACE FUNCTION pgq.drop_limit(name text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('rate_limited', drop_limit.name);
     DELETE FROM pgq.rate_limits l WHERE l.name = drop_limit.name;
     IF NOT FOUND THEN
         RETURN false;
@@ -410,3 +429,43 @@ $$;
 
 COMMENT ON FUNCTION pgq.drop_limit(text) IS
     'Deletes a named rate limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S83).';
+
+-- pgq.define_concurrency: creates or updates a named concurrency limit (S99): at most
+-- "limit" handlers (1 to 1,000) of each of its keys run at once across every worker, for
+-- every job class whose concurrency_limited middleware names it. Lowering it lets the
+-- handlers running finish; no new one starts until fewer than the limit run.
+CREATE OR REPLACE FUNCTION pgq.define_concurrency(name text, "limit" int) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._check_name('limit', define_concurrency.name);
+    IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
+                  define_concurrency.name, define_concurrency."limit");
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.define_concurrency(text, int) IS
+    'Creates or updates a named concurrency limit: at most "limit" handlers of a key at once, across every worker (S99). Returns it as a line of text.';
+
+-- pgq.drop_concurrency: deletes a named concurrency limit, refused (2BP01) while a job
+-- class, a schedule or a running chain names it. Jobs already dispatched with it are
+-- admitted from then on. False when there was none.
+CREATE OR REPLACE FUNCTION pgq.drop_concurrency(name text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._refuse_named_limit('concurrency_limited', drop_concurrency.name);
+    DELETE FROM pgq.concurrency_limits l WHERE l.name = drop_concurrency.name;
+    RETURN FOUND;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.drop_concurrency(text) IS
+    'Deletes a named concurrency limit, unless a job class, schedule or running chain names it (2BP01); jobs already dispatched with it are admitted. False when there was none (S99).';

@@ -1,12 +1,14 @@
 -- name: ChainDispatch :one
 SELECT pgq.dispatch_chain(steps => @steps::jsonb, on_failure => sqlc.narg('on_failure')::text,
-                          queue => sqlc.narg('queue')::text)::uuid AS id;
+                          queue => sqlc.narg('queue')::text, traceparent => sqlc.narg('traceparent')::text,
+                          tracestate => sqlc.narg('tracestate')::text)::uuid AS id;
 
 -- name: BatchDispatch :one
 SELECT pgq.dispatch_batch(jobs => @jobs::jsonb, name => sqlc.narg('name')::text,
                           then_job => sqlc.narg('then_job')::text, catch_job => sqlc.narg('catch_job')::text,
                           finally_job => sqlc.narg('finally_job')::text, allow_failures => @allow_failures::boolean,
-                          queue => sqlc.narg('queue')::text)::uuid AS id;
+                          queue => sqlc.narg('queue')::text, traceparent => sqlc.narg('traceparent')::text,
+                          tracestate => sqlc.narg('tracestate')::text)::uuid AS id;
 
 -- name: BatchAdd :one
 -- A running member of the batch passes its job's uuid and lease token (S93).

@@ -165,8 +165,10 @@ ORDER BY l.key
 LIMIT @max::int;
 
 -- name: DashboardLimitList :many
--- Rate-limit budgets and circuit states.
-SELECT l.kind, l.name, l.key, l.max, l.per, l.used, l.resets_at, l.state, l.last_exception
+-- Rate-limit budgets, circuit states and concurrency limits' handlers running (max 0:
+-- a limit a class sets per key; per 0: none).
+SELECT l.kind, l.name, l.key, coalesce(l.max, 0)::int AS max, coalesce(l.per, interval '0')::interval AS per,
+       l.used, l.resets_at, l.state, l.last_exception
 FROM pgq.limits l
 ORDER BY l.kind DESC, l.name, l.key
 LIMIT @max::int;

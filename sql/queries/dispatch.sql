@@ -22,7 +22,9 @@ SELECT dispatch_many FROM pgq.dispatch_many(
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
     middleware => sqlc.narg('middleware')::jsonb,
-    retry_for => sqlc.narg('retry_for')::interval
+    retry_for => sqlc.narg('retry_for')::interval,
+    traceparent => sqlc.narg('traceparent')::text,
+    tracestate => sqlc.narg('tracestate')::text
 );
 
 -- name: JobClassDefine :one
@@ -46,7 +48,8 @@ SELECT * FROM pgq.define_job(
     max_tries => sqlc.narg('max_tries')::int,
     max_retry_for => sqlc.narg('max_retry_for')::interval,
     min_backoff => sqlc.narg('min_backoff')::int,
-    max_timeout => sqlc.narg('max_timeout')::int
+    max_timeout => sqlc.narg('max_timeout')::int,
+    isolated => @isolated::boolean
 );
 
 -- name: QueueDefine :one
@@ -58,6 +61,9 @@ SELECT * FROM pgq.set_fair_weight(queue => @queue::text, key => @key::text, weig
 
 -- name: LimitDefine :one
 SELECT * FROM pgq.define_limit(name => @name::text, max => @max::int, per => @per::interval);
+
+-- name: ConcurrencyDefine :one
+SELECT * FROM pgq.define_concurrency(name => @name::text, "limit" => @max::int);
 
 -- name: JobStageDispatch :one
 SELECT pgq.stage_dispatch();
@@ -81,5 +87,7 @@ SELECT pgq.dispatch_staged(
     debounce_for => sqlc.narg('debounce_for')::interval,
     debounce_max_wait => sqlc.narg('debounce_max_wait')::interval,
     middleware => sqlc.narg('middleware')::jsonb,
-    retry_for => sqlc.narg('retry_for')::interval
+    retry_for => sqlc.narg('retry_for')::interval,
+    traceparent => sqlc.narg('traceparent')::text,
+    tracestate => sqlc.narg('tracestate')::text
 )::uuid[] AS uuids;

@@ -11,6 +11,15 @@ SELECT * FROM pgq.check(worker_timeout => @worker_timeout::int, worker_tries => 
 SELECT coalesce(pgq.prune_all(history_older_than => @history_older_than::interval,
                               failed_older_than => sqlc.narg('failed_older_than')::interval), 0)::bigint AS pruned;
 
+-- name: ConcurrencyStatsList :many
+-- Each named concurrency limit's handlers running, over all its keys, and its limit
+-- (the metric pgq_concurrency_running).
+SELECT l.name, sum(l.used)::bigint AS running, max(l.max)::int AS max_per_key
+FROM pgq.limits l
+WHERE l.kind = 'concurrency' AND l.max IS NOT NULL
+GROUP BY l.name
+ORDER BY l.name;
+
 -- name: BatchStatsList :many
 -- Batches by state, with their members by state (the metrics: pgq_batches,
 -- pgq_batch_jobs).

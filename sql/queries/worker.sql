@@ -1,7 +1,7 @@
 -- name: JobReserve :many
 -- Only the columns the worker reads: every column scanned costs the worker time per job.
 SELECT uuid, job, queue, payload, attempts, handler, timeout, lease_token, reserved_at, reserved_until,
-       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware
+       overlap_keys, overlap_expire_after, pickup, pickup_note, pickup_middleware, traceparent, tracestate
 FROM pgq.reserve(
     worker => @worker::text,
     queues => @queues::text[],
@@ -54,6 +54,24 @@ SELECT h.token::uuid AS held FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens 
 
 -- name: JobRunSQL :exec
 SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
+
+-- name: JobRunSQLGrouped :exec
+-- A job of a group, in its own savepoint (S120).
+SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid, grouped => true);
+
+-- name: JobGiveBackGroup :many
+SELECT * FROM pgq.give_back_group(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text);
+
+-- name: SessionSetJobTimeout :exec
+-- A grouped job's timeout, for its own statement: the next one (S121).
+SELECT set_config('statement_timeout', @milliseconds::text, true);
+
+-- name: SessionSetGroupLimits :exec
+-- For a group's transaction: SessionSetHandlerLimits less the statement_timeout, which
+-- each job sets for its own statement.
+SELECT set_config('lock_timeout', '0', true),
+       set_config('client_connection_check_interval', '1000', true),
+       set_config('idle_in_transaction_session_timeout', @idle_milliseconds::text, true);
 
 -- name: SessionSetHandlerLimits :exec
 -- For a SQL handler's transaction: its timeout (lock waits too: no lock_timeout of its
@@ -140,3 +158,14 @@ SELECT pgq.worker_seen(worker => @worker::text, queues => @queues::text[], handl
 
 -- name: WorkerStopped :exec
 SELECT pgq.worker_stopped(worker => @worker::text);
+
+-- name: GroupSavepoint :exec
+-- A grouped SQL job's own savepoint: its effects and completion go back to it when it
+-- raises, and the group's other jobs keep theirs (S120).
+SAVEPOINT pgq_job;
+
+-- name: GroupReleaseSavepoint :exec
+RELEASE SAVEPOINT pgq_job;
+
+-- name: GroupRollbackSavepoint :exec
+ROLLBACK TO SAVEPOINT pgq_job;

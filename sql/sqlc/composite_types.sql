@@ -23,7 +23,9 @@ CREATE TABLE pgq.reservation (
     pickup            pgq.pickup,
     pickup_note       text,
     pickup_middleware text,
-    overlap_expire_after int
+    overlap_expire_after int,
+    traceparent       text,
+    tracestate        text
 );
 
 CREATE TABLE pgq.check_finding (

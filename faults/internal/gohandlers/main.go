@@ -10,7 +10,7 @@
 // random id makes the retries idempotent: an insert that committed while a restart lost
 // its answer is not a second run.
 //
-//	gohandlers --database-url URL [--name W] [--concurrency 4] [--tries 1] [--sleep 1] [--timeout 60]
+//	gohandlers --database-url URL [--name W] [--concurrency 4] [--tries 1] [--sleep 1] [--timeout 60] [--job effect] [--queues default]
 package main
 
 import (
@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,8 @@ func run() error {
 	tries := flag.Int("tries", 1, "attempts for jobs that set none (0 = unlimited)")
 	sleep := flag.Float64("sleep", 1, "seconds between polls")
 	timeout := flag.Int("timeout", 60, "seconds a handler may run")
+	job := flag.String("job", "effect", "the job name the handler is registered for")
+	queues := flag.String("queues", "default", "queues to serve, comma-separated")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -95,11 +98,12 @@ func run() error {
 		worker.WithSleep(time.Duration(*sleep*float64(time.Second))),
 		worker.WithTimeout(time.Duration(*timeout)*time.Second),
 		worker.WithLogger(log),
+		worker.WithQueues(strings.Split(*queues, ",")...),
 	)
 	if err != nil {
 		return err
 	}
-	worker.Handle(w, "effect", worker.Handler[effectArgs]{
+	worker.Handle(w, *job, worker.Handler[effectArgs]{
 		Run: func(ctx context.Context, job *worker.Job[effectArgs]) error {
 			started := time.Now()
 			time.Sleep(time.Duration(job.Args.Ms) * time.Millisecond)

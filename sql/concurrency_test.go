@@ -1,0 +1,121 @@
+package sql_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// S99: at most limit handlers of a key run at once; a job over the limit waits without
+// spending an attempt or writing history, and the end of a running job of its key makes
+// the first waiting one ready at once.
+func TestS99ConcurrencyLimitPerKey(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('sync', middleware => '[{"concurrency_limited": {"by": ["account"], "limit": 2}}]')`)
+	for i := 0; i < 5; i++ {
+		dispatch(t, db, `'sync', '{"account": 1}'`)
+	}
+	other := dispatch(t, db, `'sync', '{"account": 2}'`)
+	now := clock()
+	got := runnable(reserveOn(t, db.Pool, "w1", now))
+	require.Len(t, got, 3, "two of account 1, one of account 2")
+	require.Equal(t, other, got[2].UUID)
+	require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = 'sync:[1]' AND attempts = 0 AND available_at > $1`, now))
+	require.Zero(t, count(t, db, `pgq.attempts`), "a wait is not an attempt")
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", now)), "another worker finds the key full")
+	require.Equal(t, "full", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.limits WHERE kind = 'concurrency' AND key = 'sync:[1]'`))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT used FROM pgq.limits WHERE kind = 'concurrency' AND key = 'sync:[1]'`))
+
+	// One ends: exactly one waiting job of its key is ready, and runs on its first attempt.
+	require.True(t, complete(t, db, reserved{UUID: got[0].UUID, Token: *got[0].Token}))
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on IS NULL AND reserved_at IS NULL AND available_at <= now()`))
+	next := runnable(reserveOn(t, db.Pool, "w2", now))
+	require.Len(t, next, 1)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT attempts FROM pgq.jobs WHERE uuid = $1`, next[0].UUID))
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w3", now)))
+}
+
+// S99, S34: a place is an overlap lease: when its worker stops renewing it, the place
+// is free after the overlap TTL, and a waiting job is ready by then without any event.
+func TestS34S99ConcurrencyPlaceFreesWhenItsLeaseEnds(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	dispatch(t, db, `'one', middleware => '[{"concurrency_limited": {"limit": 1}}]'`)
+	waiting := dispatch(t, db, `'one', middleware => '[{"concurrency_limited": {"limit": 1}}]'`)
+	now := clock()
+	require.Len(t, runnable(reserveOn(t, db.Pool, "dead", now)), 1)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w", now)))
+	readyAt := pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, waiting)
+	require.WithinDuration(t, now.Add(10*time.Second), readyAt, time.Second, "ready when the holder's lease could run out")
+	later := runnable(reserveOn(t, db.Pool, "w", now.Add(11*time.Second)))
+	require.Len(t, later, 1, "no heartbeat: the place is free after the TTL")
+	require.Equal(t, waiting, later[0].UUID)
+}
+
+// S99: a named limit is one budget shared by every class that names it; it is checked
+// at dispatch, and may not be dropped while a class names it.
+func TestS99NamedConcurrencyLimitIsShared(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor_api', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('a', middleware => '[{"concurrency_limited": {"limit": "vendor_api"}}]')`)
+	db.Exec(t, `SELECT pgq.define_job('b', middleware => '[{"concurrency_limited": {"limit": "vendor_api"}}]')`)
+	for i := 0; i < 3; i++ {
+		dispatch(t, db, `'a'`)
+		dispatch(t, db, `'b'`)
+	}
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w1", clock())), 3)
+	require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = 'vendor_api'`))
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT used FROM pgq.limits WHERE kind = 'concurrency' AND name = 'vendor_api'`))
+
+	for call, code := range map[string]string{
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": 0}}]')`:                        "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": 1001}}]')`:                     "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": 1.5}}]')`:                      "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {}}]')`:                                  "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": "nope"}}]')`:                   "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": "vendor_api", "key": "k"}}]')`: "22023",
+		`pgq.dispatch('x', middleware => '[{"concurrency_limited": {"limit": 2, "by": ["id"]}}]')`:          "22023",
+		`pgq.define_concurrency('vendor_api', 0)`:                                                           "22023",
+		`pgq.drop_concurrency('vendor_api')`:                                                                "2BP01",
+	} {
+		_, err := db.Pool.Exec(ctx, `SELECT `+call)
+		require.Equal(t, code, pgCode(err), "%s: %v", call, err)
+	}
+	db.Exec(t, `SELECT pgq.define_job('a'); SELECT pgq.define_job('b')`)
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.drop_concurrency('vendor_api')`))
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w2", clock().Add(time.Minute))), 3, "a dropped limit admits its jobs")
+}
+
+// S99 under concurrency: eight sessions reserving at once never run more than the limit
+// of one key.
+func TestS99ConcurrentReservesKeepTheLimit(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	for i := 0; i < 40; i++ {
+		dispatch(t, db, `'k', middleware => '[{"concurrency_limited": {"key": "shared", "limit": 3}}]'`)
+	}
+	now := clock()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for w := 0; w < 8; w++ {
+		c := session(t, db)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := len(runnable(reserveOn(t, c, "w", now)))
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 3, total)
+	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#k:shared#%'`))
+}
