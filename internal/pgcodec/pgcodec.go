@@ -33,6 +33,10 @@ func Register(m *pgtype.Map) {
 	j := &pgtype.Type{Name: "jsonb", OID: pgtype.JSONBOID, Codec: &pgtype.JSONBCodec{Marshal: json.Marshal, Unmarshal: unmarshal}}
 	m.RegisterType(j)
 	m.RegisterType(&pgtype.Type{Name: "_jsonb", OID: pgtype.JSONBArrayOID, Codec: &pgtype.ArrayCodec{ElementType: j}})
+	// A query sent without describing its parameters first (pgx.QueryExecModeExec,
+	// through a transaction pooler) finds their types by the Go value alone.
+	m.RegisterDefaultPgType(uuid.UUID{}, "uuid")
+	m.RegisterDefaultPgType([]uuid.UUID{}, "_uuid")
 }
 
 // unmarshal is json.Unmarshal, except that a json.RawMessage gets a copy of the bytes.

@@ -87,3 +87,17 @@ func TestJSONB(t *testing.T) {
 	var wrong struct{ A int }
 	require.Error(t, conn.QueryRow(ctx, `SELECT '{"A": "y"}'::jsonb`).Scan(&wrong), "other targets are still decoded and checked")
 }
+
+// A query sent without describing its parameters (pgx.QueryExecModeExec, as through a
+// transaction pooler) still sends a uuid and a slice of them: their types come from the
+// Go values.
+func TestExecModeSendsUUIDs(t *testing.T) {
+	ctx := context.Background()
+	conn := registered(t)
+	a, b := uuid.New(), uuid.New()
+	var got []uuid.UUID
+	var one uuid.UUID
+	require.NoError(t, conn.QueryRow(ctx, `SELECT $1::uuid[], $2::uuid`, pgx.QueryExecModeExec, []uuid.UUID{a, b}, a).Scan(&got, &one))
+	require.Equal(t, []uuid.UUID{a, b}, got)
+	require.Equal(t, a, one)
+}
