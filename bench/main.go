@@ -13,6 +13,7 @@
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
 //	drain-sql-insert, pgbench-insert   pgq only: SQL handlers that insert a row, against pgbench's same INSERT
+//	starvation  6. one key's bulk backlog and many keys at 1 job/s, fair and plain  pgq only
 //
 // Every run is verified (each job ran exactly once and is recorded as done) and the
 // program exits non-zero if any run fails verification. Each figure is the median of
@@ -52,6 +53,9 @@ type options struct {
 	extraJobs  int
 	batch      int
 	pgqLoadMin int
+	starvBig   int
+	starvKeys  int
+	starvConc  int
 	pgqOTel    bool
 	conc       int
 	highConc   int
@@ -107,7 +111,7 @@ type options struct {
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
 	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "drain-go", "drain-go-c50", "batch", "pressure",
-	"drain-sql-insert", "pgbench-insert"}
+	"drain-sql-insert", "pgbench-insert", "starvation"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -177,6 +181,9 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileConc, "graphile-concurrency", 0, "graphile-worker concurrency (0: -concurrency)")
 	flag.IntVar(&o.graphileLocalQueue, "graphile-local-queue", 0, "graphile-worker localQueue.size (0: concurrency + 1, as its docs recommend)")
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
+	flag.IntVar(&o.starvBig, "starv-big", 20000, "starvation: the big key's backlog, dispatched in bulk (the target's: 1,000,000)")
+	flag.IntVar(&o.starvKeys, "starv-keys", 100, "starvation: small keys dispatching one job a second each (the target's: 1,000)")
+	flag.IntVar(&o.starvConc, "starv-concurrency", 0, "starvation: pgq WithConcurrency (0: the worker's default, 100)")
 	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
 	flag.DurationVar(&o.pressureHold, "pressure-hold", 0, "pressure: length of the idle-tx phase (the target's: 10m); 0: -pressure-phase")
@@ -371,6 +378,16 @@ func run() error {
 				}
 				if re != nil {
 					record("river", scen, i, runPressure(ctx, o, re.live(o, true, o.pressureConc)))
+				}
+			case "starvation":
+				for _, name := range []string{"fair", "plain"} {
+					t.define("starv-"+name+"-p99", fmt.Sprintf("6. starvation, queue %s: p99 wait of %d small keys' jobs (1/s each) while one key's bulk backlog of %d drains, ms", name, o.starvKeys, o.starvBig), true, 1)
+					t.define("starv-"+name+"-rate", fmt.Sprintf("6. starvation, queue %s: jobs started/s while the big key drains", name), false, 0)
+					t.define("starv-"+name+"-bulk", fmt.Sprintf("6. starvation, queue %s: bulk dispatch of the big key's backlog, jobs/s", name), false, 0)
+				}
+				if pe != nil {
+					record("pgq", scen+"-fair", i, runStarvation(ctx, o, pe, true))
+					record("pgq", scen+"-plain", i, runStarvation(ctx, o, pe, false))
 				}
 			case "bulk":
 				t.define("bulk-many", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertMany", o.jobs, o.batch), false, 0)

@@ -310,13 +310,43 @@ func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) err
 }
 
 // DefineQueue creates or updates a queue with its lease retryAfter (whole seconds,
-// S14) and paused flag.
-func (c *Client) DefineQueue(ctx context.Context, name string, retryAfter time.Duration, paused bool) error {
+// S14), its paused flag and its options. Every call sets every setting: a queue made
+// fair by FairBy stops being fair when it is defined again without it.
+func (c *Client) DefineQueue(ctx context.Context, name string, retryAfter time.Duration, paused bool, opts ...QueueOption) error {
+	var o queueOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	_, err := c.q.QueueDefine(ctx, dbsqlc.QueueDefineParams{
-		Name: name, RetryAfter: int32(retryAfter / time.Second), Paused: paused,
+		Name: name, RetryAfter: int32(retryAfter / time.Second), Paused: paused, FairBy: o.fairBy,
 	})
 	if err != nil {
 		return fmt.Errorf("define queue %s: %w", name, MapError(err))
+	}
+	return nil
+}
+
+// QueueOption is an option of DefineQueue.
+type QueueOption func(*queueOptions)
+
+type queueOptions struct {
+	fairBy *string
+}
+
+// FairBy makes the queue fair (S130): its jobs are taken round-robin across the values
+// of the payload field named field (the key), so that no key's backlog delays another
+// key's jobs by more than one turn (S131). A payload without the field has the key "".
+func FairBy(field string) QueueOption {
+	return func(o *queueOptions) { o.fairBy = &field }
+}
+
+// SetFairWeight sets the weight of key in the fair queue: each round it gets up to
+// weight jobs where a key of weight 1 gets one (S133). weight is 1 to 1000, else the
+// error wraps ErrInvalidArgument.
+func (c *Client) SetFairWeight(ctx context.Context, queue, key string, weight int) error {
+	_, err := c.q.QueueSetFairWeight(ctx, dbsqlc.QueueSetFairWeightParams{Queue: queue, Key: key, Weight: int32(weight)})
+	if err != nil {
+		return fmt.Errorf("set fair weight %s/%s: %w", queue, key, MapError(err))
 	}
 	return nil
 }

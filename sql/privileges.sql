@@ -119,11 +119,11 @@ GRANT SELECT ON pgq.ready, pgq.scheduled, pgq.retrying, pgq.running, pgq.failed,
     pgq.queue_stats, pgq.attempts, pgq.actions, pgq.queues, pgq.job_classes, pgq.rate_limits, pgq.concurrency_limits, pgq.roles,
     pgq.schedules, pgq.job_settings, pgq.failed_job_settings, pgq.queue_overview, pgq.batches, pgq.chains,
     pgq.job_storage, pgq.job_ends, pgq.live_jobs, pgq.workers, pgq.live_workers, pgq.handler_search_paths,
-    pgq.goose_version, pgq.callbacks, pgq.batch_jobs, pgq.stalled TO {{ident .Reader}};
+    pgq.goose_version, pgq.callbacks, pgq.batch_jobs, pgq.stalled, pgq.fair_keys, pgq.fair_weights TO {{ident .Reader}};
 GRANT EXECUTE ON FUNCTION pgq.check, pgq.dispatch_warnings, pgq._worker_ttl, pgq._sees_payloads, pgq._default_retry_after,
     pgq._lock_space, pgq.live_job, pgq._load_chunk_of, pgq._load_payloads TO {{ident .Reader}};
 
-GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job,
+GRANT EXECUTE ON FUNCTION pgq.define_queue, pgq.set_fair_weight, pgq._default_retry_after, pgq.define_job, pgq._handler_proc, pgq._define_job,
     pgq._proc_search_path, pgq._describe_class, pgq.define_limit, pgq.drop_limit, pgq.define_concurrency,
     pgq.drop_concurrency, pgq.run_now, pgq.retry_failed,
     pgq.forget_failed, pgq.flush_failed, pgq.prune, pgq.cancel, pgq.pause_queue, pgq.resume_queue, pgq.cancel_batch,

@@ -299,6 +299,7 @@ CREATE TABLE pgq.jobs (
     waits_on text,
     traceparent text,
     tracestate text,
+    fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 PARTITION BY LIST (slot);
@@ -435,6 +436,13 @@ COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (
 --
 
 COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
+
+
+--
+-- Name: COLUMN jobs.fair_key; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.jobs.fair_key IS 'The job''s key in a fair queue (S130): its payload''s fair_by field as text, '''' when it has none; NULL in other queues.';
 
 
 --
@@ -3306,6 +3314,295 @@ COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with 
 
 
 --
+-- Name: _fair_enter(text, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_keys text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
+    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
+    ORDER BY u.n;
+    INSERT INTO pgq.fair_turns (queue, key, pass)
+    SELECT p_queue, u.k, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass LIMIT 1), 0)
+    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
+    ORDER BY u.n
+    ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S131).';
+
+
+--
+-- Name: _fair_probe(smallint[], text, text, integer, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) RETURNS TABLE(row_tid tid, row_slot smallint, row_id bigint, row_plain boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT p.ctid, p.slot, p.id,
+           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+           AND (p.retry_until IS NULL OR p.retry_until >= p_now)
+    FROM pgq.jobs p
+    WHERE p.queue = p_queue AND p.fair_key = p_key AND p.priority = p_prio
+      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+    LIMIT p_want
+    FOR UPDATE SKIP LOCKED;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S132).';
+
+
+--
+-- Name: _fair_rekey(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE pgq.jobs j
+    SET fair_key = CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END
+    WHERE j.queue = p_queue
+      AND j.fair_key IS DISTINCT FROM CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END;
+    DELETE FROM pgq.fair_turns t WHERE t.queue = p_queue;
+    IF p_fair_by IS NOT NULL THEN
+        PERFORM pgq._fair_enter(p_queue, ARRAY(SELECT DISTINCT j.fair_key FROM pgq.jobs j WHERE j.queue = p_queue));
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_rekey(p_queue text, p_fair_by text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) IS 'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S130).';
+
+
+--
+-- Name: _fair_rows(smallint[], text, integer, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_more  text[] := '{}';    -- keys that gave their whole share: they may have more
+    v_pass  float8[] := '{}';  -- and their pass, weight and rows taken, in walk order
+    v_w     int[] := '{}';
+    v_took  int[] := '{}';
+    v_keys  text[];
+    v_quota int;
+    v_n     int;
+    v_m     int;
+    v_last  bigint;    -- the place of the last turn that gave a job, in pass order
+BEGIN
+    tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
+    -- The first round, in one statement: the turns by pass, each key's next jobs up to
+    -- its weight, until p_want jobs.
+    SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.row_id ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_plain ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.key ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.pass + x.n::float8 / x.weight ORDER BY x.ord, x.n), '{}'),
+           max(x.ord)
+    INTO tids, slots, ids, plain, keys, tags, v_last
+    FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
+          FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
+                FROM pgq.fair_turns t
+                LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+                WHERE t.queue = p_queue
+                ORDER BY t.pass, t.key) t
+          CROSS JOIN LATERAL (
+              SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
+              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
+                           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                           AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
+                    FROM pgq.jobs p
+                    WHERE p.queue = p_queue AND p.fair_key = t.key AND p.priority = p_prio
+                      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+                    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+                    LIMIT t.weight
+                    FOR UPDATE SKIP LOCKED) l) j
+          LIMIT p_want) x;
+    -- The keys that gave their whole share may have more; the turns walked before the
+    -- last that gave none are idle.
+    SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
+           coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
+    INTO v_more, v_pass, v_w, v_took
+    FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM pgq.fair_turns t LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          WHERE t.queue = p_queue AND t.key = ANY (keys)) t
+    WHERE t.took = t.weight;
+    idle := ARRAY(SELECT t.key FROM pgq.fair_turns t
+                  WHERE t.queue = p_queue AND t.key <> ALL (keys)
+                  ORDER BY t.pass, t.key
+                  LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
+                             ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
+    WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
+        -- Whole rounds of the keys left, at once: each takes its weight times m.
+        v_m := greatest(1, (p_want - cardinality(tids)) / (SELECT sum(w) FROM unnest(v_w) w)::int);
+        v_keys := v_more;
+        v_more := '{}';
+        FOR i IN 1 .. cardinality(v_keys) LOOP
+            EXIT WHEN cardinality(tids) >= p_want;
+            v_quota := least(v_w[i] * v_m, p_want - cardinality(tids));
+            v_n := cardinality(tids);
+            SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
+                   ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
+            INTO tids, slots, ids, plain
+            FROM pgq._fair_probe(p_slots, p_queue, v_keys[i], p_prio, v_quota, p_now, p_skip || ids) x;
+            v_n := cardinality(tids) - v_n;
+            keys := keys || array_fill(v_keys[i], ARRAY[v_n]);
+            tags := tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
+            v_took[i] := v_took[i] + v_n;
+            IF v_n = v_quota THEN
+                v_more := v_more || v_keys[i];  -- kept at the same place of the arrays below
+            END IF;
+        END LOOP;
+        -- Keep the arrays of the keys that go on, in their order.
+        SELECT coalesce(array_agg(v_pass[i] ORDER BY i), '{}'), coalesce(array_agg(v_w[i] ORDER BY i), '{}'),
+               coalesce(array_agg(v_took[i] ORDER BY i), '{}')
+        INTO v_pass, v_w, v_took
+        FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]) IS 'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
+
+
+--
+-- Name: _fair_settle(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_settle(p_pending jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_tids  tid[];     -- the turns locked, in (queue, key) order
+    v_q     text[];
+    v_k     text[];
+    v_n     bigint[];  -- jobs taken of the key; 0: idle
+    v_pass  float8[];
+    v_w     int[];
+    v_front jsonb;     -- per queue, the lowest pass served
+    v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
+    v_idle  tid[];
+BEGIN
+    SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
+           array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
+           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, t.pass, coalesce(w.weight, 1) AS weight
+          FROM pgq.fair_turns t
+          JOIN (SELECT x ->> 0 AS q, x ->> 1 AS k, sum((x ->> 2)::int) AS n
+                FROM jsonb_array_elements(p_pending) x GROUP BY 1, 2) e ON t.queue = e.q AND t.key = e.k
+          LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          ORDER BY t.queue, t.key
+          FOR UPDATE OF t) l;
+    IF v_tids IS NULL THEN
+        RETURN;
+    END IF;
+    -- Only the rows locked above, by TID: a turn made since by a store is left alone.
+    SELECT jsonb_object_agg(f.q, f.pass) INTO v_front
+    FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
+    UPDATE pgq.fair_turns t
+    SET pass = t.pass + u.n::float8 / u.w
+    FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
+    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
+    -- An idle key: alone on its lock first; then, by a statement that starts after, no
+    -- live job.
+    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+    DELETE FROM pgq.fair_turns t
+    WHERE t.ctid = ANY (v_alone)
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
+    IF v_front IS NOT NULL THEN
+        v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
+        UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
+        WHERE t.ctid = ANY (v_idle) AND t.pass < (v_front ->> t.queue)::float8;
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_settle(p_pending jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_settle(p_pending jsonb) IS 'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
+
+
+--
+-- Name: _fair_taken(text, text[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM set_config('pgq.fair_pending',
+        (coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb
+         || coalesce((SELECT jsonb_agg(jsonb_build_array(p_queue, k.key, k.n))
+                      FROM (SELECT u.key, count(*) AS n FROM unnest(p_keys) u(key) GROUP BY u.key
+                            UNION ALL SELECT i.key, 0 FROM unnest(p_idle) i(key)) k), '[]'))::text,
+        true);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_taken(p_queue text, p_keys text[], p_idle text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) IS 'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S131).';
+
+
+--
 -- Name: _give_back(pgq.jobs, text, timestamp with time zone, boolean); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -4214,6 +4511,7 @@ CREATE FUNCTION pgq._lock_space(p_space text) RETURNS integer
     SELECT CASE p_space
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
         WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
+        WHEN 'fair' THEN 1297339926            -- hashtext('pgq.fair')
     END;
 $$;
 
@@ -4222,7 +4520,7 @@ $$;
 -- Name: FUNCTION _lock_space(p_space text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
+COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair.';
 
 
 --
@@ -4832,8 +5130,14 @@ CREATE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_own xid8 := pg_current_xact_id_if_assigned();
+    v_own     xid8;
+    v_pending text := current_setting('pgq.fair_pending', true);
 BEGIN
+    IF v_pending <> '' THEN
+        PERFORM pgq._fair_settle(v_pending::jsonb);
+        PERFORM set_config('pgq.fair_pending', '', true);
+    END IF;
+    v_own := pg_current_xact_id_if_assigned();
     IF v_own IS NOT NULL THEN
         p_cursor := jsonb_set(p_cursor, '{since,xip}', to_jsonb(concat_ws(',', nullif(p_cursor #>> '{since,xip}', ''), v_own::text)));
     END IF;
@@ -4847,6 +5151,67 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._pick_end(p_cursor jsonb) IS 'Reserve''s cursor: keeps its marks in the session (setting pgq.reserve_marks) with the snapshot they hold for (S77).';
+
+
+--
+-- Name: _pick_fair(jsonb, text, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) RETURNS pgq.picked
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_prio  int := 2147483647;
+    v_rows  record;
+    v_n     int;
+    v_out   pgq.picked;
+BEGIN
+    LOOP
+        -- The next priority, below the last, that has a ready keyed job.
+        SELECT p.priority INTO v_prio FROM pgq.jobs p
+        WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.priority < v_prio
+          AND p.fair_key IS NOT NULL AND p.id <> ALL (p_skip) AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+        ORDER BY p.priority DESC, p.available_at, p.id  -- jobs_reserve_idx
+        LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN pgq._pick(p_cursor, p_queue, p_want, p_now, p_skip);
+        END IF;
+        v_rows := pgq._fair_rows(v_slots, p_queue, v_prio, p_want, p_now, p_skip);
+        EXIT WHEN cardinality(v_rows.tids) > 0;
+        PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
+    END LOOP;
+    -- In the order to take them: by tag, then as walked.
+    SELECT array_agg(v_rows.tids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.slots[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.ids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.plain[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.keys[i] ORDER BY v_rows.tags[i], i)
+    INTO v_rows.tids, v_rows.slots, v_rows.ids, v_rows.plain, v_rows.keys
+    FROM generate_subscripts(v_rows.tags, 1) i;
+    -- One slot: up to the first row of another, which stays locked and comes first in
+    -- the next pick.
+    v_n := coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                     WHERE v_rows.slots[i] <> v_rows.slots[1]), cardinality(v_rows.tids));
+    PERFORM pgq._fair_taken(p_queue, v_rows.keys[1 : v_n], v_rows.idle);
+    v_out.slot := v_rows.slots[1];
+    v_out.tids := v_rows.tids[1 : v_n];
+    v_out.ids := v_rows.ids[1 : v_n];
+    v_out.plain := v_rows.plain[1 : v_n];
+    v_out.last := false;  -- a lower priority may have ready jobs: the next pick tells
+    RETURN v_out;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S130-S133).';
 
 
 --
@@ -5418,15 +5783,17 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
+             middleware, wait_reason, batch_id, chain_id, chain_step, slot, fair_key)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot(),
+               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S130
         FROM gone g
+        LEFT JOIN pgq.queues q ON q.name = g.queue
         ORDER BY g.id
         RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
     ), recorded AS (
@@ -5445,6 +5812,9 @@ BEGIN
         PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
+    -- The keys of fair queues get their turns (S131).
+    PERFORM pgq._fair_enter(j.queue, array_agg(j.fair_key))
+    FROM pgq.jobs j WHERE j.uuid = ANY (v_uuids) AND j.fair_key IS NOT NULL GROUP BY j.queue;
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
     RETURN QUERY SELECT unnest(v_uuids);
 END;
@@ -5818,9 +6188,13 @@ CREATE FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_fair_by text := (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_job.queue);
 BEGIN
     p_job.slot := pgq._slot();
-    IF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
+    IF v_fair_by IS NOT NULL THEN
+        PERFORM pgq._fair_enter(p_job.queue, ARRAY(SELECT coalesce(p ->> v_fair_by, '') FROM unnest(p_payloads) p));
+    ELSIF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
        AND p_job.available_at <= now() AND p_job.middleware IS NULL
        AND p_job.unique_key IS NULL AND p_job.debounce_key IS NULL
        AND p_job.batch_id IS NULL AND p_job.chain_id IS NULL THEN
@@ -5831,12 +6205,13 @@ BEGIN
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
          debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
-         traceparent, tracestate)
+         traceparent, tracestate, fair_key)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
            p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
-           p_job.traceparent, p_job.tracestate
+           p_job.traceparent, p_job.tracestate,
+           CASE WHEN v_fair_by IS NOT NULL THEN coalesce(p.payload ->> v_fair_by, '') END
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
 END;
@@ -7046,37 +7421,47 @@ COMMENT ON FUNCTION pgq.define_limit(name text, max integer, per interval) IS 'C
 
 
 --
--- Name: define_queue(text, integer, boolean); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: define_queue(text, integer, boolean, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false) RETURNS text
+CREATE FUNCTION pgq.define_queue(name text, retry_after integer DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false, fair_by text DEFAULT NULL::text) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_queue pgq.queues;
+    v_was   text;
 BEGIN
     PERFORM pgq._check_name('queue', define_queue.name);
     IF define_queue.retry_after IS NULL OR define_queue.retry_after < 1 THEN
         RAISE EXCEPTION 'pgq: retry_after must be seconds >= 1, got %', define_queue.retry_after
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.queues AS q (name, retry_after, paused)
-    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false))
+    IF define_queue.fair_by IS NOT NULL AND (define_queue.fair_by = '' OR octet_length(define_queue.fair_by) > 200) THEN
+        RAISE EXCEPTION 'pgq: fair_by must name a payload field (1 to 200 bytes), got %', quote_literal(define_queue.fair_by)
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT q.fair_by INTO v_was FROM pgq.queues q WHERE q.name = define_queue.name FOR UPDATE;
+    INSERT INTO pgq.queues AS q (name, retry_after, paused, fair_by)
+    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false), define_queue.fair_by)
     ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
-        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
+        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, fair_by = EXCLUDED.fair_by, updated_at = now()
     RETURNING * INTO v_queue;
-    RETURN format('queue %s: retry_after %s s%s', v_queue.name, v_queue.retry_after,
+    IF v_queue.fair_by IS DISTINCT FROM v_was THEN
+        PERFORM pgq._fair_rekey(v_queue.name, v_queue.fair_by);
+    END IF;
+    RETURN format('queue %s: retry_after %s s%s%s', v_queue.name, v_queue.retry_after,
+                  CASE WHEN v_queue.fair_by IS NOT NULL THEN format(', fair by %s', v_queue.fair_by) ELSE '' END,
                   CASE WHEN v_queue.paused THEN ', paused (pgq.resume_queue starts it)' ELSE '' END);
 END;
 $$;
 
 
 --
--- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean, fair_by text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations. Returns what it defined, as a line of text.';
+COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean, fair_by text) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S130). Returns what it defined, as a line of text.';
 
 
 --
@@ -8336,6 +8721,7 @@ DECLARE
     v_queue  text;
     v_lease  int;
     v_paused boolean;
+    v_fair   boolean;                                -- round-robin across keys (S130)
     v_skip   bigint[];
     v_pick   pgq.picked;
     v_batch  pgq.reserve_batch;
@@ -8352,12 +8738,13 @@ BEGIN
     v_cursor := pgq._sweep_leases(pgq._pick_begin(reserve.queues), reserve.queues, v_now);
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
-        SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
+        SELECT q.retry_after, q.paused, q.fair_by IS NOT NULL INTO v_lease, v_paused, v_fair FROM pgq.queues q WHERE q.name = v_queue;
         CONTINUE WHEN v_paused;
         v_lease := coalesce(v_lease, pgq._default_retry_after());
         v_skip := '{}';
         LOOP
-            v_pick := pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip);
+            v_pick := CASE WHEN v_fair THEN pgq._pick_fair(v_cursor, v_queue, v_left, v_now, v_skip)
+                           ELSE pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip) END;
             IF (v_pick.chunk).first_id IS NOT NULL THEN
                 RETURN QUERY SELECT * FROM pgq._take_chunk(v_pick.chunk, v_left, v_now, v_lease, reserve.worker, v_base);
                 GET DIAGNOSTICS v_taken = ROW_COUNT;
@@ -8847,6 +9234,40 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb, timezone text, queue text, catch_up text, paused boolean, priority integer, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, middleware jsonb) IS 'Creates or replaces a schedule: job dispatched with payload and options at every tick of cron in timezone; catch_up latest, none or all (S60, S62, S64). Raises 22023 with the reason for a bad expression, zone or option. Returns the schedule as a line of text.';
+
+
+--
+-- Name: set_fair_weight(text, text, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pgq._check_name('queue', set_fair_weight.queue);
+    IF set_fair_weight.key IS NULL THEN
+        RAISE EXCEPTION 'pgq: set_fair_weight needs a key' USING ERRCODE = '22023';
+    END IF;
+    IF set_fair_weight.weight IS NULL OR set_fair_weight.weight NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a fair weight must be from 1 to 1000, got %', set_fair_weight.weight USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.fair_weights AS w (queue, key, weight)
+    VALUES (set_fair_weight.queue, set_fair_weight.key, set_fair_weight.weight)
+    ON CONFLICT ON CONSTRAINT fair_weights_pkey DO UPDATE SET weight = EXCLUDED.weight;
+    RETURN format('queue %s: key %s weighs %s%s', set_fair_weight.queue, quote_literal(set_fair_weight.key),
+                  set_fair_weight.weight,
+                  CASE WHEN NOT EXISTS (SELECT FROM pgq.queues q WHERE q.name = set_fair_weight.queue AND q.fair_by IS NOT NULL)
+                       THEN ' (the queue is not fair yet: pgq.define_queue(..., fair_by => ...))' ELSE '' END);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION set_fair_weight(queue text, key text, weight integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) IS 'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S133). Returns what it set, as a line of text.';
 
 
 --
@@ -9600,6 +10021,70 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: fair_turns; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.fair_turns (
+    queue text NOT NULL,
+    key text NOT NULL,
+    pass double precision DEFAULT 0 NOT NULL
+);
+
+
+--
+-- Name: TABLE fair_turns; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.fair_turns IS 'The turns of a fair queue''s keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
+
+
+--
+-- Name: fair_weights; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.fair_weights (
+    queue text NOT NULL,
+    key text NOT NULL,
+    weight integer NOT NULL,
+    CONSTRAINT fair_weights_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+
+--
+-- Name: TABLE fair_weights; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.fair_weights IS 'Weights of keys of fair queues (S133, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.';
+
+
+--
+-- Name: fair_keys; Type: VIEW; Schema: pgq; Owner: -
+--
+
+CREATE VIEW pgq.fair_keys AS
+ SELECT j.queue,
+    j.fair_key AS key,
+    COALESCE(w.weight, 1) AS weight,
+    count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now()))) AS ready,
+    COALESCE((now() - min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now())))), '00:00:00'::interval) AS oldest_wait,
+    count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()))) AS later,
+    count(*) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
+    t.pass
+   FROM ((pgq.jobs j
+     LEFT JOIN pgq.fair_weights w ON (((w.queue = j.queue) AND (w.key = j.fair_key))))
+     LEFT JOIN pgq.fair_turns t ON (((t.queue = j.queue) AND (t.key = j.fair_key))))
+  WHERE (j.fair_key IS NOT NULL)
+  GROUP BY j.queue, j.fair_key, w.weight, t.pass;
+
+
+--
+-- Name: VIEW fair_keys; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S135).';
+
+
+--
 -- Name: goose_version; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -9860,6 +10345,7 @@ CREATE TABLE pgq.jobs_0 (
     waits_on text,
     traceparent text,
     tracestate text,
+    fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9923,6 +10409,7 @@ CREATE TABLE pgq.jobs_1 (
     waits_on text,
     traceparent text,
     tracestate text,
+    fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -9986,6 +10473,7 @@ CREATE TABLE pgq.jobs_2 (
     waits_on text,
     traceparent text,
     tracestate text,
+    fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -10049,6 +10537,7 @@ CREATE TABLE pgq.jobs_3 (
     waits_on text,
     traceparent text,
     tracestate text,
+    fair_key text,
     CONSTRAINT jobs_wait_reason_check CHECK ((wait_reason = ANY (ARRAY['dispatched'::text, 'backoff'::text, 'released'::text, 'turned_away'::text, 'lease_expired'::text, 'run_now'::text, 'retried'::text, 'interrupted'::text])))
 )
 WITH (autovacuum_vacuum_scale_factor='0', autovacuum_vacuum_threshold='5000', autovacuum_vacuum_insert_scale_factor='0', autovacuum_vacuum_insert_threshold='50000', autovacuum_vacuum_cost_delay='0');
@@ -10601,6 +11090,7 @@ CREATE TABLE pgq.queues (
     paused boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    fair_by text,
     CONSTRAINT queues_retry_after_check CHECK ((retry_after > 0))
 );
 
@@ -10617,6 +11107,13 @@ COMMENT ON TABLE pgq.queues IS 'Queues. retry_after is the lease in seconds (S14
 --
 
 COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without a heartbeat before the job is handed to another worker.';
+
+
+--
+-- Name: COLUMN queues.fair_by; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.queues.fair_by IS 'The payload field whose value is a job''s key in a fair queue (S130): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.';
 
 
 --
@@ -11117,6 +11614,22 @@ ALTER TABLE ONLY pgq.failed_jobs
 
 
 --
+-- Name: fair_turns fair_turns_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.fair_turns
+    ADD CONSTRAINT fair_turns_pkey PRIMARY KEY (queue, key);
+
+
+--
+-- Name: fair_weights fair_weights_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.fair_weights
+    ADD CONSTRAINT fair_weights_pkey PRIMARY KEY (queue, key);
+
+
+--
 -- Name: goose_version goose_version_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -11381,6 +11894,13 @@ CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at
 
 
 --
+-- Name: fair_turns_pass_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX fair_turns_pass_idx ON pgq.fair_turns USING btree (queue, pass, key);
+
+
+--
 -- Name: job_batches_created_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11472,6 +11992,20 @@ CREATE INDEX jobs_0_batch_id_available_at_id_idx ON pgq.jobs_0 USING btree (batc
 
 
 --
+-- Name: jobs_fair_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_fair_idx ON ONLY pgq.jobs USING btree (queue, fair_key, priority DESC, available_at, id) WHERE (fair_key IS NOT NULL);
+
+
+--
+-- Name: jobs_0_queue_fair_key_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_0_queue_fair_key_priority_available_at_id_idx ON pgq.jobs_0 USING btree (queue, fair_key, priority DESC, available_at, id) WHERE (fair_key IS NOT NULL);
+
+
+--
 -- Name: jobs_reserve_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11556,6 +12090,13 @@ CREATE INDEX jobs_1_batch_id_available_at_id_idx ON pgq.jobs_1 USING btree (batc
 
 
 --
+-- Name: jobs_1_queue_fair_key_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_1_queue_fair_key_priority_available_at_id_idx ON pgq.jobs_1 USING btree (queue, fair_key, priority DESC, available_at, id) WHERE (fair_key IS NOT NULL);
+
+
+--
 -- Name: jobs_1_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11605,6 +12146,13 @@ CREATE INDEX jobs_2_batch_id_available_at_id_idx ON pgq.jobs_2 USING btree (batc
 
 
 --
+-- Name: jobs_2_queue_fair_key_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_2_queue_fair_key_priority_available_at_id_idx ON pgq.jobs_2 USING btree (queue, fair_key, priority DESC, available_at, id) WHERE (fair_key IS NOT NULL);
+
+
+--
 -- Name: jobs_2_queue_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
@@ -11651,6 +12199,13 @@ CREATE INDEX jobs_3_available_at_idx ON pgq.jobs_3 USING btree (available_at) WH
 --
 
 CREATE INDEX jobs_3_batch_id_available_at_id_idx ON pgq.jobs_3 USING btree (batch_id, available_at, id) WHERE (batch_id IS NOT NULL);
+
+
+--
+-- Name: jobs_3_queue_fair_key_priority_available_at_id_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX jobs_3_queue_fair_key_priority_available_at_id_idx ON pgq.jobs_3 USING btree (queue, fair_key, priority DESC, available_at, id) WHERE (fair_key IS NOT NULL);
 
 
 --
@@ -11822,6 +12377,13 @@ ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_0_batch_id_available_at
 
 
 --
+-- Name: jobs_0_queue_fair_key_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_fair_idx ATTACH PARTITION pgq.jobs_0_queue_fair_key_priority_available_at_id_idx;
+
+
+--
 -- Name: jobs_0_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -11868,6 +12430,13 @@ ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_1_available_at_idx
 --
 
 ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_1_batch_id_available_at_id_idx;
+
+
+--
+-- Name: jobs_1_queue_fair_key_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_fair_idx ATTACH PARTITION pgq.jobs_1_queue_fair_key_priority_available_at_id_idx;
 
 
 --
@@ -11920,6 +12489,13 @@ ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_2_batch_id_available_at
 
 
 --
+-- Name: jobs_2_queue_fair_key_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_fair_idx ATTACH PARTITION pgq.jobs_2_queue_fair_key_priority_available_at_id_idx;
+
+
+--
 -- Name: jobs_2_queue_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
 --
 
@@ -11966,6 +12542,13 @@ ALTER INDEX pgq.jobs_chain_wait_idx ATTACH PARTITION pgq.jobs_3_available_at_idx
 --
 
 ALTER INDEX pgq.jobs_batch_idx ATTACH PARTITION pgq.jobs_3_batch_id_available_at_id_idx;
+
+
+--
+-- Name: jobs_3_queue_fair_key_priority_available_at_id_idx; Type: INDEX ATTACH; Schema: pgq; Owner: -
+--
+
+ALTER INDEX pgq.jobs_fair_idx ATTACH PARTITION pgq.jobs_3_queue_fair_key_priority_available_at_id_idx;
 
 
 --
@@ -12536,6 +13119,48 @@ REVOKE ALL ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp wi
 
 
 --
+-- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_rekey(p_queue text, p_fair_by text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_settle(p_pending jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_settle(p_pending jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_taken(p_queue text, p_keys text[], p_idle text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _give_back(p_job pgq.jobs, p_reason text, p_now timestamp with time zone, p_limited boolean); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -12902,6 +13527,13 @@ REVOKE ALL ON FUNCTION pgq._pick_done(p_cursor jsonb, p_queue text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._pick_end(p_cursor jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
 
 
 --
@@ -13349,11 +13981,11 @@ GRANT ALL ON FUNCTION pgq.define_limit(name text, max integer, per interval) TO 
 
 
 --
--- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean, fair_by text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean) TO pgq_admin;
+REVOKE ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean, fair_by text) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean, fair_by text) TO pgq_admin;
 
 
 --
@@ -13661,6 +14293,14 @@ GRANT ALL ON FUNCTION pgq.schedule(name text, cron text, job text, payload jsonb
 
 
 --
+-- Name: FUNCTION set_fair_weight(queue text, key text, weight integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) TO pgq_admin;
+
+
+--
 -- Name: FUNCTION stage_dispatch(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13770,6 +14410,20 @@ GRANT SELECT ON TABLE pgq.failed TO pgq_reader;
 --
 
 GRANT SELECT ON TABLE pgq.failed_job_settings TO pgq_reader;
+
+
+--
+-- Name: TABLE fair_weights; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.fair_weights TO pgq_reader;
+
+
+--
+-- Name: TABLE fair_keys; Type: ACL; Schema: pgq; Owner: -
+--
+
+GRANT SELECT ON TABLE pgq.fair_keys TO pgq_reader;
 
 
 --

@@ -309,18 +309,42 @@ func (q *Queries) LimitDefine(ctx context.Context, arg LimitDefineParams) (*stri
 }
 
 const queueDefine = `-- name: QueueDefine :one
-SELECT define_queue FROM pgq.define_queue(name => $1::text, retry_after => $2::int, paused => $3::boolean)
+SELECT define_queue FROM pgq.define_queue(name => $1::text, retry_after => $2::int, paused => $3::boolean,
+                               fair_by => $4::text)
 `
 
 type QueueDefineParams struct {
 	Name       string
 	RetryAfter int32
 	Paused     bool
+	FairBy     *string
 }
 
 func (q *Queries) QueueDefine(ctx context.Context, arg QueueDefineParams) (*string, error) {
-	row := q.db.QueryRow(ctx, queueDefine, arg.Name, arg.RetryAfter, arg.Paused)
+	row := q.db.QueryRow(ctx, queueDefine,
+		arg.Name,
+		arg.RetryAfter,
+		arg.Paused,
+		arg.FairBy,
+	)
 	var define_queue *string
 	err := row.Scan(&define_queue)
 	return define_queue, err
+}
+
+const queueSetFairWeight = `-- name: QueueSetFairWeight :one
+SELECT set_fair_weight FROM pgq.set_fair_weight(queue => $1::text, key => $2::text, weight => $3::int)
+`
+
+type QueueSetFairWeightParams struct {
+	Queue  string
+	Key    string
+	Weight int32
+}
+
+func (q *Queries) QueueSetFairWeight(ctx context.Context, arg QueueSetFairWeightParams) (*string, error) {
+	row := q.db.QueryRow(ctx, queueSetFairWeight, arg.Queue, arg.Key, arg.Weight)
+	var set_fair_weight *string
+	err := row.Scan(&set_fair_weight)
+	return set_fair_weight, err
 }

@@ -299,6 +299,32 @@ type PgqFailedJobSetting struct {
 	ChainStep       *int32
 }
 
+// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S135).
+type PgqFairKey struct {
+	Queue      string
+	Key        *string
+	Weight     int32
+	Ready      int64
+	OldestWait time.Duration
+	Later      int64
+	Running    int64
+	Pass       *float64
+}
+
+// The turns of a fair queue's keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key's pass.
+type PgqFairTurn struct {
+	Queue string
+	Key   string
+	Pass  float64
+}
+
+// Weights of keys of fair queues (S133, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.
+type PgqFairWeight struct {
+	Queue  string
+	Key    string
+	Weight int32
+}
+
 type PgqGooseVersion struct {
 	ID        int32
 	VersionID int64
@@ -380,6 +406,8 @@ type PgqJob struct {
 	Traceparent *string
 	// The W3C tracestate of the dispatch (S110), NULL when it had none.
 	Tracestate *string
+	// The job's key in a fair queue (S130): its payload's fair_by field as text, '' when it has none; NULL in other queues.
+	FairKey *string
 }
 
 // Batches (pgq.dispatch_batch): options (then_job, catch_job, finally_job, allow_failures, queue), failed job uuids, when it was cancelled and finished, when each callback was dispatched. Counters are in pgq.batch_counts; read pgq.batches.
@@ -1117,6 +1145,8 @@ type PgqQueue struct {
 	Paused     bool
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// The payload field whose value is a job's key in a fair queue (S130): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.
+	FairBy *string
 }
 
 // Per queue: jobs ready, scheduled, retrying, running and failed, the oldest wait (pgq.queue_stats's figures, in one pass over the live jobs), whether it is paused, its retry_after (NULL: no pgq.queues row, 90).

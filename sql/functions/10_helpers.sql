@@ -77,7 +77,9 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 -- retention lock use the one-key form, hashed from a 'pgq.' prefix.
 --
 -- pgq._lock_space: the first key of a two-key lock space: 'nap' (held shared by a
--- napping session, S31) or 'dispatching' (held shared by a dispatching transaction).
+-- napping session, S31), 'dispatching' (held shared by a dispatching transaction) or
+-- 'fair' (the second key hashes a fair queue's key: held shared by a transaction that
+-- stores jobs of that key, taken alone by a reserve that ends the key's turn, S131).
 CREATE OR REPLACE FUNCTION pgq._lock_space(p_space text) RETURNS int
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -85,10 +87,11 @@ AS $$
     SELECT CASE p_space
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
         WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
+        WHEN 'fair' THEN 1297339926            -- hashtext('pgq.fair')
     END;
 $$;
 
-COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching.';
+COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair.';
 
 -- pgq._lock_ids: one-key advisory lock ids in pgq's space: 'pgq.' || name, hashed, for
 -- each name, in one call. The one definition of the ids.

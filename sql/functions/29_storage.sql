@@ -12,6 +12,11 @@
 --   pgq._pick_begin, pgq._pick, pgq._pick_done, pgq._pick_end, and around a lease sweep
 --   pgq._sweep_from, pgq._pick_lower, pgq._pick_swept
 --                         a reserve's walk of its queues, in their order (S30, S77)
+--   pgq._pick_fair        pgq._pick for a fair queue: round-robin across its keys
+--                         (S131, 23_storage_fair.sql)
+--   pgq._fair_enter       the turns of keys whose jobs a transaction writes itself
+--                         (a requeue of failed jobs)
+--   pgq._fair_rekey       a queue's live jobs keyed anew when its fair_by changes
 --   pgq._take_rows, pgq._take_chunk
 --                         reserve what was picked (S5, S14)
 --   pgq._lease_base, pgq._lease_tokens, pgq._lease_call_range, pgq._token_slots,
@@ -132,15 +137,21 @@ COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks t
 -- settings (S1). Many plain jobs (pgq._load_min() payloads or more; available now; no
 -- unique, debounce or middleware setting; no batch or chain) are kept as a load (S85),
 -- the others as rows of pgq.jobs in the current slot. The trace context of p_job
--- (S110) goes with every job, once per chunk of a load. id, slot and txid are the
--- storage's; the counters start at zero.
+-- (S110) goes with every job, once per chunk of a load. In a fair queue (S130) every job
+-- is a row with its key (fair_key: the payload's fair_by field as text, '' when it has
+-- none), and its key has a turn (pgq._fair_enter). id, slot and txid are the storage's;
+-- the counters start at zero.
 CREATE OR REPLACE FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p_keys jsonb[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_fair_by text := (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_job.queue);
 BEGIN
     p_job.slot := pgq._slot();
-    IF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
+    IF v_fair_by IS NOT NULL THEN
+        PERFORM pgq._fair_enter(p_job.queue, ARRAY(SELECT coalesce(p ->> v_fair_by, '') FROM unnest(p_payloads) p));
+    ELSIF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
        AND p_job.available_at <= now() AND p_job.middleware IS NULL
        AND p_job.unique_key IS NULL AND p_job.debounce_key IS NULL
        AND p_job.batch_id IS NULL AND p_job.chain_id IS NULL THEN
@@ -151,12 +162,13 @@ BEGIN
         (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
          fail_on_timeout, retry_until, available_at, unique_key, unique_token, unique_until,
          debounce_key, debounce_token, middleware, middleware_keys, batch_id, chain_id, chain_step, slot,
-         traceparent, tracestate)
+         traceparent, tracestate, fair_key)
     SELECT p.uuid, p_job.job, p_job.queue, p.payload, p_job.priority, p_job.handler, p_job.tries, p_job.backoff,
            p_job.max_exceptions, p_job.timeout, p_job.fail_on_timeout, p_job.retry_until, p_job.available_at,
            p_job.unique_key, p_job.unique_token, p_job.unique_until, p_job.debounce_key, p_job.debounce_token,
            p_job.middleware, p_keys[p.n], p_job.batch_id, p_job.chain_id, p_job.chain_step, p_job.slot,
-           p_job.traceparent, p_job.tracestate
+           p_job.traceparent, p_job.tracestate,
+           CASE WHEN v_fair_by IS NOT NULL THEN coalesce(p.payload ->> v_fair_by, '') END
     FROM unnest(p_payloads, p_uuids) WITH ORDINALITY AS p(payload, uuid, n)
     ORDER BY p.n;
 END;
@@ -164,6 +176,57 @@ $$;
 
 COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
     'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
+
+-- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue before the
+-- jobs written with them by this transaction become visible: each key's 'fair' lock is
+-- taken shared until the transaction ends (see 23_storage_fair.sql), and a key with no
+-- turn gets one at the queue's lowest pass, so it waits at most one round (S131). Keys
+-- in order, so that two transactions that make the same new turns wait for each other
+-- in one order.
+CREATE OR REPLACE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_keys text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
+    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
+    ORDER BY u.n;
+    INSERT INTO pgq.fair_turns (queue, key, pass)
+    SELECT p_queue, u.k, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass LIMIT 1), 0)
+    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
+    ORDER BY u.n
+    ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_enter(text, text[]) IS
+    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S131).';
+
+-- pgq._fair_rekey: the live jobs of p_queue get their keys by p_fair_by (the payload's
+-- field as text, '' when it has none; NULL for every job when p_fair_by is NULL), and
+-- the queue's turns start anew, one for each key with live jobs (S130). Jobs still in
+-- the chunks of a bulk dispatch keep none: a fair queue's pick takes them when no turn
+-- has a ready job (pgq._pick_fair).
+CREATE OR REPLACE FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE pgq.jobs j
+    SET fair_key = CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END
+    WHERE j.queue = p_queue
+      AND j.fair_key IS DISTINCT FROM CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END;
+    DELETE FROM pgq.fair_turns t WHERE t.queue = p_queue;
+    IF p_fair_by IS NOT NULL THEN
+        PERFORM pgq._fair_enter(p_queue, ARRAY(SELECT DISTINCT j.fair_key FROM pgq.jobs j WHERE j.queue = p_queue));
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_rekey(text, text) IS
+    'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S130).';
 
 -- pgq._store_bulk: the fewest payloads of one pgq._store call of plain jobs that it
 -- keeps together, as a load (S85); 0: never.
@@ -416,6 +479,65 @@ $$;
 
 COMMENT ON FUNCTION pgq._pick(jsonb, text, int, timestamptz, bigint[]) IS
     'Reserve: the next waiting jobs of a queue in its order, locked (SKIP LOCKED): rows of one slot, or the chunk of a bulk dispatch whose jobs come next (S30, S77, S85).';
+
+-- pgq._pick_fair: pgq._pick for a fair queue (S130-S133): the next ready jobs of p_queue
+-- at the highest priority that has one, round-robin across its keys (pgq._fair_rows),
+-- locked with SKIP LOCKED, at most p_want, none of p_skip, as rows of one slot in the
+-- order to take them; the turns advance by what it returns, at the reserve's end
+-- (pgq._fair_taken, pgq._fair_settle from pgq._pick_end). When no
+-- turn gives a job at any priority (every ready one held by other reserves, or jobs
+-- that no turn holds: a chunk or a job stored before the queue was made fair), the
+-- queue is picked in its plain order (pgq._pick), from the marks.
+CREATE OR REPLACE FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want int, p_now timestamptz, p_skip bigint[])
+RETURNS pgq.picked
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_slots smallint[] := pgq._pick_slots(p_cursor);
+    v_prio  int := 2147483647;
+    v_rows  record;
+    v_n     int;
+    v_out   pgq.picked;
+BEGIN
+    LOOP
+        -- The next priority, below the last, that has a ready keyed job.
+        SELECT p.priority INTO v_prio FROM pgq.jobs p
+        WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.priority < v_prio
+          AND p.fair_key IS NOT NULL AND p.id <> ALL (p_skip) AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+        ORDER BY p.priority DESC, p.available_at, p.id  -- jobs_reserve_idx
+        LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN pgq._pick(p_cursor, p_queue, p_want, p_now, p_skip);
+        END IF;
+        v_rows := pgq._fair_rows(v_slots, p_queue, v_prio, p_want, p_now, p_skip);
+        EXIT WHEN cardinality(v_rows.tids) > 0;
+        PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
+    END LOOP;
+    -- In the order to take them: by tag, then as walked.
+    SELECT array_agg(v_rows.tids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.slots[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.ids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.plain[i] ORDER BY v_rows.tags[i], i),
+           array_agg(v_rows.keys[i] ORDER BY v_rows.tags[i], i)
+    INTO v_rows.tids, v_rows.slots, v_rows.ids, v_rows.plain, v_rows.keys
+    FROM generate_subscripts(v_rows.tags, 1) i;
+    -- One slot: up to the first row of another, which stays locked and comes first in
+    -- the next pick.
+    v_n := coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
+                     WHERE v_rows.slots[i] <> v_rows.slots[1]), cardinality(v_rows.tids));
+    PERFORM pgq._fair_taken(p_queue, v_rows.keys[1 : v_n], v_rows.idle);
+    v_out.slot := v_rows.slots[1];
+    v_out.tids := v_rows.tids[1 : v_n];
+    v_out.ids := v_rows.ids[1 : v_n];
+    v_out.plain := v_rows.plain[1 : v_n];
+    v_out.last := false;  -- a lower priority may have ready jobs: the next pick tells
+    RETURN v_out;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._pick_fair(jsonb, text, int, timestamptz, bigint[]) IS
+    'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S130-S133).';
 
 -- pgq._take_chunk: reserves the next p_want jobs (or as many as are left) of a chunk
 -- that pgq._pick returned, for p_worker at p_now, for p_lease seconds: they become rows
@@ -729,15 +851,22 @@ COMMENT ON FUNCTION pgq._pick_done(jsonb, text) IS
 -- pgq._pick_end: keeps the cursor's marks for the session's next reserve, with the
 -- snapshot they hold for, and returns them. The transaction's own id is added to the
 -- in-progress list: its rows written after this call (a reserve inside a longer
--- transaction) are looked at next time. A function with a result, so that the reserve
--- calls it in an expression rather than a statement.
+-- transaction) are looked at next time. The turns of the fair queues it picked from
+-- are settled first (pgq._fair_settle, S131). A function with a result, so that the
+-- reserve calls it in an expression rather than a statement.
 CREATE OR REPLACE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_own xid8 := pg_current_xact_id_if_assigned();
+    v_own     xid8;
+    v_pending text := current_setting('pgq.fair_pending', true);
 BEGIN
+    IF v_pending <> '' THEN
+        PERFORM pgq._fair_settle(v_pending::jsonb);
+        PERFORM set_config('pgq.fair_pending', '', true);
+    END IF;
+    v_own := pg_current_xact_id_if_assigned();
     IF v_own IS NOT NULL THEN
         p_cursor := jsonb_set(p_cursor, '{since,xip}', to_jsonb(concat_ws(',', nullif(p_cursor #>> '{since,xip}', ''), v_own::text)));
     END IF;

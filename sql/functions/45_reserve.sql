@@ -18,6 +18,7 @@ COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as
 -- The reserve is a pipeline, one stage per function, each called for a batch:
 --   1. sweep        expired leases come back to waiting (S14, S35)     pgq._sweep_leases
 --   2. pick         the next waiting jobs of a queue, locked (S30)     pgq._pick (storage)
+--                   round-robin across keys in a fair queue (S131)     pgq._pick_fair (storage)
 --   3. checks       jobs that must not run end before their handler:
 --                   cancelled (S40, S74), superseded (S24), exhausted (S12)
 --                                                                      pgq._pickup_checks
@@ -252,6 +253,7 @@ DECLARE
     v_queue  text;
     v_lease  int;
     v_paused boolean;
+    v_fair   boolean;                                -- round-robin across keys (S130)
     v_skip   bigint[];
     v_pick   pgq.picked;
     v_batch  pgq.reserve_batch;
@@ -268,12 +270,13 @@ BEGIN
     v_cursor := pgq._sweep_leases(pgq._pick_begin(reserve.queues), reserve.queues, v_now);
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
-        SELECT q.retry_after, q.paused INTO v_lease, v_paused FROM pgq.queues q WHERE q.name = v_queue;
+        SELECT q.retry_after, q.paused, q.fair_by IS NOT NULL INTO v_lease, v_paused, v_fair FROM pgq.queues q WHERE q.name = v_queue;
         CONTINUE WHEN v_paused;
         v_lease := coalesce(v_lease, pgq._default_retry_after());
         v_skip := '{}';
         LOOP
-            v_pick := pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip);
+            v_pick := CASE WHEN v_fair THEN pgq._pick_fair(v_cursor, v_queue, v_left, v_now, v_skip)
+                           ELSE pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip) END;
             IF (v_pick.chunk).first_id IS NOT NULL THEN
                 RETURN QUERY SELECT * FROM pgq._take_chunk(v_pick.chunk, v_left, v_now, v_lease, reserve.worker, v_base);
                 GET DIAGNOSTICS v_taken = ROW_COUNT;

@@ -1,32 +1,78 @@
 -- Configuration: queues, job classes and rate limits.
 
 -- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
+-- fair_by names a payload field: the queue takes its jobs round-robin across the field's
+-- values (S130-S133); NULL: a plain FIFO queue. Each call sets every setting, fair_by
+-- included. When fair_by changes, the queue's live jobs get their keys anew (their
+-- field under the new name, or none), in this transaction.
 -- Returns a line that says what was defined (psql prints it as it is).
-CREATE OR REPLACE FUNCTION pgq.define_queue(name text, retry_after int DEFAULT pgq._default_retry_after(), paused boolean DEFAULT false)
-RETURNS text
+CREATE OR REPLACE FUNCTION pgq.define_queue(
+    name        text,
+    retry_after int DEFAULT pgq._default_retry_after(),
+    paused      boolean DEFAULT false,
+    fair_by     text DEFAULT NULL
+) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_queue pgq.queues;
+    v_was   text;
 BEGIN
     PERFORM pgq._check_name('queue', define_queue.name);
     IF define_queue.retry_after IS NULL OR define_queue.retry_after < 1 THEN
         RAISE EXCEPTION 'pgq: retry_after must be seconds >= 1, got %', define_queue.retry_after
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.queues AS q (name, retry_after, paused)
-    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false))
+    IF define_queue.fair_by IS NOT NULL AND (define_queue.fair_by = '' OR octet_length(define_queue.fair_by) > 200) THEN
+        RAISE EXCEPTION 'pgq: fair_by must name a payload field (1 to 200 bytes), got %', quote_literal(define_queue.fair_by)
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT q.fair_by INTO v_was FROM pgq.queues q WHERE q.name = define_queue.name FOR UPDATE;
+    INSERT INTO pgq.queues AS q (name, retry_after, paused, fair_by)
+    VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false), define_queue.fair_by)
     ON CONFLICT ON CONSTRAINT queues_pkey DO UPDATE
-        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, updated_at = now()
+        SET retry_after = EXCLUDED.retry_after, paused = EXCLUDED.paused, fair_by = EXCLUDED.fair_by, updated_at = now()
     RETURNING * INTO v_queue;
-    RETURN format('queue %s: retry_after %s s%s', v_queue.name, v_queue.retry_after,
+    IF v_queue.fair_by IS DISTINCT FROM v_was THEN
+        PERFORM pgq._fair_rekey(v_queue.name, v_queue.fair_by);
+    END IF;
+    RETURN format('queue %s: retry_after %s s%s%s', v_queue.name, v_queue.retry_after,
+                  CASE WHEN v_queue.fair_by IS NOT NULL THEN format(', fair by %s', v_queue.fair_by) ELSE '' END,
                   CASE WHEN v_queue.paused THEN ', paused (pgq.resume_queue starts it)' ELSE '' END);
 END;
 $$;
 
-COMMENT ON FUNCTION pgq.define_queue(text, int, boolean) IS
-    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations. Returns what it defined, as a line of text.';
+COMMENT ON FUNCTION pgq.define_queue(text, int, boolean, text) IS
+    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S130). Returns what it defined, as a line of text.';
+
+-- pgq.set_fair_weight: the weight of one key of a fair queue (S133): each round, a key
+-- of weight w gets up to w jobs where a key of weight 1 gets one. 1 to 1000; a key with
+-- no weight set weighs 1. Returns what it set, as a line of text.
+CREATE OR REPLACE FUNCTION pgq.set_fair_weight(queue text, key text, weight int) RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pgq._check_name('queue', set_fair_weight.queue);
+    IF set_fair_weight.key IS NULL THEN
+        RAISE EXCEPTION 'pgq: set_fair_weight needs a key' USING ERRCODE = '22023';
+    END IF;
+    IF set_fair_weight.weight IS NULL OR set_fair_weight.weight NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'pgq: a fair weight must be from 1 to 1000, got %', set_fair_weight.weight USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO pgq.fair_weights AS w (queue, key, weight)
+    VALUES (set_fair_weight.queue, set_fair_weight.key, set_fair_weight.weight)
+    ON CONFLICT ON CONSTRAINT fair_weights_pkey DO UPDATE SET weight = EXCLUDED.weight;
+    RETURN format('queue %s: key %s weighs %s%s', set_fair_weight.queue, quote_literal(set_fair_weight.key),
+                  set_fair_weight.weight,
+                  CASE WHEN NOT EXISTS (SELECT FROM pgq.queues q WHERE q.name = set_fair_weight.queue AND q.fair_by IS NOT NULL)
+                       THEN ' (the queue is not fair yet: pgq.define_queue(..., fair_by => ...))' ELSE '' END);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq.set_fair_weight(text, text, int) IS
+    'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S133). Returns what it set, as a line of text.';
 
 -- pgq._check_ceilings: the guard of a class's ceilings (S90): max_tries >= 0 (0:
 -- unlimited allowed), max_retry_for positive, min_backoff >= 0, max_timeout 1 to the

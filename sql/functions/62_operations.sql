@@ -58,15 +58,17 @@ BEGIN
         INSERT INTO pgq.jobs AS j
             (uuid, job, queue, payload, priority, handler, tries, backoff, max_exceptions, timeout,
              fail_on_timeout, retry_until, unique_key, unique_token, unique_until, debounce_key, debounce_token,
-             middleware, wait_reason, batch_id, chain_id, chain_step, slot)
+             middleware, wait_reason, batch_id, chain_id, chain_step, slot, fair_key)
         SELECT g.uuid, g.job, g.queue, g.payload, g.priority,
                -- a handler dropped since the job failed: the class's current one
                CASE WHEN EXISTS (SELECT FROM pg_proc p WHERE p.oid = g.handler) THEN g.handler
                     ELSE (SELECT c.handler FROM pgq.job_classes c WHERE c.name = g.job) END,
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
-               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot()
+               g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot(),
+               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S130
         FROM gone g
+        LEFT JOIN pgq.queues q ON q.name = g.queue
         ORDER BY g.id
         RETURNING j.uuid, j.queue, j.batch_id, j.chain_id, j.chain_step
     ), recorded AS (
@@ -85,6 +87,9 @@ BEGIN
         PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
+    -- The keys of fair queues get their turns (S131).
+    PERFORM pgq._fair_enter(j.queue, array_agg(j.fair_key))
+    FROM pgq.jobs j WHERE j.uuid = ANY (v_uuids) AND j.fair_key IS NOT NULL GROUP BY j.queue;
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
     RETURN QUERY SELECT unnest(v_uuids);
 END;

@@ -127,3 +127,23 @@ LEFT JOIN pgq._live_counted j ON j.queue = q.queue
 GROUP BY q.queue;
 
 COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.';
+
+-- pgq.fair_keys: the keys of fair queues that have live jobs (S135): each one's weight,
+-- its jobs ready now and how long the oldest has waited, waiting later (scheduled or
+-- retrying), running, and its pass (the order of turns: lowest first; NULL: a turn is
+-- being made or ended).
+CREATE OR REPLACE VIEW pgq.fair_keys AS
+SELECT j.queue, j.fair_key AS key, coalesce(w.weight, 1) AS weight,
+       count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()) AS ready,
+       coalesce(now() - min(j.available_at) FILTER (WHERE j.reserved_at IS NULL AND j.available_at <= now()),
+                interval '0')::interval AS oldest_wait,
+       count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now()) AS later,
+       count(*) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
+       t.pass
+FROM pgq.jobs j
+LEFT JOIN pgq.fair_weights w ON w.queue = j.queue AND w.key = j.fair_key
+LEFT JOIN pgq.fair_turns t ON t.queue = j.queue AND t.key = j.fair_key
+WHERE j.fair_key IS NOT NULL
+GROUP BY j.queue, j.fair_key, w.weight, t.pass;
+
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S135).';

@@ -53,7 +53,11 @@ SELECT * FROM pgq.define_job(
 );
 
 -- name: QueueDefine :one
-SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after::int, paused => @paused::boolean);
+SELECT * FROM pgq.define_queue(name => @name::text, retry_after => @retry_after::int, paused => @paused::boolean,
+                               fair_by => sqlc.narg('fair_by')::text);
+
+-- name: QueueSetFairWeight :one
+SELECT * FROM pgq.set_fair_weight(queue => @queue::text, key => @key::text, weight => @weight::int);
 
 -- name: LimitDefine :one
 SELECT * FROM pgq.define_limit(name => @name::text, max => @max::int, per => @per::interval);

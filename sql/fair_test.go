@@ -1,0 +1,419 @@
+package sql_test
+
+// Fair queues (S130-S136): a queue defined with fair_by takes its jobs round-robin
+// across the values of a payload field.
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgq-dev/pgq/internal/pgqtest"
+)
+
+// fairQueue makes the queue 'exports' fair by tenant.
+func fairQueue(t *testing.T, db *pgqtest.DB) {
+	t.Helper()
+	db.Exec(t, `SELECT pgq.define_queue('exports', fair_by => 'tenant')`)
+}
+
+// dispatchTenant dispatches n jobs of tenant to 'exports' in one call, numbered from
+// 1, at priority prio.
+func dispatchTenant(t *testing.T, db *pgqtest.DB, tenant string, n, prio int) {
+	t.Helper()
+	db.Exec(t, `SELECT pgq.dispatch_many('export',
+	    ARRAY(SELECT jsonb_build_object('tenant', $1::text, 'n', i) FROM generate_series(1, $2::int) i),
+	    queue => 'exports', priority => $3::int)`, tenant, n, prio)
+}
+
+// taken is a job a reserve took: its tenant and number.
+type taken struct {
+	Tenant string
+	N      int
+}
+
+// reserveFairOn reserves up to max jobs of 'exports' on c as worker, in the order reserve
+// gave them.
+func reserveFairOn(t testing.TB, c *pgx.Conn, worker string, max int) ([]taken, error) {
+	rows, err := c.Query(ctx, `SELECT coalesce(payload->>'tenant', ''), coalesce((payload->>'n')::int, 0)
+	                           FROM pgq.reserve($1, '{exports}', $2) WHERE pickup IS NULL`, worker, max)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (taken, error) {
+		var j taken
+		return j, r.Scan(&j.Tenant, &j.N)
+	})
+}
+
+// reserveTenants reserves up to max jobs of 'exports' on a connection of db's pool.
+func reserveTenants(t *testing.T, db *pgqtest.DB, max int) []taken {
+	t.Helper()
+	c, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	got, err := reserveFairOn(t, c.Conn(), "w1", max)
+	require.NoError(t, err)
+	return got
+}
+
+// S130: the key is the payload's fair_by field as text (” when it has none); a fair queue's
+// jobs are rows even in bulk (no loads), and redefining the queue keys its live jobs
+// anew.
+func TestS130FairQueueKeysJobsByPayloadField(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.NewWithLoads(t, 100)
+	require.Equal(t, "queue exports: retry_after 90 s, fair by tenant",
+		pgqtest.Scalar[string](t, db, `SELECT pgq.define_queue('exports', fair_by => 'tenant')`))
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "acme"}', queue => 'exports')`)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": 42}', queue => 'exports')`)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"other": 1}', queue => 'exports')`)
+	dispatchTenant(t, db, "bulk", 1000, 0)
+	require.Equal(t, []string{"", "42", "acme", "bulk"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(DISTINCT fair_key ORDER BY fair_key) FROM pgq.jobs`))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`),
+		"a bulk dispatch into a fair queue is stored as rows")
+	require.Equal(t, 1003, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE fair_key IS NOT NULL`))
+	require.Equal(t, 4, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns`), "a turn per key")
+
+	// Another queue keeps loads and no keys.
+	db.Exec(t, `SELECT pgq.dispatch_many('export', ARRAY(SELECT jsonb_build_object('tenant', 't') FROM generate_series(1, 1000)))`)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`))
+
+	// No longer fair: no keys, no turns; fair again by another field: keyed anew.
+	db.Exec(t, `SELECT pgq.define_queue('exports')`)
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE fair_key IS NOT NULL`))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns`))
+	db.Exec(t, `SELECT pgq.define_queue('exports', fair_by => 'other')`)
+	require.Equal(t, []string{"", "1"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(DISTINCT fair_key ORDER BY fair_key) FROM pgq.jobs WHERE queue = 'exports'`))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns`))
+
+	_, err := db.Pool.Exec(ctx, `SELECT pgq.define_queue('exports', fair_by => '')`)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "22023", pgErr.Code)
+}
+
+// tenants lists the tenants of jobs, in order.
+func tenants(jobs []taken) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Tenant
+	}
+	return out
+}
+
+// S131: a key with one waiting job waits at most one turn behind a key with 10,000: reserved
+// one at a time, at most one job of the big key comes before it, however far the big
+// key's backlog has been drained; and a batch reserve takes it in its first round.
+func TestS131OneJobWaitsAtMostOneTurn(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 10000, 0)
+	bigTaken := 0
+	for round := range 3 {
+		for range 50 * round {
+			require.Equal(t, []string{"big"}, tenants(reserveTenants(t, db, 1)))
+			bigTaken++
+		}
+		db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'small', 'n', $1::int), queue => 'exports')`, round)
+		var before int
+		for {
+			got := reserveTenants(t, db, 1)
+			require.Len(t, got, 1)
+			if got[0].Tenant == "small" {
+				break
+			}
+			before++
+		}
+		require.LessOrEqual(t, before, 1, "round %d: the small key waited at most one turn", round)
+		bigTaken += before
+	}
+	// Fifty keys with a job each, then a reserve of 60: all fifty are in it.
+	for k := range 50 {
+		dispatchTenant(t, db, fmt.Sprint("k", k), 1, 0)
+	}
+	got := tenants(reserveTenants(t, db, 60))
+	require.Len(t, got, 60)
+	small := 0
+	for _, tenant := range got {
+		if tenant != "big" {
+			small++
+		}
+	}
+	require.Equal(t, 50, small, "each small key's job is in the first round")
+	require.Equal(t, 10000-bigTaken-10, pgqtest.Scalar[int](t, db, `SELECT ready::int FROM pgq.fair_keys WHERE key = 'big'`))
+}
+
+// S132: FIFO within a key: whatever the interleaving of dispatches and the size of reserves,
+// each key's jobs are taken in dispatch order, round-robin across the keys.
+func TestS132FIFOWithinAKey(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	next := map[string]int{}
+	keys := []string{"a", "b", "c"}
+	rng := rand.New(rand.NewSource(1))
+	for range 90 {
+		k := keys[rng.Intn(3)]
+		next[k]++
+		db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text, 'n', $2::int), queue => 'exports')`, k, next[k])
+	}
+	first := reserveTenants(t, db, 3)
+	require.ElementsMatch(t, keys, tenants(first), "one job of each key in the first round")
+	seen := map[string]int{}
+	for _, j := range first {
+		seen[j.Tenant] = j.N
+	}
+	for {
+		got := reserveTenants(t, db, 1+rng.Intn(7))
+		if len(got) == 0 {
+			break
+		}
+		for _, j := range got {
+			require.Equal(t, seen[j.Tenant]+1, j.N, "key %s in dispatch order", j.Tenant)
+			seen[j.Tenant] = j.N
+		}
+	}
+	for _, k := range keys {
+		require.Equal(t, next[k], seen[k], "every job of key %s was taken", k)
+	}
+}
+
+// S133: a key of weight 3 gets three jobs a round where a key of weight 1 gets one,
+// in one big reserve and in reserves of one job.
+func TestS133Weights(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	require.Equal(t, "queue exports: key 'a' weighs 3",
+		pgqtest.Scalar[string](t, db, `SELECT pgq.set_fair_weight('exports', 'a', 3)`))
+	dispatchTenant(t, db, "a", 200, 0)
+	dispatchTenant(t, db, "b", 200, 0)
+	count := func(jobs []taken) map[string]int {
+		m := map[string]int{}
+		for _, j := range jobs {
+			m[j.Tenant]++
+		}
+		return m
+	}
+	require.Equal(t, map[string]int{"a": 30, "b": 10}, count(reserveTenants(t, db, 40)))
+	var one []taken
+	for range 40 {
+		one = append(one, reserveTenants(t, db, 1)...)
+	}
+	require.Equal(t, map[string]int{"a": 30, "b": 10}, count(one))
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT weight FROM pgq.fair_keys WHERE key = 'a'`))
+
+	_, err := db.Pool.Exec(ctx, `SELECT pgq.set_fair_weight('exports', 'a', 0)`)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "22023", pgErr.Code)
+}
+
+// S134: priority orders before fairness: a key's higher-priority jobs go before every key's
+// lower ones, whatever the turns; within a priority, keys take turns.
+func TestS134PriorityBeforeFairness(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 100, 0)
+	dispatchTenant(t, db, "small", 3, 5)
+	dispatchTenant(t, db, "other", 2, 5)
+	got := reserveTenants(t, db, 5)
+	require.ElementsMatch(t, []string{"small", "small", "small", "other", "other"}, tenants(got))
+	require.Equal(t, []string{"other", "small"}, tenants(got[:2]), "within the priority, one turn each (by key on a tie)")
+	require.Equal(t, []string{"big", "big"}, tenants(reserveTenants(t, db, 2)))
+	// A lower-priority job of a key that just had its turn waits behind higher ones.
+	dispatchTenant(t, db, "small", 1, -1)
+	dispatchTenant(t, db, "small", 1, 9)
+	require.Equal(t, []taken{{"small", 1}}, reserveTenants(t, db, 1))
+	all := tenants(reserveTenants(t, db, 200))
+	require.Len(t, all, 99)
+	require.Equal(t, "small", all[len(all)-1], "the priority -1 job is last")
+}
+
+// S136: concurrent reserves on several connections take each job of a fair queue once, while
+// producers dispatch to the same keys; and no key is ever left with live jobs and no
+// turn: a reserve that ends a key's turn as a producer stores a job of that key.
+func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	const producers, consumers, keys = 3, 4, 12
+	perProducer := 400
+	if testing.Short() {
+		perProducer = 150
+	}
+	var mu sync.Mutex
+	seen := map[uuid.UUID]int{}
+	var dispatched atomic.Int64
+	var producing, consuming sync.WaitGroup
+	stop := make(chan struct{})
+	for p := range producers {
+		producing.Add(1)
+		go func() {
+			defer producing.Done()
+			rng := rand.New(rand.NewSource(int64(p)))
+			conn, err := pgx.Connect(ctx, db.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(ctx)
+			for i := 0; i < perProducer; {
+				// One to three jobs of random keys in one transaction, in key order
+				// (S136: transactions that give keys turns in opposite orders may deadlock).
+				tx, err := conn.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := 1 + rng.Intn(3)
+				picked := make([]string, n)
+				for j := range picked {
+					picked[j] = fmt.Sprintf("k%02d", rng.Intn(keys))
+				}
+				slices.Sort(picked)
+				for _, key := range picked {
+					if _, err := tx.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text), queue => 'exports')`,
+						key); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if err := tx.Commit(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				dispatched.Add(int64(n))
+				i += n
+			}
+		}()
+	}
+	reserveAndComplete := func(conn *pgx.Conn, worker string, max int) (int, error) {
+		var ids, tokens []uuid.UUID
+		rows, err := conn.Query(ctx, `SELECT uuid, lease_token FROM pgq.reserve($1, '{exports}', $2) WHERE pickup IS NULL`, worker, max)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			var id, token uuid.UUID
+			if err := rows.Scan(&id, &token); err != nil {
+				return 0, err
+			}
+			ids, tokens = append(ids, id), append(tokens, token)
+		}
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		mu.Lock()
+		for _, id := range ids {
+			seen[id]++
+		}
+		mu.Unlock()
+		if len(ids) > 0 {
+			if _, err := conn.Exec(ctx, `SELECT count(*) FROM pgq.complete($1::uuid[], $2::uuid[])`, ids, tokens); err != nil {
+				return 0, err
+			}
+		}
+		return len(ids), nil
+	}
+	for c := range consumers {
+		consuming.Add(1)
+		go func() {
+			defer consuming.Done()
+			rng := rand.New(rand.NewSource(int64(100 + c)))
+			conn, err := pgx.Connect(ctx, db.WorkerURL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(ctx)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := reserveAndComplete(conn, fmt.Sprint("w", c), 1+rng.Intn(8)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	// The consumers stop while the producers still dispatch: the keys whose turns they
+	// ended meanwhile must have turns again for the jobs stored since.
+	for dispatched.Load() < int64(producers*perProducer/2) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	consuming.Wait()
+	producing.Wait()
+	require.False(t, t.Failed())
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs j WHERE j.fair_key IS NOT NULL
+	    AND NOT EXISTS (SELECT FROM pgq.fair_turns f WHERE f.queue = j.queue AND f.key = j.fair_key)`),
+		"every key with live jobs has a turn")
+	conn, err := pgx.Connect(ctx, db.WorkerURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for {
+		n, err := reserveAndComplete(conn, "drain", 50)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	require.Equal(t, int(dispatched.Load()), len(seen), "every job dispatched was taken")
+	for id, n := range seen {
+		require.Equal(t, 1, n, "job %s", id)
+	}
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys`))
+	// A turn ends at the first walk that finds its key with no live job: the keys whose
+	// last jobs the drain took are found so by the next walk of every turn.
+	dispatchTenant(t, db, "last", 1, 0)
+	n, err := reserveAndComplete(conn, "drain", 50)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []string{"last"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.fair_turns`))
+}
+
+// S135: pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
+// jobs and the oldest one's wait, its jobs waiting later and running.
+func TestS135FairKeysView(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.set_fair_weight('exports', 'acme', 2)`)
+	dispatchTenant(t, db, "acme", 5, 0)
+	dispatchTenant(t, db, "zeta", 1, 0)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "zeta"}', queue => 'exports', delay => '1 hour')`)
+	require.Len(t, reserveTenants(t, db, 3), 3) // acme twice (weight 2), zeta once
+	type row struct {
+		Key                           string
+		Weight, Ready, Later, Running int
+		Waited                        bool
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT key, weight, ready::int, later::int, running::int, oldest_wait > '0'
+	                                 FROM pgq.fair_keys WHERE queue = 'exports' ORDER BY key`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.Key, &x.Weight, &x.Ready, &x.Later, &x.Running, &x.Waited)
+	})
+	require.NoError(t, err)
+	require.Equal(t, []row{{"acme", 2, 3, 0, 2, true}, {"zeta", 1, 0, 1, 1, false}}, got)
+}

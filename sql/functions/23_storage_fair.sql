@@ -1,0 +1,242 @@
+-- Storage, internal: fair queues (S130-S136). A queue defined with fair_by takes its
+-- jobs round-robin across keys (the payload's fair_by field, kept in pgq.jobs.fair_key):
+-- a weighted round-robin by pass, as in stride scheduling. Each key with live jobs has
+-- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
+-- priority that has a ready job by ascending pass (then key), up to its weight
+-- (pgq.fair_weights, 1 by default) a key a round, and each job it takes adds 1/weight
+-- to its key's pass. A key that gets a turn starts at the lowest pass of the queue, so
+-- it waits at most one round, whatever the others' backlog (S131); within a key the
+-- jobs go in queue order (S132).
+--
+-- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
+-- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
+-- ends (pgq._fair_enter), and a reserve ends a turn only when it gets that lock alone
+-- and then, in a later statement, still sees no live job of the key: every store that
+-- began before is then visible, and every store that begins later waits for the
+-- reserve's end and finds no turn, so it makes one. So no key is left with jobs and no
+-- turn.
+--
+-- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
+-- from the session's marks (S77): they walk each key's jobs from its front in
+-- jobs_fair_idx. pgq.reserve still moves the marks of a fair queue with pgq._pick_done,
+-- which reads the waiting rows as they are, so the marks stay right for the
+-- pgq._pick that serves what no turn holds (S134).
+
+-- pgq._fair_probe: the next ready waiting rows of one key of a fair queue at priority
+-- p_prio, in the slots p_slots, in the queue's order, locked with SKIP LOCKED, at most
+-- p_want, none of p_skip; and whether each is plain (pgq._pick).
+CREATE OR REPLACE FUNCTION pgq._fair_probe(
+    p_slots smallint[], p_queue text, p_key text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[]
+) RETURNS TABLE (row_tid tid, row_slot smallint, row_id bigint, row_plain boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT p.ctid, p.slot, p.id,
+           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+           AND (p.retry_until IS NULL OR p.retry_until >= p_now)
+    FROM pgq.jobs p
+    WHERE p.queue = p_queue AND p.fair_key = p_key AND p.priority = p_prio
+      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+    LIMIT p_want
+    FOR UPDATE SKIP LOCKED;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestamptz, bigint[]) IS
+    'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S132).';
+
+-- pgq._fair_rows: the next ready waiting rows of p_queue at priority p_prio, in the
+-- slots p_slots, round-robin across its keys' turns, locked with SKIP LOCKED, at most
+-- p_want, none of p_skip. A first round walks the turns by ascending pass, taking from
+-- each key up to its weight; the keys that gave their whole share then take the rest
+-- in further rounds, each its weight's share of what is left, in one probe a key a
+-- round. Rows in walk order, each with its key (keys) and its tag (tags: its key's
+-- pass plus n/weight for its key's n-th job here), by which they are taken. idle: keys
+-- walked that gave no row.
+CREATE OR REPLACE FUNCTION pgq._fair_rows(
+    p_slots smallint[], p_queue text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[],
+    OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[],
+    OUT idle text[], OUT tags float8[]
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_more  text[] := '{}';    -- keys that gave their whole share: they may have more
+    v_pass  float8[] := '{}';  -- and their pass, weight and rows taken, in walk order
+    v_w     int[] := '{}';
+    v_took  int[] := '{}';
+    v_keys  text[];
+    v_quota int;
+    v_n     int;
+    v_m     int;
+    v_last  bigint;    -- the place of the last turn that gave a job, in pass order
+BEGIN
+    tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
+    -- The first round, in one statement: the turns by pass, each key's next jobs up to
+    -- its weight, until p_want jobs.
+    SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.row_id ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_plain ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.key ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.pass + x.n::float8 / x.weight ORDER BY x.ord, x.n), '{}'),
+           max(x.ord)
+    INTO tids, slots, ids, plain, keys, tags, v_last
+    FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
+          FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
+                FROM pgq.fair_turns t
+                LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+                WHERE t.queue = p_queue
+                ORDER BY t.pass, t.key) t
+          CROSS JOIN LATERAL (
+              SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
+              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
+                           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                           AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
+                    FROM pgq.jobs p
+                    WHERE p.queue = p_queue AND p.fair_key = t.key AND p.priority = p_prio
+                      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+                    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+                    LIMIT t.weight
+                    FOR UPDATE SKIP LOCKED) l) j
+          LIMIT p_want) x;
+    -- The keys that gave their whole share may have more; the turns walked before the
+    -- last that gave none are idle.
+    SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
+           coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
+    INTO v_more, v_pass, v_w, v_took
+    FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM pgq.fair_turns t LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          WHERE t.queue = p_queue AND t.key = ANY (keys)) t
+    WHERE t.took = t.weight;
+    idle := ARRAY(SELECT t.key FROM pgq.fair_turns t
+                  WHERE t.queue = p_queue AND t.key <> ALL (keys)
+                  ORDER BY t.pass, t.key
+                  LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
+                             ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
+    WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
+        -- Whole rounds of the keys left, at once: each takes its weight times m.
+        v_m := greatest(1, (p_want - cardinality(tids)) / (SELECT sum(w) FROM unnest(v_w) w)::int);
+        v_keys := v_more;
+        v_more := '{}';
+        FOR i IN 1 .. cardinality(v_keys) LOOP
+            EXIT WHEN cardinality(tids) >= p_want;
+            v_quota := least(v_w[i] * v_m, p_want - cardinality(tids));
+            v_n := cardinality(tids);
+            SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
+                   ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
+            INTO tids, slots, ids, plain
+            FROM pgq._fair_probe(p_slots, p_queue, v_keys[i], p_prio, v_quota, p_now, p_skip || ids) x;
+            v_n := cardinality(tids) - v_n;
+            keys := keys || array_fill(v_keys[i], ARRAY[v_n]);
+            tags := tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
+            v_took[i] := v_took[i] + v_n;
+            IF v_n = v_quota THEN
+                v_more := v_more || v_keys[i];  -- kept at the same place of the arrays below
+            END IF;
+        END LOOP;
+        -- Keep the arrays of the keys that go on, in their order.
+        SELECT coalesce(array_agg(v_pass[i] ORDER BY i), '{}'), coalesce(array_agg(v_w[i] ORDER BY i), '{}'),
+               coalesce(array_agg(v_took[i] ORDER BY i), '{}')
+        INTO v_pass, v_w, v_took
+        FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_rows(smallint[], text, int, int, timestamptz, bigint[]) IS
+    'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
+
+-- pgq._fair_taken: notes, for pgq._fair_settle at the reserve's end, that this reserve
+-- took jobs of the keys p_keys of p_queue (one element a job) and found none to take of
+-- the keys p_idle. Kept in the transaction's setting pgq.fair_pending, as a jsonb
+-- array of [queue, key, jobs].
+CREATE OR REPLACE FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM set_config('pgq.fair_pending',
+        (coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb
+         || coalesce((SELECT jsonb_agg(jsonb_build_array(p_queue, k.key, k.n))
+                      FROM (SELECT u.key, count(*) AS n FROM unnest(p_keys) u(key) GROUP BY u.key
+                            UNION ALL SELECT i.key, 0 FROM unnest(p_idle) i(key)) k), '[]'))::text,
+        true);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_taken(text, text[], text[]) IS
+    'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S131).';
+
+-- pgq._fair_settle: the turns after a reserve, from what its picks noted
+-- (pgq._fair_taken): each key's pass advances by 1/weight a job taken; an idle key's
+-- turn ends when it has no live job left (the module's comment says why no store is
+-- missed), and one with live jobs (running, or waiting later) keeps up with the lowest
+-- pass served in its queue here, so that it banks no turns while it has nothing ready.
+-- Once a reserve, at its end, and the turns locked in one statement in (queue, key)
+-- order: reserves that settle at the same time wait for each other, never in a cycle.
+CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_tids  tid[];     -- the turns locked, in (queue, key) order
+    v_q     text[];
+    v_k     text[];
+    v_n     bigint[];  -- jobs taken of the key; 0: idle
+    v_pass  float8[];
+    v_w     int[];
+    v_front jsonb;     -- per queue, the lowest pass served
+    v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
+    v_idle  tid[];
+BEGIN
+    SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
+           array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
+           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, t.pass, coalesce(w.weight, 1) AS weight
+          FROM pgq.fair_turns t
+          JOIN (SELECT x ->> 0 AS q, x ->> 1 AS k, sum((x ->> 2)::int) AS n
+                FROM jsonb_array_elements(p_pending) x GROUP BY 1, 2) e ON t.queue = e.q AND t.key = e.k
+          LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          ORDER BY t.queue, t.key
+          FOR UPDATE OF t) l;
+    IF v_tids IS NULL THEN
+        RETURN;
+    END IF;
+    -- Only the rows locked above, by TID: a turn made since by a store is left alone.
+    SELECT jsonb_object_agg(f.q, f.pass) INTO v_front
+    FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
+    UPDATE pgq.fair_turns t
+    SET pass = t.pass + u.n::float8 / u.w
+    FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
+    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
+    -- An idle key: alone on its lock first; then, by a statement that starts after, no
+    -- live job.
+    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+    DELETE FROM pgq.fair_turns t
+    WHERE t.ctid = ANY (v_alone)
+      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
+    IF v_front IS NOT NULL THEN
+        v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
+        UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
+        WHERE t.ctid = ANY (v_idle) AND t.pass < (v_front ->> t.queue)::float8;
+    END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_settle(jsonb) IS
+    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
