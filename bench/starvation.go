@@ -15,7 +15,7 @@ import (
 // The starvation scenario (pgq only): one key with a backlog of -starv-big jobs
 // dispatched in bulk before the workers start, and -starv-keys small keys dispatching
 // one job a second each while the big key drains; once with the queue fair by the key
-// (S131), once plain. Each run reports the p99 wait (dispatch commit to handler start)
+// (S115), once plain. Each run reports the p99 wait (dispatch commit to handler start)
 // of the small keys' jobs started while the big key drained, and the drain rate (every
 // job started, big and small, per second until the big key's last job started).
 

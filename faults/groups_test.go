@@ -10,14 +10,14 @@ import (
 	"github.com/pgq-dev/pgq/internal/pgcluster"
 )
 
-// S122, S35, S36: a drain of short SQL jobs by two workers, which run them in groups (several to
-// a transaction, S120), through a kill -9 of a worker at 25% of the jobs, a restart of
+// S111, S35, S36: a drain of short SQL jobs by two workers, which run them in groups (several to
+// a transaction, S109), through a kill -9 of a worker at 25% of the jobs, a restart of
 // PostgreSQL with -m immediate at 50% and another kill -9 at 75%, at --tries 1. Every
 // group those faults cut short was lost before its commit: its jobs go back uncounted
 // (the killed workers' when their leases end, the restart's at once), so no job is
 // lost, none runs twice, none fails and no attempt is charged: each job succeeds on its
 // attempt 1. That the jobs ran in groups is read from the transactions of their effects.
-func TestS120S122S35S36GroupedSQLDrainSurvivesKillsAndRestarts(t *testing.T) {
+func TestS109S111S35S36GroupedSQLDrainSurvivesKillsAndRestarts(t *testing.T) {
 	t.Parallel()
 	jobs := size(1000, 5000)
 	c := pgcluster.Start(t)
@@ -65,7 +65,7 @@ SELECT pgq.define_job('effect', handler => 'app.effect');`)
 	require.Zero(t, f.lost, "jobs whose effect never committed")
 	require.Zero(t, f.duplicated, "jobs whose effect committed twice")
 	require.Zero(t, f.failed, "jobs in pgq.failed_jobs")
-	require.Zero(t, later, "jobs that spent an attempt before the one that succeeded (S35, S122: none is charged)")
+	require.Zero(t, later, "jobs that spent an attempt before the one that succeeded (S35, S111: none is charged)")
 	require.Zero(t, pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.attempts
 		WHERE outcome = 'lease_expired' AND exception NOT LIKE '%attempt given back'`), "lease ends charged as attempts")
 	require.Equal(t, f.jobs, f.done)

@@ -270,7 +270,7 @@ func derefAll(ids []*uuid.UUID) []uuid.UUID {
 // FailOnTimeout, RetryFor, UniqueFor/UniqueBy/UniqueUntilProcessing and
 // DebounceFor/DebounceBy/DebounceMaxWait, WithMiddleware, and the ceilings of what a
 // dispatch may set beyond them (MaxTries, MaxRetryFor, MinBackoff, MaxTimeout, S90),
-// and Isolated (S123). The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
+// and Isolated (S112). The whole declaration is replaced. Jobs already dispatched keep their settings (S1).
 func (c *Client) DefineJob(ctx context.Context, name string, opts ...Option) error {
 	s := collect(opts)
 	if err := s.classOnly(); err != nil {
@@ -333,15 +333,15 @@ type queueOptions struct {
 	fairBy *string
 }
 
-// FairBy makes the queue fair (S130): its jobs are taken round-robin across the values
+// FairBy makes the queue fair (S114): its jobs are taken round-robin across the values
 // of the payload field named field (the key), so that no key's backlog delays another
-// key's jobs by more than one turn (S131). A payload without the field has the key "".
+// key's jobs by more than one turn (S115). A payload without the field has the key "".
 func FairBy(field string) QueueOption {
 	return func(o *queueOptions) { o.fairBy = &field }
 }
 
 // SetFairWeight sets the weight of key in the fair queue: each round it gets up to
-// weight jobs where a key of weight 1 gets one (S133). weight is 1 to 1000, else the
+// weight jobs where a key of weight 1 gets one (S117). weight is 1 to 1000, else the
 // error wraps ErrInvalidArgument.
 func (c *Client) SetFairWeight(ctx context.Context, queue, key string, weight int) error {
 	_, err := c.q.QueueSetFairWeight(ctx, dbsqlc.QueueSetFairWeightParams{Queue: queue, Key: key, Weight: int32(weight)})

@@ -34,7 +34,7 @@ type settings struct {
 	debounceMaxWait *time.Duration
 	middleware      []byte
 	byCopy          bool
-	trace           traceContext // set by a client with a TracerProvider (S110)
+	trace           traceContext // set by a client with a TracerProvider (S105)
 
 	maxTries    *int32
 	maxRetryFor *time.Duration
@@ -59,7 +59,7 @@ func Queue(name string) Option { return func(s *settings) { s.queue = &name } }
 func Handler(function string) Option { return func(s *settings) { s.handler = &function } }
 
 // Isolated has the worker run each SQL job of the class in a transaction of its own,
-// never grouped with other SQL jobs (S123): for handlers that must commit alone, such as
+// never grouped with other SQL jobs (S112): for handlers that must commit alone, such as
 // ones that take session locks. DefineJob only.
 func Isolated() Option { return func(s *settings) { s.isolated = true } }
 

@@ -35,8 +35,8 @@ type clientConfig struct {
 // TracerProvider makes the client trace its dispatches: a "send {queue}" span of kind
 // PRODUCER ("send" when the dispatch names no queue) for each Dispatch, DispatchMany,
 // DispatchChain and DispatchBatch (and their Tx forms), a child of the caller's span in
-// ctx if any, whose W3C trace context is stored with the jobs (S110; every step of a
-// chain and member of a batch, S112), so that a worker's span of each attempt links to
+// ctx if any, whose W3C trace context is stored with the jobs (S105; every step of a
+// chain and member of a batch, S107), so that a worker's span of each attempt links to
 // it. Without it the client makes no span and stores no context of its
 // own (a SET LOCAL pgq.traceparent in the caller's transaction still applies).
 func TracerProvider(tp trace.TracerProvider) ClientOption {
@@ -74,7 +74,7 @@ func newTelemetry(c clientConfig) (*telemetry, error) {
 	return t, nil
 }
 
-// traceContext is the W3C trace context to store with a dispatch's jobs (S110); nil
+// traceContext is the W3C trace context to store with a dispatch's jobs (S105); nil
 // fields: none of the client's own.
 type traceContext struct{ parent, state *string }
 
@@ -212,7 +212,7 @@ func (c *Client) tracedMany(ctx context.Context, tx pgx.Tx, job string, args []a
 }
 
 // tracedWorkflow runs the dispatch of a chain or a batch (kind) of n entries inside the
-// client's send span, whose context dispatch stores with every job of it (S112). The
+// client's send span, whose context dispatch stores with every job of it (S107). The
 // span carries the chain's or batch's id as pgq.chain.id or pgq.batch.id.
 func (c *Client) tracedWorkflow(ctx context.Context, kind, queue string, n int, dispatch func(traceContext) (uuid.UUID, error)) (uuid.UUID, error) {
 	if c.tel == nil {

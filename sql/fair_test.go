@@ -1,6 +1,6 @@
 package sql_test
 
-// Fair queues (S130-S136): a queue defined with fair_by takes its jobs round-robin
+// Fair queues (S114-S120): a queue defined with fair_by takes its jobs round-robin
 // across the values of a payload field.
 
 import (
@@ -66,10 +66,10 @@ func reserveTenants(t *testing.T, db *pgqtest.DB, max int) []taken {
 	return got
 }
 
-// S130: the key is the payload's fair_by field as text (” when it has none); a fair queue's
+// S114: the key is the payload's fair_by field as text (” when it has none); a fair queue's
 // jobs are rows even in bulk (no loads), and redefining the queue keys its live jobs
 // anew.
-func TestS130FairQueueKeysJobsByPayloadField(t *testing.T) {
+func TestS114FairQueueKeysJobsByPayloadField(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.NewWithLoads(t, 100)
 	require.Equal(t, "queue exports: retry_after 90 s, fair by tenant",
@@ -113,10 +113,10 @@ func tenants(jobs []taken) []string {
 	return out
 }
 
-// S131: a key with one waiting job waits at most one turn behind a key with 10,000: reserved
+// S115: a key with one waiting job waits at most one turn behind a key with 10,000: reserved
 // one at a time, at most one job of the big key comes before it, however far the big
 // key's backlog has been drained; and a batch reserve takes it in its first round.
-func TestS131OneJobWaitsAtMostOneTurn(t *testing.T) {
+func TestS115OneJobWaitsAtMostOneTurn(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -156,9 +156,9 @@ func TestS131OneJobWaitsAtMostOneTurn(t *testing.T) {
 	require.Equal(t, 10000-bigTaken-10, pgqtest.Scalar[int](t, db, `SELECT ready::int FROM pgq.fair_keys WHERE key = 'big'`))
 }
 
-// S132: FIFO within a key: whatever the interleaving of dispatches and the size of reserves,
+// S116: FIFO within a key: whatever the interleaving of dispatches and the size of reserves,
 // each key's jobs are taken in dispatch order, round-robin across the keys.
-func TestS132FIFOWithinAKey(t *testing.T) {
+func TestS116FIFOWithinAKey(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -191,9 +191,9 @@ func TestS132FIFOWithinAKey(t *testing.T) {
 	}
 }
 
-// S133: a key of weight 3 gets three jobs a round where a key of weight 1 gets one,
+// S117: a key of weight 3 gets three jobs a round where a key of weight 1 gets one,
 // in one big reserve and in reserves of one job.
-func TestS133Weights(t *testing.T) {
+func TestS117Weights(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -222,9 +222,9 @@ func TestS133Weights(t *testing.T) {
 	require.Equal(t, "22023", pgErr.Code)
 }
 
-// S134: priority orders before fairness: a key's higher-priority jobs go before every key's
+// S118: priority orders before fairness: a key's higher-priority jobs go before every key's
 // lower ones, whatever the turns; within a priority, keys take turns.
-func TestS134PriorityBeforeFairness(t *testing.T) {
+func TestS118PriorityBeforeFairness(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -244,10 +244,10 @@ func TestS134PriorityBeforeFairness(t *testing.T) {
 	require.Equal(t, "small", all[len(all)-1], "the priority -1 job is last")
 }
 
-// S136: concurrent reserves on several connections take each job of a fair queue once, while
+// S120: concurrent reserves on several connections take each job of a fair queue once, while
 // producers dispatch to the same keys; and no key is ever left with live jobs and no
 // turn: a reserve that ends a key's turn as a producer stores a job of that key.
-func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
+func TestS120ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -274,7 +274,7 @@ func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 			defer conn.Close(ctx)
 			for i := 0; i < perProducer; {
 				// One to three jobs of random keys in one transaction, in key order
-				// (S136: transactions that give keys turns in opposite orders may deadlock).
+				// (S120: transactions that give keys turns in opposite orders may deadlock).
 				tx, err := conn.Begin(ctx)
 				if err != nil {
 					t.Error(err)
@@ -391,9 +391,9 @@ func TestS136ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	require.Equal(t, []string{"last"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.fair_turns`))
 }
 
-// S135: pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
+// S119: pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
 // jobs and the oldest one's wait, its jobs waiting later and running.
-func TestS135FairKeysView(t *testing.T) {
+func TestS119FairKeysView(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)

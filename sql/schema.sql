@@ -162,14 +162,14 @@ COMMENT ON COLUMN pgq.loads.slot IS 'The slot of pgq.job_slots the chunk lives i
 -- Name: COLUMN loads.traceparent; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S110).';
+COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S105).';
 
 
 --
 -- Name: COLUMN loads.tracestate; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S110).';
+COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S105).';
 
 
 --
@@ -428,21 +428,21 @@ COMMENT ON COLUMN pgq.jobs.waits_on IS 'The concurrency_limited key this waiting
 -- Name: COLUMN jobs.traceparent; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S110), NULL when it had none.';
+COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S105), NULL when it had none.';
 
 
 --
 -- Name: COLUMN jobs.tracestate; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
+COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S105), NULL when it had none.';
 
 
 --
 -- Name: COLUMN jobs.fair_key; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.jobs.fair_key IS 'The job''s key in a fair queue (S130): its payload''s fair_by field as text, '''' when it has none; NULL in other queues.';
+COMMENT ON COLUMN pgq.jobs.fair_key IS 'The job''s key in a fair queue (S114): its payload''s fair_by field as text, '''' when it has none; NULL in other queues.';
 
 
 --
@@ -1701,14 +1701,14 @@ COMMENT ON COLUMN pgq.job_chains.job_uuids IS 'Each step''s job uuid in step ord
 -- Name: COLUMN job_chains.traceparent; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S112).';
+COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S107).';
 
 
 --
 -- Name: COLUMN job_chains.tracestate; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S112).';
+COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S107).';
 
 
 --
@@ -1766,7 +1766,7 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- Every step carries the trace context of the chain's dispatch (S107): a later one is
     -- queued in a worker's transaction.
     INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
     SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
@@ -2602,7 +2602,7 @@ COMMENT ON COLUMN pgq.job_classes.max_timeout IS 'The longest timeout, in second
 -- Name: COLUMN job_classes.isolated; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.job_classes.isolated IS 'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).';
+COMMENT ON COLUMN pgq.job_classes.isolated IS 'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S112).';
 
 
 --
@@ -3340,7 +3340,7 @@ $$;
 -- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S131).';
+COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S115).';
 
 
 --
@@ -3376,7 +3376,7 @@ $$;
 -- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S132).';
+COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
 
 
 --
@@ -3404,7 +3404,7 @@ $$;
 -- Name: FUNCTION _fair_rekey(p_queue text, p_fair_by text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) IS 'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S130).';
+COMMENT ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) IS 'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S114).';
 
 
 --
@@ -3508,7 +3508,7 @@ $$;
 -- Name: FUNCTION _fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]) IS 'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
+COMMENT ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[], OUT idle text[], OUT tags double precision[]) IS 'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S115-S117).';
 
 
 --
@@ -3573,7 +3573,7 @@ $$;
 -- Name: FUNCTION _fair_settle(p_pending jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_settle(p_pending jsonb) IS 'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
+COMMENT ON FUNCTION pgq._fair_settle(p_pending jsonb) IS 'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S115, S117).';
 
 
 --
@@ -3599,7 +3599,7 @@ $$;
 -- Name: FUNCTION _fair_taken(p_queue text, p_keys text[], p_idle text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) IS 'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S131).';
+COMMENT ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) IS 'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S115).';
 
 
 --
@@ -5211,7 +5211,7 @@ $$;
 -- Name: FUNCTION _pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S130-S133).';
+COMMENT ON FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S114-S117).';
 
 
 --
@@ -5791,7 +5791,7 @@ BEGIN
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
                g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot(),
-               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S130
+               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S114
         FROM gone g
         LEFT JOIN pgq.queues q ON q.name = g.queue
         ORDER BY g.id
@@ -5812,7 +5812,7 @@ BEGIN
         PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
-    -- The keys of fair queues get their turns (S131).
+    -- The keys of fair queues get their turns (S115).
     PERFORM pgq._fair_enter(j.queue, array_agg(j.fair_key))
     FROM pgq.jobs j WHERE j.uuid = ANY (v_uuids) AND j.fair_key IS NOT NULL GROUP BY j.queue;
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;
@@ -6111,7 +6111,7 @@ $_$;
 -- Name: FUNCTION _sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S122, S123); the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S111, S112); the privileged start of pgq.run_sql_job.';
 
 
 --
@@ -6632,7 +6632,7 @@ $_$;
 -- Name: FUNCTION _trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) IS 'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
+COMMENT ON FUNCTION pgq._trace_context(p_traceparent text, p_tracestate text, OUT traceparent text, OUT tracestate text) IS 'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S105, S106).';
 
 
 --
@@ -7384,7 +7384,7 @@ $_$;
 -- Name: FUNCTION define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S123), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
+COMMENT ON FUNCTION pgq.define_job(name text, queue text, handler text, tries integer, backoff integer[], max_exceptions integer, timeout integer, fail_on_timeout boolean, retry_for interval, unique_for interval, unique_until text, unique_by text[], debounce_for interval, debounce_by text[], debounce_max_wait interval, middleware jsonb, max_tries integer, max_retry_for interval, min_backoff integer, max_timeout integer, search_path text[], isolated boolean) IS 'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S112), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 
 --
@@ -7461,7 +7461,7 @@ $$;
 -- Name: FUNCTION define_queue(name text, retry_after integer, paused boolean, fair_by text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean, fair_by text) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S130). Returns what it defined, as a line of text.';
+COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused boolean, fair_by text) IS 'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S114). Returns what it defined, as a line of text.';
 
 
 --
@@ -8169,7 +8169,7 @@ $$;
 -- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S122).';
+COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S111).';
 
 
 --
@@ -8721,7 +8721,7 @@ DECLARE
     v_queue  text;
     v_lease  int;
     v_paused boolean;
-    v_fair   boolean;                                -- round-robin across keys (S130)
+    v_fair   boolean;                                -- round-robin across keys (S114)
     v_skip   bigint[];
     v_pick   pgq.picked;
     v_batch  pgq.reserve_batch;
@@ -9143,7 +9143,7 @@ $_$;
 -- Name: FUNCTION run_sql_job(uuid uuid, token uuid, grouped boolean); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
+COMMENT ON FUNCTION pgq.run_sql_job(uuid uuid, token uuid, grouped boolean) IS 'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S109-S112).';
 
 
 --
@@ -9267,7 +9267,7 @@ $$;
 -- Name: FUNCTION set_fair_weight(queue text, key text, weight integer); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) IS 'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S133). Returns what it set, as a line of text.';
+COMMENT ON FUNCTION pgq.set_fair_weight(queue text, key text, weight integer) IS 'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S117). Returns what it set, as a line of text.';
 
 
 --
@@ -10035,7 +10035,7 @@ CREATE TABLE pgq.fair_turns (
 -- Name: TABLE fair_turns; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.fair_turns IS 'The turns of a fair queue''s keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
+COMMENT ON TABLE pgq.fair_turns IS 'The turns of a fair queue''s keys that have live jobs (S115): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
 
 
 --
@@ -10054,7 +10054,7 @@ CREATE TABLE pgq.fair_weights (
 -- Name: TABLE fair_weights; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.fair_weights IS 'Weights of keys of fair queues (S133, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.';
+COMMENT ON TABLE pgq.fair_weights IS 'Weights of keys of fair queues (S117, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.';
 
 
 --
@@ -10081,7 +10081,7 @@ CREATE VIEW pgq.fair_keys AS
 -- Name: VIEW fair_keys; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S135).';
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S119).';
 
 
 --
@@ -11113,7 +11113,7 @@ COMMENT ON COLUMN pgq.queues.retry_after IS 'Seconds a reservation lasts without
 -- Name: COLUMN queues.fair_by; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON COLUMN pgq.queues.fair_by IS 'The payload field whose value is a job''s key in a fair queue (S130): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.';
+COMMENT ON COLUMN pgq.queues.fair_by IS 'The payload field whose value is a job''s key in a fair queue (S114): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.';
 
 
 --
@@ -11387,7 +11387,7 @@ CREATE TABLE pgq.sql_alone (
 -- Name: TABLE sql_alone; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON TABLE pgq.sql_alone IS 'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).';
+COMMENT ON TABLE pgq.sql_alone IS 'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S111).';
 
 
 --

@@ -1,7 +1,7 @@
 package sql_test
 
 // The W3C trace context of a dispatch, stored with its jobs and returned by the reserve
-// (S110-S112).
+// (S105-S107).
 
 import (
 	"testing"
@@ -36,11 +36,11 @@ func traceOfReserved(t *testing.T, db *pgqtest.DB) map[uuid.UUID][2]string {
 	return out
 }
 
-// S110: the option traceparent (with tracestate) or, when it is not given, the settings
+// S105: the option traceparent (with tracestate) or, when it is not given, the settings
 // pgq.traceparent and pgq.tracestate of the dispatching transaction are stored with
 // every job, as rows and as loads alike, and the reserve hands them to the worker. A
 // dispatch with neither stores none; the option wins over the setting.
-func TestS110DispatchStoresTheTraceContext(t *testing.T) {
+func TestS105DispatchStoresTheTraceContext(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.NewWithLoads(t, 100)
 
@@ -80,9 +80,9 @@ func TestS110DispatchStoresTheTraceContext(t *testing.T) {
 	require.Equal(t, 151, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE traceparent = $1`, parentB))
 }
 
-// S111: an invalid traceparent or tracestate, as an option or a setting, is refused
+// S106: an invalid traceparent or tracestate, as an option or a setting, is refused
 // with 22023 naming the value, and the dispatch writes nothing.
-func TestS111InvalidTraceContextIsRefused(t *testing.T) {
+func TestS106InvalidTraceContextIsRefused(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	for name, c := range map[string]struct{ parent, state, setting, want string }{
@@ -114,10 +114,10 @@ func TestS111InvalidTraceContextIsRefused(t *testing.T) {
 	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 }
 
-// S112: every step of a chain carries the trace context of the chain's dispatch (its
+// S107: every step of a chain carries the trace context of the chain's dispatch (its
 // options, or the transaction's settings), a later one too, which a worker's
 // transaction queues; every member of a batch carries the batch's.
-func TestS112ChainStepsAndBatchMembersCarryTheDispatchContext(t *testing.T) {
+func TestS107ChainStepsAndBatchMembersCarryTheDispatchContext(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	tx, err := db.Pool.Begin(ctx)

@@ -40,7 +40,7 @@ type executor struct {
 	// once. Taken and given back by handler goroutines.
 	sqlSlots chan struct{}
 	// groups: the SQL jobs waiting for a group and what the worker learnt of their
-	// classes (S120); nil when SQL jobs are not grouped.
+	// classes (S109); nil when SQL jobs are not grouped.
 	groups  *sqlGroups
 	handoff chan *active   // start (on the fetcher's goroutine) hands an attempt to a waiting handler goroutine
 	stopped chan struct{}  // closed when Run returns: waiting handler goroutines exit
@@ -192,7 +192,7 @@ func (e *setupError) Unwrap() error { return e.err }
 // that went silent).
 //
 // A short job of a class the worker has seen run short runs in a group (runGrouped,
-// S120); a job its group sends back, and any other, runs alone.
+// S109); a job its group sends back, and any other, runs alone.
 func (e *executor) runSQL(ctx context.Context, a *active) error {
 	row, timeout := a.row, e.timeoutOf(a.row)
 	wait := ctx

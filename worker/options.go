@@ -30,7 +30,7 @@ type config struct {
 	stopWhenEmpty bool
 	shutdownGrace time.Duration
 	timeoutGrace  time.Duration
-	sqlGroup      time.Duration // the time budget of a group of SQL jobs; 0: no groups (S120)
+	sqlGroup      time.Duration // the time budget of a group of SQL jobs; 0: no groups (S109)
 	logger        *slog.Logger
 
 	historyRetention time.Duration
@@ -241,7 +241,7 @@ func WithShutdownGrace(d time.Duration) Option {
 	}
 }
 
-// WithSQLGroupBudget sets the time budget of a group of SQL jobs (S120): the worker runs
+// WithSQLGroupBudget sets the time budget of a group of SQL jobs (S109): the worker runs
 // short SQL jobs several to a transaction, each in its own savepoint, and commits the
 // group once it has run this long, once its subtransactions near PostgreSQL's cache of 64
 // per backend, or once no job waits, whichever comes first; a job whose recent runs took

@@ -240,7 +240,7 @@ func (r *reporter) giveBack(ctx context.Context, a *active, reason string, start
 }
 
 // giveBackGroup gives the attempt back, not counted, because the group its SQL job ran
-// in was lost, and marks the job to run alone next (pgq.give_back_group, S122).
+// in was lost, and marks the job to run alone next (pgq.give_back_group, S111).
 func (r *reporter) giveBackGroup(ctx context.Context, a *active, reason string) {
 	p := dbsqlc.JobGiveBackGroupParams{Uuids: []uuid.UUID{a.row.Uuid}, Tokens: []uuid.UUID{a.token}, Reason: reason}
 	r.sendOne(ctx, a, func(q *dbsqlc.Queries, cctx context.Context) ([]*dbsqlc.PgqAttempt, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/pgq-dev/pgq/internal/dbsqlc"
 )
 
-// Grouped SQL jobs (S120-S124). The handler goroutine of a short SQL job queues it for a
+// Grouped SQL jobs (S109-S113). The handler goroutine of a short SQL job queues it for a
 // group and then either gets its outcome or, when a SQL slot is free, leads a group: it
 // takes a connection, opens one transaction and runs the queued jobs one after the
 // other, each in its own savepoint with its own statement_timeout, until no job waits,
@@ -36,7 +36,7 @@ const (
 	// the handler's exception; each takes a subtransaction id once the handler writes.
 	subxactsPerJob = 2
 	// isolatedRecheck is how long the worker runs a class that pgq.run_sql_job said is
-	// isolated (S123) alone without asking again.
+	// isolated (S112) alone without asking again.
 	isolatedRecheck = time.Minute
 	// longSQLJobs: a class whose recent runs took longer than this many group budgets
 	// runs alone. More than one: a busy server stretches every statement, and short
@@ -44,7 +44,7 @@ const (
 	longSQLJobs = 4
 	// groupCallTimeout bounds the calls of a group that belong to no job (BEGIN, a
 	// rollback to a savepoint, COMMIT): past it the connection is given up and the group
-	// is lost (S122).
+	// is lost (S111).
 	groupCallTimeout = 30 * time.Second
 )
 
@@ -54,7 +54,7 @@ const (
 var errRunAlone = errors.New("the SQL job runs alone")
 
 // groupLostError ends the attempt of a SQL job whose group's transaction ended without a
-// commit after the job ran in it (S122): its job is given back uncounted, and its next
+// commit after the job ran in it (S111): its job is given back uncounted, and its next
 // attempt runs alone (pgq.give_back_group).
 type groupLostError struct{ err error }
 
@@ -186,7 +186,7 @@ func (e *executor) lead(wait context.Context) {
 // ones that ran with one pgq.complete and commits. A job that raises, times out or is
 // refused is rolled back to its savepoint and gets its outcome at once; the others get
 // theirs when the commit answers: completed with their effects, or, when the
-// transaction ended without a commit, given back (S122).
+// transaction ended without a commit, given back (S111).
 func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 	bctx, cancel := context.WithTimeout(context.Background(), groupCallTimeout)
 	defer cancel()
@@ -341,7 +341,7 @@ const (
 )
 
 // lostWith ends a group whose transaction a job's statement took down: the job is given
-// back with the others (S122), unless the worker itself cancelled it (a timeout past
+// back with the others (S111), unless the worker itself cancelled it (a timeout past
 // the server's, a lost lease, a stop), whose ending the reporter reads from its context.
 func (e *executor) lostWith(c *sqlCall, err error) (kept bool, lost error) {
 	if c.ctx.Err() != nil {

@@ -73,10 +73,10 @@ func (b groupBundle) waitEnded(t *testing.T, job string, attempts int) {
 	}, time.Minute, 20*time.Millisecond)
 }
 
-// S120, S48: a job that raises in a group of 30 is rolled back to its savepoint and
+// S109, S48: a job that raises in a group of 30 is rolled back to its savepoint and
 // fails alone with its exception; the other 29 commit, in a group, each having seen its
 // own uuid in pgq.job_uuid. (The class's first job runs alone: its duration is unknown.)
-func TestS120S48RaisingJobFailsAloneInItsGroup(t *testing.T) {
+func TestS109S48RaisingJobFailsAloneInItsGroup(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.work(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
@@ -110,9 +110,9 @@ func TestS120S48RaisingJobFailsAloneInItsGroup(t *testing.T) {
 	require.Less(t, groups, 29, "jobs shared transactions")
 }
 
-// S121: a job past its timeout inside a group is cancelled alone: its statement ends,
+// S110: a job past its timeout inside a group is cancelled alone: its statement ends,
 // its savepoint is rolled back, and the jobs of its group commit.
-func TestS121TimeoutInAGroupCancelsThatJobAlone(t *testing.T) {
+func TestS110TimeoutInAGroupCancelsThatJobAlone(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.nap(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
@@ -145,11 +145,11 @@ func TestS121TimeoutInAGroupCancelsThatJobAlone(t *testing.T) {
 		"the others ran in groups")
 }
 
-// S122, S35: a job that takes its group down (here it terminates its own backend) makes
+// S111, S35: a job that takes its group down (here it terminates its own backend) makes
 // no other job spend an attempt: every job of the lost group is given back uncounted and
 // runs alone next, so the others succeed on attempt 1 and the culprit alone is charged
 // once its own give-backs are spent.
-func TestS122S35LostGroupGivesBackAndRunsAlone(t *testing.T) {
+func TestS111S35LostGroupGivesBackAndRunsAlone(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.crash(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
@@ -187,10 +187,10 @@ func TestS122S35LostGroupGivesBackAndRunsAlone(t *testing.T) {
 		"a job that ran alone lost its mark")
 }
 
-// S123: the jobs of an isolated class (pgq.define_job(isolated => true), or DefineJob
+// S112: the jobs of an isolated class (pgq.define_job(isolated => true), or DefineJob
 // with pgq.Isolated()) each run in a transaction of their own, while another class's
 // jobs share theirs.
-func TestS123IsolatedClassRunsAlone(t *testing.T) {
+func TestS112IsolatedClassRunsAlone(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.rec_apart(p jsonb) RETURNS void LANGUAGE sql AS $$
@@ -223,9 +223,9 @@ func TestS123IsolatedClassRunsAlone(t *testing.T) {
 		"the other class's jobs shared transactions")
 }
 
-// S124: a lone job's group commits once it has run, whatever the budget (here an hour);
+// S113: a lone job's group commits once it has run, whatever the budget (here an hour);
 // and a class whose runs take longer than the budget runs alone.
-func TestS124LoneJobNotDelayedLongJobsAlone(t *testing.T) {
+func TestS113LoneJobNotDelayedLongJobsAlone(t *testing.T) {
 	t.Parallel()
 	b := setupGroups(t)
 	b.db.Exec(t, `CREATE FUNCTION public.quick(p jsonb) RETURNS void LANGUAGE sql AS $$

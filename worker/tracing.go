@@ -26,7 +26,7 @@ type otelOptions struct {
 }
 
 // WithTracerProvider makes the worker trace: a "process {queue}" span of kind CONSUMER
-// for each attempt, linked to the context its job was dispatched in (S110; a child of
+// for each attempt, linked to the context its job was dispatched in (S105; a child of
 // it with WithTraceChild), with the messaging attributes (messaging.system pgq,
 // messaging.destination.name the queue, messaging.message.id the job's uuid,
 // messaging.operation.type process), pgq.job.name, pgq.job.attempt, and for a SQL
@@ -153,7 +153,7 @@ func (t *telemetry) close() {
 	}
 }
 
-// dispatchContext is the span context row's job was dispatched in (S110); invalid when
+// dispatchContext is the span context row's job was dispatched in (S105); invalid when
 // it has none.
 func dispatchContext(row *dbsqlc.JobReserveRow) trace.SpanContext {
 	if row.Traceparent == nil {

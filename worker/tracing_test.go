@@ -59,12 +59,12 @@ func attrsOf(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
 	return m
 }
 
-// S110, S113: a Go dispatch inside a request's span makes a send span (PRODUCER) of that trace,
-// whose context is stored with the job (S110); the worker's attempt is a process span
+// S105, S108: a Go dispatch inside a request's span makes a send span (PRODUCER) of that trace,
+// whose context is stored with the job (S105); the worker's attempt is a process span
 // (CONSUMER) linked to it, with the messaging attributes, and the handler's own spans
 // are its children. pgq's reserve and complete are CLIENT spans; WithTraceChild makes
 // the process span a child of the send span instead.
-func TestS110S113ProcessSpanLinksToTheDispatch(t *testing.T) {
+func TestS105S108ProcessSpanLinksToTheDispatch(t *testing.T) {
 	t.Parallel()
 	for _, child := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Link", true: "Child"}[child], func(t *testing.T) {
@@ -133,10 +133,10 @@ func TestS110S113ProcessSpanLinksToTheDispatch(t *testing.T) {
 	}
 }
 
-// S113: a SQL dispatch after SET LOCAL pgq.traceparent (no pgq client: any language) gives the
+// S108: a SQL dispatch after SET LOCAL pgq.traceparent (no pgq client: any language) gives the
 // attempt's span the same link to the dispatching span; a SQL handler's span names its
 // function. WithoutClientSpans leaves pgq's own calls out.
-func TestS113SQLDispatchWithSetLocalIsLinked(t *testing.T) {
+func TestS108SQLDispatchWithSetLocalIsLinked(t *testing.T) {
 	t.Parallel()
 	tr := setupTraced(t)
 	tr.db.Exec(t, `CREATE FUNCTION public.touch(p jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$`)
@@ -166,11 +166,11 @@ func TestS113SQLDispatchWithSetLocalIsLinked(t *testing.T) {
 	require.Empty(t, tr.named("pgq.complete"))
 }
 
-// S113: each attempt is a span of its own, linked to the one dispatch: a failed attempt has
+// S108: each attempt is a span of its own, linked to the one dispatch: a failed attempt has
 // the error status and error.type, and the retry that succeeds has neither. The OTel
 // metrics count the attempts and their run times, the client's dispatches, and read
 // the queue gauges from pgq.queue_stats.
-func TestS113EachAttemptIsASpanWithItsError(t *testing.T) {
+func TestS108EachAttemptIsASpanWithItsError(t *testing.T) {
 	t.Parallel()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -255,9 +255,9 @@ func collect(t *testing.T, reader sdkmetric.Reader) map[string]metricdata.Aggreg
 	return got
 }
 
-// S112, S113: with a traced client, every step of a chain, the one a worker's
+// S107, S108: with a traced client, every step of a chain, the one a worker's
 // transaction queues too, is processed in a span linked to the chain's send span.
-func TestS112S113ChainStepsLinkToTheChainsDispatch(t *testing.T) {
+func TestS107S108ChainStepsLinkToTheChainsDispatch(t *testing.T) {
 	t.Parallel()
 	tr := setupTraced(t)
 	chain, err := tr.client.DispatchChain(context.Background(),

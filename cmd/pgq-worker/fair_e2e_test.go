@@ -9,10 +9,10 @@ import (
 	"github.com/pgq-dev/pgq/internal/pgqtest"
 )
 
-// S130 S136: a fair queue drained by two workers of the binary runs every job once: a
+// S114 S120: a fair queue drained by two workers of the binary runs every job once: a
 // big tenant's bulk dispatch and small tenants' single jobs alike, and the small
 // tenants' jobs are not left behind the big one's backlog.
-func TestS130S136E2EFairQueueDrainedByTheBinary(t *testing.T) {
+func TestS114S120E2EFairQueueDrainedByTheBinary(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, appSchema+`

@@ -100,13 +100,13 @@ func spanAttrs(s *tracepb.Span) map[string]*commonpb.AnyValue {
 	return m
 }
 
-// S113: `pgq-worker work --otel` exports a process span (CONSUMER) per attempt by OTLP
+// S108: `pgq-worker work --otel` exports a process span (CONSUMER) per attempt by OTLP
 // http/protobuf to the collector the standard variables name, as the service
 // OTEL_SERVICE_NAME says: linked to the context a SQL dispatch stored after SET LOCAL
 // pgq.traceparent, with the messaging attributes and the SQL handler's function, and
 // for an attempt whose handler raised, the error status and error.type; and its
 // metrics.
-func TestS113E2EWorkOTelExportsSpans(t *testing.T) {
+func TestS108E2EWorkOTelExportsSpans(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `CREATE FUNCTION public.touch(p jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$`)

@@ -299,7 +299,7 @@ type PgqFailedJobSetting struct {
 	ChainStep       *int32
 }
 
-// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S135).
+// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S119).
 type PgqFairKey struct {
 	Queue      string
 	Key        *string
@@ -311,14 +311,14 @@ type PgqFairKey struct {
 	Pass       *float64
 }
 
-// The turns of a fair queue's keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key's pass.
+// The turns of a fair queue's keys that have live jobs (S115): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key's pass.
 type PgqFairTurn struct {
 	Queue string
 	Key   string
 	Pass  float64
 }
 
-// Weights of keys of fair queues (S133, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.
+// Weights of keys of fair queues (S117, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.
 type PgqFairWeight struct {
 	Queue  string
 	Key    string
@@ -402,11 +402,11 @@ type PgqJob struct {
 	Slot int16
 	// The concurrency_limited key this waiting job found full (S99): the end of a job holding that key makes it ready.
 	WaitsOn *string
-	// The W3C traceparent of the dispatch (S110), NULL when it had none.
+	// The W3C traceparent of the dispatch (S105), NULL when it had none.
 	Traceparent *string
-	// The W3C tracestate of the dispatch (S110), NULL when it had none.
+	// The W3C tracestate of the dispatch (S105), NULL when it had none.
 	Tracestate *string
-	// The job's key in a fair queue (S130): its payload's fair_by field as text, '' when it has none; NULL in other queues.
+	// The job's key in a fair queue (S114): its payload's fair_by field as text, '' when it has none; NULL in other queues.
 	FairKey *string
 }
 
@@ -444,9 +444,9 @@ type PgqJobChain struct {
 	FinishedAt *time.Time
 	// Each step's job uuid in step order, once queued; NULL for a step dropped as a duplicate (S97).
 	JobUuids []uuid.UUID
-	// The W3C traceparent of the chain's dispatch, which each step carries (S112).
+	// The W3C traceparent of the chain's dispatch, which each step carries (S107).
 	Traceparent *string
-	// The W3C tracestate of the chain's dispatch, which each step carries (S112).
+	// The W3C tracestate of the chain's dispatch, which each step carries (S107).
 	Tracestate *string
 }
 
@@ -478,7 +478,7 @@ type PgqJobClass struct {
 	MinBackoff *int32
 	// The longest timeout, in seconds, a dispatch may set beyond the class's own; NULL: the database's pgq.max_timeout (S90, S91).
 	MaxTimeout *int32
-	// The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).
+	// The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S112).
 	Isolated bool
 }
 
@@ -912,9 +912,9 @@ type PgqLoad struct {
 	Txid pgtype.Uint64
 	// The slot of pgq.job_slots the chunk lives in.
 	Slot int16
-	// The W3C traceparent of the dispatch, shared by every job of the chunk (S110).
+	// The W3C traceparent of the dispatch, shared by every job of the chunk (S105).
 	Traceparent *string
-	// The W3C tracestate of the dispatch, shared by every job of the chunk (S110).
+	// The W3C tracestate of the dispatch, shared by every job of the chunk (S105).
 	Tracestate *string
 }
 
@@ -1145,7 +1145,7 @@ type PgqQueue struct {
 	Paused     bool
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
-	// The payload field whose value is a job's key in a fair queue (S130): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.
+	// The payload field whose value is a job's key in a fair queue (S114): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.
 	FairBy *string
 }
 
@@ -1345,7 +1345,7 @@ type PgqScheduled struct {
 	Payload     interface{}
 }
 
-// SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).
+// SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S111).
 type PgqSqlAlone struct {
 	JobUuid  uuid.UUID
 	MarkedAt time.Time

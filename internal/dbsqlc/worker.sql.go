@@ -36,7 +36,7 @@ SAVEPOINT pgq_job
 `
 
 // A grouped SQL job's own savepoint: its effects and completion go back to it when it
-// raises, and the group's other jobs keep theirs (S120).
+// raises, and the group's other jobs keep theirs (S109).
 func (q *Queries) GroupSavepoint(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, groupSavepoint)
 	return err
@@ -576,7 +576,7 @@ type JobRunSQLGroupedParams struct {
 	Token uuid.UUID
 }
 
-// A job of a group, in its own savepoint (S120).
+// A job of a group, in its own savepoint (S109).
 func (q *Queries) JobRunSQLGrouped(ctx context.Context, arg JobRunSQLGroupedParams) error {
 	_, err := q.db.Exec(ctx, jobRunSQLGrouped, arg.Uuid, arg.Token)
 	return err
@@ -750,7 +750,7 @@ const sessionSetJobTimeout = `-- name: SessionSetJobTimeout :exec
 SELECT set_config('statement_timeout', $1::text, true)
 `
 
-// A grouped job's timeout, for its own statement: the next one (S121).
+// A grouped job's timeout, for its own statement: the next one (S110).
 func (q *Queries) SessionSetJobTimeout(ctx context.Context, milliseconds string) error {
 	_, err := q.db.Exec(ctx, sessionSetJobTimeout, milliseconds)
 	return err

@@ -1,12 +1,12 @@
--- Storage, internal: fair queues (S130-S136). A queue defined with fair_by takes its
+-- Storage, internal: fair queues (S114-S120). A queue defined with fair_by takes its
 -- jobs round-robin across keys (the payload's fair_by field, kept in pgq.jobs.fair_key):
 -- a weighted round-robin by pass, as in stride scheduling. Each key with live jobs has
 -- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
 -- priority that has a ready job by ascending pass (then key), up to its weight
 -- (pgq.fair_weights, 1 by default) a key a round, and each job it takes adds 1/weight
 -- to its key's pass. A key that gets a turn starts at the lowest pass of the queue, so
--- it waits at most one round, whatever the others' backlog (S131); within a key the
--- jobs go in queue order (S132).
+-- it waits at most one round, whatever the others' backlog (S115); within a key the
+-- jobs go in queue order (S116).
 --
 -- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
 -- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
@@ -20,7 +20,7 @@
 -- from the session's marks (S77): they walk each key's jobs from its front in
 -- jobs_fair_idx. pgq.reserve still moves the marks of a fair queue with pgq._pick_done,
 -- which reads the waiting rows as they are, so the marks stay right for the
--- pgq._pick that serves what no turn holds (S134).
+-- pgq._pick that serves what no turn holds (S118).
 
 -- pgq._fair_probe: the next ready waiting rows of one key of a fair queue at priority
 -- p_prio, in the slots p_slots, in the queue's order, locked with SKIP LOCKED, at most
@@ -50,7 +50,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestamptz, bigint[]) IS
-    'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S132).';
+    'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
 
 -- pgq._fair_rows: the next ready waiting rows of p_queue at priority p_prio, in the
 -- slots p_slots, round-robin across its keys' turns, locked with SKIP LOCKED, at most
@@ -155,7 +155,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rows(smallint[], text, int, int, timestamptz, bigint[]) IS
-    'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S131-S133).';
+    'Reserve: the next ready rows of a fair queue at one priority, round-robin across its keys'' turns by pass and weight, locked (SKIP LOCKED), in the order to take them (S115-S117).';
 
 -- pgq._fair_taken: notes, for pgq._fair_settle at the reserve's end, that this reserve
 -- took jobs of the keys p_keys of p_queue (one element a job) and found none to take of
@@ -176,7 +176,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_taken(text, text[], text[]) IS
-    'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S131).';
+    'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S115).';
 
 -- pgq._fair_settle: the turns after a reserve, from what its picks noted
 -- (pgq._fair_taken): each key's pass advances by 1/weight a job taken; an idle key's
@@ -239,4 +239,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_settle(jsonb) IS
-    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S131, S133).';
+    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S115, S117).';

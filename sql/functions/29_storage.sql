@@ -13,7 +13,7 @@
 --   pgq._sweep_from, pgq._pick_lower, pgq._pick_swept
 --                         a reserve's walk of its queues, in their order (S30, S77)
 --   pgq._pick_fair        pgq._pick for a fair queue: round-robin across its keys
---                         (S131, 23_storage_fair.sql)
+--                         (S115, 23_storage_fair.sql)
 --   pgq._fair_enter       the turns of keys whose jobs a transaction writes itself
 --                         (a requeue of failed jobs)
 --   pgq._fair_rekey       a queue's live jobs keyed anew when its fair_by changes
@@ -137,7 +137,7 @@ COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks t
 -- settings (S1). Many plain jobs (pgq._load_min() payloads or more; available now; no
 -- unique, debounce or middleware setting; no batch or chain) are kept as a load (S85),
 -- the others as rows of pgq.jobs in the current slot. The trace context of p_job
--- (S110) goes with every job, once per chunk of a load. In a fair queue (S130) every job
+-- (S105) goes with every job, once per chunk of a load. In a fair queue (S114) every job
 -- is a row with its key (fair_key: the payload's fair_by field as text, '' when it has
 -- none), and its key has a turn (pgq._fair_enter). id, slot and txid are the storage's;
 -- the counters start at zero.
@@ -180,7 +180,7 @@ COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
 -- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue before the
 -- jobs written with them by this transaction become visible: each key's 'fair' lock is
 -- taken shared until the transaction ends (see 23_storage_fair.sql), and a key with no
--- turn gets one at the queue's lowest pass, so it waits at most one round (S131). Keys
+-- turn gets one at the queue's lowest pass, so it waits at most one round (S115). Keys
 -- in order, so that two transactions that make the same new turns wait for each other
 -- in one order.
 CREATE OR REPLACE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
@@ -202,11 +202,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_enter(text, text[]) IS
-    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S131).';
+    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S115).';
 
 -- pgq._fair_rekey: the live jobs of p_queue get their keys by p_fair_by (the payload's
 -- field as text, '' when it has none; NULL for every job when p_fair_by is NULL), and
--- the queue's turns start anew, one for each key with live jobs (S130). Jobs still in
+-- the queue's turns start anew, one for each key with live jobs (S114). Jobs still in
 -- the chunks of a bulk dispatch keep none: a fair queue's pick takes them when no turn
 -- has a ready job (pgq._pick_fair).
 CREATE OR REPLACE FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) RETURNS void
@@ -226,7 +226,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rekey(text, text) IS
-    'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S130).';
+    'Storage: a queue''s live jobs keyed anew by its new fair_by, and its turns made anew (S114).';
 
 -- pgq._store_bulk: the fewest payloads of one pgq._store call of plain jobs that it
 -- keeps together, as a load (S85); 0: never.
@@ -480,7 +480,7 @@ $$;
 COMMENT ON FUNCTION pgq._pick(jsonb, text, int, timestamptz, bigint[]) IS
     'Reserve: the next waiting jobs of a queue in its order, locked (SKIP LOCKED): rows of one slot, or the chunk of a bulk dispatch whose jobs come next (S30, S77, S85).';
 
--- pgq._pick_fair: pgq._pick for a fair queue (S130-S133): the next ready jobs of p_queue
+-- pgq._pick_fair: pgq._pick for a fair queue (S114-S117): the next ready jobs of p_queue
 -- at the highest priority that has one, round-robin across its keys (pgq._fair_rows),
 -- locked with SKIP LOCKED, at most p_want, none of p_skip, as rows of one slot in the
 -- order to take them; the turns advance by what it returns, at the reserve's end
@@ -537,7 +537,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._pick_fair(jsonb, text, int, timestamptz, bigint[]) IS
-    'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S130-S133).';
+    'Reserve: pgq._pick for a fair queue: the next ready jobs round-robin across its keys by pass and weight, locked (SKIP LOCKED), rows of one slot in the order to take them (S114-S117).';
 
 -- pgq._take_chunk: reserves the next p_want jobs (or as many as are left) of a chunk
 -- that pgq._pick returned, for p_worker at p_now, for p_lease seconds: they become rows
@@ -852,7 +852,7 @@ COMMENT ON FUNCTION pgq._pick_done(jsonb, text) IS
 -- snapshot they hold for, and returns them. The transaction's own id is added to the
 -- in-progress list: its rows written after this call (a reserve inside a longer
 -- transaction) are looked at next time. The turns of the fair queues it picked from
--- are settled first (pgq._fair_settle, S131). A function with a result, so that the
+-- are settled first (pgq._fair_settle, S115). A function with a result, so that the
 -- reserve calls it in an expression rather than a statement.
 CREATE OR REPLACE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE

@@ -173,8 +173,8 @@ $$;
 COMMENT ON FUNCTION pgq._dispatch_ceilings(text, pgq.job_classes, int, int[], timestamptz, int, int) IS
     'Raises 22023 when a dispatch''s own tries, deadline, max_exceptions, backoff or timeout is looser than its class allows (S90, S91); returns the max_exceptions of a job whose deadline the dispatch set beyond its class''s.';
 
--- pgq._trace_context: the W3C trace context a dispatch stores with its jobs (S110,
--- S111): the options traceparent and tracestate when traceparent is given, else the
+-- pgq._trace_context: the W3C trace context a dispatch stores with its jobs (S105,
+-- S106): the options traceparent and tracestate when traceparent is given, else the
 -- settings pgq.traceparent and pgq.tracestate of the transaction (SET LOCAL), else
 -- none. A traceparent must be version 00 in lower-case hex, with a trace id and a span
 -- id not all zero; a tracestate at most 32 comma-separated key=value members in at most
@@ -218,7 +218,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._trace_context(text, text) IS
-    'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S110, S111).';
+    'The W3C trace context a dispatch stores: the options, else the settings pgq.traceparent and pgq.tracestate; raises 22023 for an invalid one (S105, S106).';
 
 -- pgq._dispatch_keyed: the jobs of a unique or debounced dispatch, one payload at a
 -- time, since each takes its key's lock (S21, S24) before it is stored. A unique job

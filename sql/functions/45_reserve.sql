@@ -18,7 +18,7 @@ COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as
 -- The reserve is a pipeline, one stage per function, each called for a batch:
 --   1. sweep        expired leases come back to waiting (S14, S35)     pgq._sweep_leases
 --   2. pick         the next waiting jobs of a queue, locked (S30)     pgq._pick (storage)
---                   round-robin across keys in a fair queue (S131)     pgq._pick_fair (storage)
+--                   round-robin across keys in a fair queue (S115)     pgq._pick_fair (storage)
 --   3. checks       jobs that must not run end before their handler:
 --                   cancelled (S40, S74), superseded (S24), exhausted (S12)
 --                                                                      pgq._pickup_checks
@@ -253,7 +253,7 @@ DECLARE
     v_queue  text;
     v_lease  int;
     v_paused boolean;
-    v_fair   boolean;                                -- round-robin across keys (S130)
+    v_fair   boolean;                                -- round-robin across keys (S114)
     v_skip   bigint[];
     v_pick   pgq.picked;
     v_batch  pgq.reserve_batch;

@@ -360,7 +360,7 @@ $$;
 COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
     'Worker protocol: attempts interrupted by infrastructure go back to wait, given back rather than counted (at most pgq._max_give_backs() per job, S35).';
 
--- pgq.give_back_group: attempts whose group was lost (S122): the transaction that ran
+-- pgq.give_back_group: attempts whose group was lost (S111): the transaction that ran
 -- them together with other jobs ended without a commit (its backend was killed, the
 -- commit failed, the connection dropped), so their effects were rolled back. Each job
 -- is given back as pgq.give_back does, uncounted up to its own limit of given-back
@@ -382,7 +382,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.give_back_group(uuid[], uuid[], text, timestamptz) IS
-    'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S122).';
+    'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S111).';
 
 -- pgq.fail_setup: pgq could not set up this attempt of a SQL handler: the server
 -- refused a setting the worker made from the job (its statement_timeout, say) for a
@@ -487,9 +487,9 @@ COMMENT ON FUNCTION pgq._overlap_key_lock(bigint) IS 'Takes an overlap key''s ad
 -- function pins none (S86), having taken the advisory lock of each of its overlap keys
 -- for the transaction (see pgq.run_sql_job). Raises PQ001 when the token no longer holds
 -- the job, 42883 when its handler function is gone, PQ002 when a key is still locked.
--- p_grouped: the job would run in a group with others (S120); it raises PQ003 when the
--- job must run alone, its class isolated (S123) or its last attempt lost with its group
--- (S122). Run alone, the job's mark goes (with the transaction's commit).
+-- p_grouped: the job would run in a group with others (S109); it raises PQ003 when the
+-- job must run alone, its class isolated (S112) or its last attempt lost with its group
+-- (S111). Run alone, the job's mark goes (with the transaction's commit).
 CREATE OR REPLACE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean,
                                         OUT handler regprocedure, OUT payload jsonb,
                                         OUT worker text, OUT attempt integer, OUT search_path text)
@@ -541,7 +541,7 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S122, S123); the privileged start of pgq.run_sql_job.';
+COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payload of a SQL job held by a lease token, and its pinned search_path (S86), its overlap keys locked for the transaction; PQ003 in a group for a job that must run alone (S111, S112); the privileged start of pgq.run_sql_job.';
 
 -- pgq.run_sql_job: runs a job's SQL handler function with its payload, then completes
 -- the job, in the caller's transaction: the function's effects and the completion commit
@@ -563,7 +563,7 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payloa
 --   PQ001  the token no longer holds the job (roll back: the effects are discarded);
 --   PQ002  an overlap key is still locked by a handler whose lease ended: not this
 --          attempt's fault;
---   PQ003  grouped, and the job must run alone (S122, S123): its handler did not run;
+--   PQ003  grouped, and the job must run alone (S111, S112): its handler did not run;
 --   anything else (lock_timeout or a serialization failure in pgq.complete, a lost
 --          connection, an admin cancel) is infrastructure: not the handler's fault.
 -- The handler reads its job from transaction-local settings: pgq.job_uuid,
@@ -571,7 +571,7 @@ COMMENT ON FUNCTION pgq._sql_job(uuid, uuid, boolean) IS 'The handler and payloa
 -- pgq.job_token, the attempt's lease token, by which pgq.add_to_batch knows a running
 -- member of a batch (S93).
 -- grouped: the caller runs this job in a savepoint of a transaction that runs others
--- too (S120); the settings above then name the job whose savepoint runs. The job is
+-- too (S109); the settings above then name the job whose savepoint runs. The job is
 -- not completed here: the caller completes the group's jobs with one pgq.complete in
 -- the same transaction, and rolls the whole transaction back when that call does not
 -- complete every one of them (a lease lost meanwhile), so no job's effects commit
@@ -623,4 +623,4 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.run_sql_job(uuid, uuid, boolean) IS
-    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S120-S123).';
+    'Worker protocol: runs the job''s SQL handler with its payload, as the calling role and with its pinned search_path (S86), and completes the job in the same transaction; PQ100 marks the handler''s own exception, with its DETAIL and HINT (S35, S44, S88); grouped: in a savepoint of a group, completed by the caller with the group''s other jobs, PQ003 for a job that must run alone (S109-S112).';

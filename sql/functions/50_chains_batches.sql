@@ -82,7 +82,7 @@ COMMENT ON FUNCTION pgq._check_entries(text, jsonb, boolean) IS 'Raises 22023 un
 -- pgq._dispatch_entries: dispatches entries (objects checked by pgq._check_entries, no
 -- chains) that share every option but the payload, in one pgq._dispatch call per set of
 -- options; p_queue applies where an entry names no queue; p_ceilings as in pgq._dispatch
--- (S90); p_traceparent, p_tracestate the trace context the jobs carry (S112), the
+-- (S90); p_traceparent, p_tracestate the trace context the jobs carry (S107), the
 -- transaction's when NULL. Returns one uuid (NULL: a unique duplicate dropped) per
 -- entry, in entry order.
 CREATE OR REPLACE FUNCTION pgq._dispatch_entries(p_entries jsonb, p_queue text, p_batch uuid, p_chain uuid, p_step int,
@@ -233,7 +233,7 @@ COMMENT ON FUNCTION pgq._chain_stop(pgq.job_chains, text, uuid, text) IS 'Ends a
 
 -- pgq._chain_start: writes a chain and queues its first step. Returns the chain's row;
 -- its state is already 'failed' when the first step was dropped as a duplicate (S72).
--- p_traceparent, p_tracestate: the trace context its steps carry (S112), the
+-- p_traceparent, p_tracestate: the trace context its steps carry (S107), the
 -- transaction's when NULL (pgq._trace_context).
 CREATE OR REPLACE FUNCTION pgq._chain_start(p_id uuid, p_steps jsonb, p_on_failure text, p_queue text, p_batch uuid,
                                             p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL)
@@ -257,7 +257,7 @@ BEGIN
             NULL;  -- every step can be queued
         END;
     END IF;
-    -- Every step carries the trace context of the chain's dispatch (S112): a later one is
+    -- Every step carries the trace context of the chain's dispatch (S107): a later one is
     -- queued in a worker's transaction.
     INSERT INTO pgq.job_chains (id, batch_id, steps, on_failure, queue, traceparent, tracestate)
     SELECT p_id, p_batch, p_steps, p_on_failure, p_queue, t.traceparent, t.tracestate
@@ -294,7 +294,7 @@ COMMENT ON FUNCTION pgq._dropped_message(pgq.job_chains, int) IS 'The exception 
 -- (S71). queue applies to every step (and on_failure) that names none. A step dropped
 -- as a unique duplicate fails the chain like a step failing for good (S72).
 -- Every step carries the trace context traceparent, tracestate, or the transaction's
--- (S110, S112). Raises 22023 for bad steps or trace context, writing nothing.
+-- (S105, S107). Raises 22023 for bad steps or trace context, writing nothing.
 CREATE OR REPLACE FUNCTION pgq.dispatch_chain(steps jsonb, on_failure text DEFAULT NULL, queue text DEFAULT NULL,
                                               traceparent text DEFAULT NULL, tracestate text DEFAULT NULL)
 RETURNS uuid
@@ -324,7 +324,7 @@ COMMENT ON FUNCTION pgq.dispatch_chain(jsonb, text, text, text, text) IS
 -- and counts them in its shards. Locks the touched shards (in order) before the batch's
 -- row. Returns the members whose chain failed at once (their first step was a dropped
 -- duplicate), for the caller to end after counting: pgq._jobs_ended. The members carry
--- the trace context p_traceparent, p_tracestate, or the transaction's when NULL (S112).
+-- the trace context p_traceparent, p_tracestate, or the transaction's when NULL (S107).
 CREATE OR REPLACE FUNCTION pgq._batch_add(p_batch pgq.job_batches, p_entries jsonb,
                                           p_traceparent text DEFAULT NULL, p_tracestate text DEFAULT NULL) RETURNS int
 LANGUAGE plpgsql VOLATILE
@@ -386,7 +386,7 @@ COMMENT ON FUNCTION pgq._batch_add(pgq.job_batches, jsonb, text, text) IS 'Dispa
 -- (pgq.cancel_batch). queue applies to members and callbacks that name none. The login
 -- role that calls it is recorded (dispatched_by): it may add to the batch (S93).
 -- Every member carries the trace context traceparent, tracestate, or the transaction's
--- (S110, S112). Raises 22023 for bad input, writing nothing.
+-- (S105, S107). Raises 22023 for bad input, writing nothing.
 CREATE OR REPLACE FUNCTION pgq.dispatch_batch(
     jobs           jsonb,
     name           text DEFAULT NULL,

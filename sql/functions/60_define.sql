@@ -2,7 +2,7 @@
 
 -- pgq.define_queue: creates or updates a queue. retry_after is the lease in seconds.
 -- fair_by names a payload field: the queue takes its jobs round-robin across the field's
--- values (S130-S133); NULL: a plain FIFO queue. Each call sets every setting, fair_by
+-- values (S114-S117); NULL: a plain FIFO queue. Each call sets every setting, fair_by
 -- included. When fair_by changes, the queue's live jobs get their keys anew (their
 -- field under the new name, or none), in this transaction.
 -- Returns a line that says what was defined (psql prints it as it is).
@@ -44,9 +44,9 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.define_queue(text, int, boolean, text) IS
-    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S130). Returns what it defined, as a line of text.';
+    'Creates or updates a queue: retry_after is its lease in seconds (default 90), paused stops reservations, fair_by names the payload field whose values share the queue round-robin (S114). Returns what it defined, as a line of text.';
 
--- pgq.set_fair_weight: the weight of one key of a fair queue (S133): each round, a key
+-- pgq.set_fair_weight: the weight of one key of a fair queue (S117): each round, a key
 -- of weight w gets up to w jobs where a key of weight 1 gets one. 1 to 1000; a key with
 -- no weight set weighs 1. Returns what it set, as a line of text.
 CREATE OR REPLACE FUNCTION pgq.set_fair_weight(queue text, key text, weight int) RETURNS text
@@ -72,7 +72,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.set_fair_weight(text, text, int) IS
-    'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S133). Returns what it set, as a line of text.';
+    'Sets the weight (1 to 1000, default 1) of a key of a fair queue: it gets that many jobs a round (S117). Returns what it set, as a line of text.';
 
 -- pgq._check_ceilings: the guard of a class's ceilings (S90): max_tries >= 0 (0:
 -- unlimited allowed), max_retry_for positive, min_backoff >= 0, max_timeout 1 to the
@@ -257,7 +257,7 @@ COMMENT ON FUNCTION pgq._describe_class(pgq.job_classes, text) IS 'A job class a
 -- max_tries, max_retry_for, min_backoff and max_timeout are the ceilings of what a
 -- dispatch may set beyond the class's own settings (S90); NULL takes the database's
 -- (S91). isolated: the worker runs each SQL job of the class in a transaction of its
--- own, never in a group with other jobs (S123); read when a job runs, not frozen.
+-- own, never in a group with other jobs (S112); read when a job runs, not frozen.
 -- A handler function that pins no search_path of its own runs with the schemas of
 -- search_path (S86): by default the caller's search_path as it resolves at the call
 -- (its default is evaluated before this function's own SET search_path applies), '{}'
@@ -345,7 +345,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.define_job(text, text, text, int, int[], int, int, boolean, interval, interval, text, text[], interval, text[], interval, jsonb, int, interval, int, int, text[], boolean) IS
-    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S123), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
+    'Upserts a job class: queue, SQL handler (resolved with the caller''s privileges; run with search_path, by default the caller''s, when it pins none, S86; isolated: each job in a transaction of its own, S112), tries, backoff, max_exceptions, timeout, fail_on_timeout, retry_for, unique_*, debounce_*, middleware, and the ceilings of a dispatch''s own options (max_tries, max_retry_for, min_backoff, max_timeout, S90). New dispatches copy it (S1, S44). Returns the class as a line of text.';
 
 -- pgq.define_limit: creates or updates a named rate limit of max hits per window,
 -- shared by every worker (S28). Returns it as a line of text.

@@ -66,7 +66,7 @@ BEGIN
                g.tries, g.backoff, g.max_exceptions,
                g.timeout, g.fail_on_timeout, now() + (g.retry_until - g.dispatched_at), g.unique_key, g.unique_token,
                g.unique_until, NULL, NULL, g.middleware, 'retried', g.batch_id, g.chain_id, g.chain_step, pgq._slot(),
-               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S130
+               CASE WHEN q.fair_by IS NOT NULL THEN coalesce(g.payload ->> q.fair_by, '') END  -- S114
         FROM gone g
         LEFT JOIN pgq.queues q ON q.name = g.queue
         ORDER BY g.id
@@ -87,7 +87,7 @@ BEGIN
         PERFORM pgq._jobs_retried(v_grouped, v_batches, v_chains, v_steps);
     END IF;
 
-    -- The keys of fair queues get their turns (S131).
+    -- The keys of fair queues get their turns (S115).
     PERFORM pgq._fair_enter(j.queue, array_agg(j.fair_key))
     FROM pgq.jobs j WHERE j.uuid = ANY (v_uuids) AND j.fair_key IS NOT NULL GROUP BY j.queue;
     PERFORM pg_notify('pgq_jobs', q) FROM unnest(v_queues) q;

@@ -128,7 +128,7 @@ GROUP BY q.queue;
 
 COMMENT ON VIEW pgq.queue_stats IS 'How far behind each queue is: jobs ready now and how long the oldest has waited, scheduled, retrying, running, failed.';
 
--- pgq.fair_keys: the keys of fair queues that have live jobs (S135): each one's weight,
+-- pgq.fair_keys: the keys of fair queues that have live jobs (S119): each one's weight,
 -- its jobs ready now and how long the oldest has waited, waiting later (scheduled or
 -- retrying), running, and its pass (the order of turns: lowest first; NULL: a turn is
 -- being made or ended).
@@ -146,4 +146,4 @@ LEFT JOIN pgq.fair_turns t ON t.queue = j.queue AND t.key = j.fair_key
 WHERE j.fair_key IS NOT NULL
 GROUP BY j.queue, j.fair_key, w.weight, t.pass;
 
-COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S135).';
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S119).';

@@ -1,4 +1,4 @@
--- Grouped SQL jobs (S120-S124): the worker runs several short SQL jobs in one
+-- Grouped SQL jobs (S109-S113): the worker runs several short SQL jobs in one
 -- transaction, each in its own savepoint.
 --
 -- * pgq.job_classes.isolated: a class whose jobs always run alone, one transaction per
@@ -14,14 +14,14 @@
 -- +goose Up
 ALTER TABLE pgq.job_classes ADD COLUMN isolated boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN pgq.job_classes.isolated IS
-    'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S123).';
+    'The worker runs each job of this class in a transaction of its own, never grouped with other SQL jobs (S112).';
 
 CREATE TABLE pgq.sql_alone (
     job_uuid  uuid PRIMARY KEY,
     marked_at timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE pgq.sql_alone IS
-    'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S122).';
+    'SQL jobs whose last attempt was lost with its group: their next attempt runs alone (S111).';
 
 DROP FUNCTION IF EXISTS pgq.run_sql_job(uuid, uuid);
 DROP FUNCTION IF EXISTS pgq._sql_job(uuid, uuid);

@@ -1,4 +1,4 @@
--- A job carries the W3C trace context of its dispatch (S110-S112).
+-- A job carries the W3C trace context of its dispatch (S105-S107).
 --
 -- * pgq.jobs and pgq.loads: traceparent and tracestate, as dispatch stored them (the
 --   option, or the settings pgq.traceparent and pgq.tracestate of the dispatching
@@ -17,12 +17,12 @@
 ALTER TABLE pgq.jobs ADD COLUMN traceparent text, ADD COLUMN tracestate text;
 ALTER TABLE pgq.loads ADD COLUMN traceparent text, ADD COLUMN tracestate text;
 ALTER TABLE pgq.job_chains ADD COLUMN traceparent text, ADD COLUMN tracestate text;
-COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S110), NULL when it had none.';
-COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S110), NULL when it had none.';
-COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S110).';
-COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S110).';
-COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S112).';
-COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S112).';
+COMMENT ON COLUMN pgq.jobs.traceparent IS 'The W3C traceparent of the dispatch (S105), NULL when it had none.';
+COMMENT ON COLUMN pgq.jobs.tracestate IS 'The W3C tracestate of the dispatch (S105), NULL when it had none.';
+COMMENT ON COLUMN pgq.loads.traceparent IS 'The W3C traceparent of the dispatch, shared by every job of the chunk (S105).';
+COMMENT ON COLUMN pgq.loads.tracestate IS 'The W3C tracestate of the dispatch, shared by every job of the chunk (S105).';
+COMMENT ON COLUMN pgq.job_chains.traceparent IS 'The W3C traceparent of the chain''s dispatch, which each step carries (S107).';
+COMMENT ON COLUMN pgq.job_chains.tracestate IS 'The W3C tracestate of the chain''s dispatch, which each step carries (S107).';
 -- +goose StatementBegin
 DO $$
 BEGIN

@@ -56,14 +56,14 @@ SELECT h.token::uuid AS held FROM pgq.heartbeat(uuids => @uuids::uuid[], tokens 
 SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid);
 
 -- name: JobRunSQLGrouped :exec
--- A job of a group, in its own savepoint (S120).
+-- A job of a group, in its own savepoint (S109).
 SELECT FROM pgq.run_sql_job(uuid => @uuid::uuid, token => @token::uuid, grouped => true);
 
 -- name: JobGiveBackGroup :many
 SELECT * FROM pgq.give_back_group(uuids => @uuids::uuid[], tokens => @tokens::uuid[], reason => @reason::text);
 
 -- name: SessionSetJobTimeout :exec
--- A grouped job's timeout, for its own statement: the next one (S121).
+-- A grouped job's timeout, for its own statement: the next one (S110).
 SELECT set_config('statement_timeout', @milliseconds::text, true);
 
 -- name: SessionSetGroupLimits :exec
@@ -161,7 +161,7 @@ SELECT pgq.worker_stopped(worker => @worker::text);
 
 -- name: GroupSavepoint :exec
 -- A grouped SQL job's own savepoint: its effects and completion go back to it when it
--- raises, and the group's other jobs keep theirs (S120).
+-- raises, and the group's other jobs keep theirs (S109).
 SAVEPOINT pgq_job;
 
 -- name: GroupReleaseSavepoint :exec

@@ -1,4 +1,4 @@
--- Fair queues (S130-S136): a queue defined with fair_by takes its jobs round-robin
+-- Fair queues (S114-S120): a queue defined with fair_by takes its jobs round-robin
 -- across the values of one payload field, the key. Each job of such a queue carries its
 -- key in pgq.jobs.fair_key, and the queue's keys with waiting or running jobs have a
 -- turn in pgq.fair_turns: the reserve serves them in the order of their pass, which a
@@ -8,11 +8,11 @@
 -- +goose Up
 ALTER TABLE pgq.queues ADD COLUMN fair_by text;
 COMMENT ON COLUMN pgq.queues.fair_by IS
-    'The payload field whose value is a job''s key in a fair queue (S130): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.';
+    'The payload field whose value is a job''s key in a fair queue (S114): the reserve takes jobs round-robin across keys. NULL: a plain FIFO queue.';
 
 ALTER TABLE pgq.jobs ADD COLUMN fair_key text;
 COMMENT ON COLUMN pgq.jobs.fair_key IS
-    'The job''s key in a fair queue (S130): its payload''s fair_by field as text, '''' when it has none; NULL in other queues.';
+    'The job''s key in a fair queue (S114): its payload''s fair_by field as text, '''' when it has none; NULL in other queues.';
 
 -- A key's jobs in its queue's order, waiting or reserved: the reserve reads a key's
 -- next ready jobs, and whether it has any live job left, from here.
@@ -26,7 +26,7 @@ CREATE TABLE pgq.fair_turns (
 );
 CREATE INDEX fair_turns_pass_idx ON pgq.fair_turns (queue, pass, key);
 COMMENT ON TABLE pgq.fair_turns IS
-    'The turns of a fair queue''s keys that have live jobs (S131): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
+    'The turns of a fair queue''s keys that have live jobs (S115): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
 
 CREATE TABLE pgq.fair_weights (
     queue  text NOT NULL,
@@ -35,7 +35,7 @@ CREATE TABLE pgq.fair_weights (
     PRIMARY KEY (queue, key)
 );
 COMMENT ON TABLE pgq.fair_weights IS
-    'Weights of keys of fair queues (S133, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.';
+    'Weights of keys of fair queues (S117, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.';
 
 DROP FUNCTION IF EXISTS pgq.define_queue(text, int, boolean);
 
