@@ -11,7 +11,7 @@ import (
 var lockKinds = []struct{ Kind, Title, About string }{
 	{"unique", "Unique locks", "One waiting-or-running copy per key: the job holding each, until when."},
 	{"debounce", "Debounce tokens", "The current dispatch of each key: only the job carrying the token runs."},
-	{"overlap", "Overlap leases", "without_overlapping keys held: the worker and since when; the lease ends unless the worker's heartbeat renews it."},
+	{"overlap", "Overlap leases", "without_overlapping keys and concurrency_limited places (#key#n) held: the worker and since when; the lease ends unless the worker's heartbeat renews it."},
 }
 
 type lockSection struct {
