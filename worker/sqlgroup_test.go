@@ -34,14 +34,20 @@ func setupGroups(t *testing.T) groupBundle {
 // every SQL job goes through one connection and the jobs waiting for it form groups.
 func (b groupBundle) oneSlotWorker(t *testing.T, opts ...worker.Option) {
 	t.Helper()
+	b.slotsWorker(t, 1, append([]worker.Option{worker.WithSQLGroupBudget(time.Minute)}, opts...)...)
+}
+
+// slotsWorker runs a worker on a pool of its own that leaves it slots SQL slots
+// (MaxConns - 3): the SQL jobs it holds beyond them wait for a slot and form groups.
+func (b groupBundle) slotsWorker(t *testing.T, slots int32, opts ...worker.Option) {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(b.db.WorkerURL)
 	require.NoError(t, err)
-	cfg.MaxConns = 4
+	cfg.MaxConns = slots + 3
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	w, err := worker.New(pool, append([]worker.Option{worker.WithLogger(quiet), worker.WithSleep(50 * time.Millisecond),
-		worker.WithSQLGroupBudget(time.Minute)}, opts...)...)
+	w, err := worker.New(pool, append([]worker.Option{worker.WithLogger(quiet), worker.WithSleep(50 * time.Millisecond)}, opts...)...)
 	require.NoError(t, err)
 	start(t, w)
 }
