@@ -258,3 +258,164 @@ func TestS113LoneJobNotDelayedLongJobsAlone(t *testing.T) {
 	require.Equal(t, 11, pgqtest.Scalar[int](t, b2.db, `SELECT count(DISTINCT xact)::int FROM public.runs`),
 		"each 50 ms job ran alone under a 10 ms budget")
 }
+
+// setupProbes is a database with three classes of SQL jobs: ov (without_overlapping by
+// k), cl (concurrency_limited by k, limit 3) and free (no middleware), all handled by
+// public.probe, which measures inside PostgreSQL how many handlers of its key run at
+// once. A job {"key", "lim"} takes the first place of its key that no handler holds, in
+// any backend, its own included (public.take_place): the advisory lock (key, place),
+// held until its transaction ends, which for a grouped job is its group's commit, when
+// its lease ends too. So a handler that gets place p found p - 1 others of its key
+// running, whichever workers, groups or transactions ran them. It records its place in
+// public.held with its effects: a row per committed run. A job of no key records its
+// run alone.
+func setupProbes(t *testing.T) groupBundle {
+	t.Helper()
+	b := groupBundle{setup(t)}
+	b.db.Exec(t, `
+		CREATE TABLE public.held (job text, n int, key int, place int, lim int,
+		    xact xid8 DEFAULT pg_current_xact_id(), pid int DEFAULT pg_backend_pid());
+		CREATE FUNCTION public.take_place(p_key int) RETURNS int LANGUAGE plpgsql AS $$
+		DECLARE
+		    v_db    oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+		    v_place int := 0;
+		BEGIN
+		    LOOP
+		        v_place := v_place + 1;
+		        -- pg_locks first: this backend's own locks are granted again by a try
+		        IF NOT EXISTS (SELECT FROM pg_locks l
+		                       WHERE l.locktype = 'advisory' AND l.database = v_db AND l.objsubid = 2
+		                         AND l.classid = p_key::oid AND l.objid = v_place::oid)
+		           AND pg_try_advisory_xact_lock(p_key, v_place) THEN
+		            RETURN v_place;
+		        END IF;
+		    END LOOP;
+		END $$;
+		CREATE FUNCTION public.probe(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.held (job, n, key, place, lim)
+		    VALUES (p->>'job', (p->>'n')::int, (p->>'key')::int,
+		            CASE WHEN p ? 'key' THEN public.take_place((p->>'key')::int) END, (p->>'lim')::int);
+		    PERFORM pg_sleep(0.002);  -- holds its place a while, as a handler that does some work
+		END $$;
+		SELECT pgq.define_job('ov', handler => 'public.probe', tries => 0,
+		                      middleware => '[{"without_overlapping": {"by": ["k"]}}]');
+		SELECT pgq.define_job('cl', handler => 'public.probe', tries => 0,
+		                      middleware => '[{"concurrency_limited": {"by": ["k"], "limit": 3}}]');
+		SELECT pgq.define_job('free', handler => 'public.probe', tries => 0)`)
+	return b
+}
+
+// dispatchProbes dispatches jobs from .. to of class job for public.probe: job n of key
+// base + n % keys (its middleware's k is n % keys) with the limit lim; keys 0: no key.
+func (b groupBundle) dispatchProbes(t *testing.T, job string, from, to, keys, base, lim int) {
+	t.Helper()
+	var payloads []any
+	for n := from; n <= to; n++ {
+		p := map[string]any{"job": job, "n": n}
+		if keys > 0 {
+			p["k"], p["key"], p["lim"] = n%keys, base+n%keys, lim
+		}
+		payloads = append(payloads, p)
+	}
+	_, err := b.client.DispatchMany(context.Background(), job, payloads)
+	require.NoError(t, err)
+}
+
+// warmUp runs a job of each class of setupProbes (n 0) and waits for their runs: the
+// first job of a class a worker has not seen run runs alone, the next ones in groups.
+func (b groupBundle) warmUp(t *testing.T) {
+	t.Helper()
+	b.dispatchProbes(t, "ov", 0, 0, 1, 1000, 1)
+	b.dispatchProbes(t, "cl", 0, 0, 1, 2000, 3)
+	b.dispatchProbes(t, "free", 0, 0, 0, 0, 0)
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.held`) == 3
+	}, time.Minute, 20*time.Millisecond)
+}
+
+// probesRan waits until no job is live and public.held has n rows, then checks that each
+// job's run committed once, none failed, and no handler got a place past its key's
+// limit: never more handlers of a key ran at once than its middleware allows.
+func (b groupBundle) probesRan(t *testing.T, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs`) == 0 &&
+			pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.held`) >= n
+	}, 2*time.Minute, 50*time.Millisecond)
+	require.Equal(t, n, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.held`))
+	require.Equal(t, n, pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT (job, n))::int FROM public.held`), "each job's run committed once")
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.failed_jobs`))
+	require.Empty(t, pgqtest.Scalar[[]string](t, b.db, `
+		SELECT coalesce(array_agg(format('%s %s (key %s) began while %s others of its key ran, limit %s; xact %s, backend %s',
+		                                 job, n, key, place - 1, lim, xact, pid) ORDER BY job, n), '{}')
+		FROM public.held WHERE place > lim`), "handlers of one key ran at once past their limit")
+}
+
+// S26, S34, S99, S109: three workers run SQL jobs in groups, each worker's jobs waiting
+// for its two SQL slots: jobs that share four without_overlapping keys, jobs that share
+// two concurrency_limited keys of limit 3, and jobs of no key. As the handlers measure
+// it (setupProbes), a handler of an overlap key never began while another of its key
+// ran, and never more than 3 of a limited key ran at once, whether the others ran in
+// another worker, in another group or earlier in the same group: a grouped job holds its
+// lease, and its key's advisory lock, until its group commits.
+func TestS26S34S99S109GroupedJobsKeepOverlapAndConcurrencyAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	b := setupProbes(t)
+	for _, name := range []string{"A", "B", "C"} {
+		b.slotsWorker(t, 2, worker.WithName(name), worker.WithConcurrency(16),
+			worker.WithSQLGroupBudget(20*time.Millisecond))
+	}
+	b.warmUp(t)
+	const rounds = 10
+	for r := range rounds { // interleaved, so that the groups mix the classes
+		b.dispatchProbes(t, "ov", 12*r+1, 12*r+12, 4, 1000, 1)
+		b.dispatchProbes(t, "cl", 9*r+1, 9*r+9, 2, 2000, 3)
+		b.dispatchProbes(t, "free", 15*r+1, 15*r+15, 0, 0, 0)
+	}
+	b.probesRan(t, 3+rounds*(12+9+15))
+
+	// The measure saw what it is for: the limit of 3 was reached, workers shared the
+	// keys, and groups held jobs of the keys together with others.
+	require.Equal(t, 3, pgqtest.Scalar[int](t, b.db, `SELECT max(place) FROM public.held WHERE job = 'cl'`),
+		"3 handlers of a concurrency key ran at once")
+	workers := pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT worker)::int FROM pgq.attempts
+		WHERE job IN ('ov', 'cl') AND outcome = 'succeeded'`)
+	shared := pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM (SELECT xact FROM public.held
+		GROUP BY xact HAVING count(*) FILTER (WHERE key IS NOT NULL) > 0 AND count(*) > 1) g`)
+	sameKey := pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM (SELECT xact FROM public.held
+		WHERE job = 'cl' GROUP BY xact, key HAVING count(*) > 1) g`)
+	t.Logf("%d workers ran the jobs of keys; %d groups held a job of a key among others, %d of them 2 or 3 of one concurrency key",
+		workers, shared, sameKey)
+	require.GreaterOrEqual(t, workers, 2)
+	require.Positive(t, shared, "jobs of keys ran in groups")
+}
+
+// S26, S99, S109: one worker with one SQL slot, so that every group runs on the same
+// connection, one after the other, and the jobs of a key wait for it together. A group
+// never runs two jobs of one overlap key, nor more jobs of a concurrency key than its
+// limit: the first holds its lease until the group commits, so pgq.reserve admits no
+// other of its key meanwhile, however long the group runs on.
+func TestS26S99S109OneGroupHoldsOneJobOfAnOverlapKey(t *testing.T) {
+	t.Parallel()
+	b := setupProbes(t)
+	b.oneSlotWorker(t)
+	b.warmUp(t)
+	const rounds = 6
+	for r := range rounds {
+		b.dispatchProbes(t, "ov", 8*r+1, 8*r+8, 2, 1000, 1)
+		b.dispatchProbes(t, "cl", 6*r+1, 6*r+6, 1, 2000, 3)
+		b.dispatchProbes(t, "free", 10*r+1, 10*r+10, 0, 0, 0)
+	}
+	b.probesRan(t, 3+rounds*(8+6+10))
+
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM (SELECT xact FROM public.held
+		WHERE job = 'ov' GROUP BY xact, key HAVING count(*) > 1) g`), "a group ran two jobs of one overlap key")
+	both := pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM (SELECT xact FROM public.held
+		WHERE job = 'ov' GROUP BY xact HAVING count(DISTINCT key) = 2) g`)
+	full := pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM (SELECT xact FROM public.held
+		WHERE job = 'cl' GROUP BY xact HAVING count(*) = 3) g`)
+	t.Logf("%d groups ran a job of each overlap key, %d ran 3 jobs of the concurrency key", both, full)
+	require.Positive(t, both, "groups held jobs of both overlap keys")
+	require.Positive(t, full, "a group held the concurrency key's 3 places")
+}
