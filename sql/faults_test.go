@@ -199,3 +199,46 @@ func TestS39NothingGrowsWithoutBound(t *testing.T) {
 	require.Equal(t, []string{"recent"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.debounce_tokens`))
 	require.Equal(t, []string{"failed", "turned_away"}, outcomes(t, db, live), "a live job's old turn-aways go, its other history stays")
 }
+
+// S111, S39: a job's mark to run alone goes with the job. pgq.give_back_group marks the
+// jobs it gives back and only those: a job whose token no longer holds it is neither
+// given back nor marked. A marked job that ends without running alone (cancelled while
+// it waits, failed for good, completed) leaves its mark to retention, which deletes it
+// as its job is gone; the mark of a live job stays.
+func TestS39S111MarksToRunAloneGoWithTheirJobs(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	names := []string{"cancelled", "failed", "completed", "running", "stale"}
+	job := map[uuid.UUID]string{}
+	for _, name := range names {
+		job[dispatch(t, db, `'j', '{}', tries => 1`)] = name
+	}
+	held := map[string]reserved{}
+	for _, j := range reserveAll(t, db) {
+		held[job[j.UUID]] = j
+	}
+	require.Len(t, held, len(names))
+	require.True(t, complete(t, db, held["stale"]), "the stale one ended before its group's loss was reported")
+	var uuids, tokens []uuid.UUID
+	for _, name := range names {
+		uuids, tokens = append(uuids, held[name].UUID), append(tokens, held[name].Token)
+	}
+	require.Equal(t, 4, count(t, db, `pgq.give_back_group($1, $2, 'group lost')`, uuids, tokens))
+	marked := `SELECT coalesce(array_agg(a.job_uuid ORDER BY a.job_uuid), '{}') FROM pgq.sql_alone a`
+	require.ElementsMatch(t, []uuid.UUID{held["cancelled"].UUID, held["failed"].UUID, held["completed"].UUID, held["running"].UUID},
+		pgqtest.Scalar[[]uuid.UUID](t, db, marked), "the jobs given back are marked, the stale one is not")
+
+	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT pgq.cancel($1)`, held["cancelled"].UUID))
+	again := map[string]reserved{}
+	for _, j := range reserveAll(t, db) {
+		again[job[j.UUID]] = j
+	}
+	require.Len(t, again, 3)
+	require.True(t, fail(t, db, again["failed"], "boom", false, clock()).Final, "failed for good")
+	require.True(t, complete(t, db, again["completed"]))
+	require.Equal(t, 4, count(t, db, `pgq.sql_alone`), "a mark outlives its job until retention")
+
+	db.Exec(t, `SELECT pgq.prune_all('14 days')`)
+	require.Equal(t, []uuid.UUID{held["running"].UUID}, pgqtest.Scalar[[]uuid.UUID](t, db, marked),
+		"the marks of ended jobs went, the running job's stays")
+}

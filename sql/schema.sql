@@ -8155,12 +8155,14 @@ CREATE FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_back pgq.attempts[] := ARRAY(SELECT a FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
+                                                              give_back_group.reason, true, give_back_group.as_of) a);
 BEGIN
     INSERT INTO pgq.sql_alone AS a (job_uuid)
-    SELECT u FROM unnest(give_back_group.uuids) u
+    SELECT DISTINCT b.job_uuid FROM unnest(v_back) b
     ON CONFLICT ON CONSTRAINT sql_alone_pkey DO UPDATE SET marked_at = now();
-    RETURN QUERY SELECT * FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
-                                             give_back_group.reason, true, give_back_group.as_of);
+    RETURN QUERY SELECT * FROM unnest(v_back);
 END;
 $$;
 
@@ -8169,7 +8171,7 @@ $$;
 -- Name: FUNCTION give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S111).';
+COMMENT ON FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamp with time zone) IS 'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job given back marked to run alone next (S111).';
 
 
 --
@@ -8638,6 +8640,13 @@ BEGIN
     DELETE FROM pgq.debounce_tokens d
     WHERE d.updated_at < now() - interval '1 hour'
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    -- S111: a mark to run alone goes with its job, whichever way the job ended (cancelled,
+    -- failed for good, completed without running alone). A marked job is a row of
+    -- pgq.jobs while it lives: it has run, and pgq.give_back_group marks it in the
+    -- transaction that sends it back to wait.
+    DELETE FROM pgq.sql_alone a WHERE NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
     DELETE FROM pgq.workers w WHERE w.seen_at < now() - interval '1 day';  -- died long ago (S87)

@@ -363,26 +363,29 @@ COMMENT ON FUNCTION pgq.give_back(uuid[], uuid[], text, boolean, timestamptz) IS
 -- pgq.give_back_group: attempts whose group was lost (S111): the transaction that ran
 -- them together with other jobs ended without a commit (its backend was killed, the
 -- commit failed, the connection dropped), so their effects were rolled back. Each job
--- is given back as pgq.give_back does, uncounted up to its own limit of given-back
--- attempts (S35), and marked to run alone on its next attempt (pgq.sql_alone), so that
--- the job that takes a group down is run, and charged, by itself. Returns the attempts
--- recorded. State change: reserved -> waiting.
+-- held by its token is given back as pgq.give_back does, uncounted up to its own limit
+-- of given-back attempts (S35), and marked to run alone on its next attempt
+-- (pgq.sql_alone), so that the job that takes a group down is run, and charged, by
+-- itself. A job whose token lost it is neither given back nor marked: its attempt is
+-- another's business now. Returns the attempts recorded. State change: reserved -> waiting.
 CREATE OR REPLACE FUNCTION pgq.give_back_group(uuids uuid[], tokens uuid[], reason text, as_of timestamptz DEFAULT NULL)
 RETURNS SETOF pgq.attempts
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_back pgq.attempts[] := ARRAY(SELECT a FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
+                                                              give_back_group.reason, true, give_back_group.as_of) a);
 BEGIN
     INSERT INTO pgq.sql_alone AS a (job_uuid)
-    SELECT u FROM unnest(give_back_group.uuids) u
+    SELECT DISTINCT b.job_uuid FROM unnest(v_back) b
     ON CONFLICT ON CONSTRAINT sql_alone_pkey DO UPDATE SET marked_at = now();
-    RETURN QUERY SELECT * FROM pgq.give_back(give_back_group.uuids, give_back_group.tokens,
-                                             give_back_group.reason, true, give_back_group.as_of);
+    RETURN QUERY SELECT * FROM unnest(v_back);
 END;
 $$;
 
 COMMENT ON FUNCTION pgq.give_back_group(uuid[], uuid[], text, timestamptz) IS
-    'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job marked to run alone next (S111).';
+    'Worker protocol: attempts lost with their group go back to wait, given back as pgq.give_back does (S35), each job given back marked to run alone next (S111).';
 
 -- pgq.fail_setup: pgq could not set up this attempt of a SQL handler: the server
 -- refused a setting the worker made from the job (its statement_timeout, say) for a

@@ -239,7 +239,8 @@ COMMENT ON FUNCTION pgq.prune(interval) IS 'Deletes attempt history older than o
 -- failed_older_than (NULL: keep), and the coordination rows that no longer say anything:
 -- expired unique locks and overlap leases, rate-limit windows that have ended, circuits
 -- whose decay has passed, debounce tokens whose job is gone (an hour after their last
--- dispatch), workers not seen for a day, and batches and chains that ended more than history_older_than ago. Each of
+-- dispatch), marks to run alone whose job is gone (S111), workers not seen for a day,
+-- and batches and chains that ended more than history_older_than ago. Each of
 -- these deletes re-reads the row it deletes, so a row a concurrent dispatch or reserve
 -- just renewed stays; a window a reserve holds is left for the next call (S82). Only one
 -- caller at a time does the work (a transaction advisory lock); the others return NULL
@@ -273,6 +274,13 @@ BEGIN
     DELETE FROM pgq.debounce_tokens d
     WHERE d.updated_at < now() - interval '1 hour'
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = d.job_uuid);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_count := v_count + v_n;
+    -- S111: a mark to run alone goes with its job, whichever way the job ended (cancelled,
+    -- failed for good, completed without running alone). A marked job is a row of
+    -- pgq.jobs while it lives: it has run, and pgq.give_back_group marks it in the
+    -- transaction that sends it back to wait.
+    DELETE FROM pgq.sql_alone a WHERE NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.uuid = a.job_uuid);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_count := v_count + v_n;
     DELETE FROM pgq.workers w WHERE w.seen_at < now() - interval '1 day';  -- died long ago (S87)
