@@ -1,4 +1,4 @@
--- Storage, internal: fair queues (S114-S120). A queue defined with fair_by takes its
+-- Storage, internal: fair queues (S114-S121). A queue defined with fair_by takes its
 -- jobs round-robin across keys (the payload's fair_by field, kept in pgq.jobs.fair_key):
 -- a weighted round-robin by pass, as in stride scheduling. Each key with live jobs has
 -- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
@@ -13,8 +13,8 @@
 -- ends (pgq._fair_enter), and a reserve ends a turn only when it gets that lock alone
 -- and then, in a later statement, still sees no live job of the key: every store that
 -- began before is then visible, and every store that begins later waits for the
--- reserve's end and finds no turn, so it makes one. So no key is left with jobs and no
--- turn.
+-- reserve's end and finds no turn, so it makes one (at its commit: S121). So no key
+-- is left with jobs and no turn.
 --
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
 -- from the session's marks (S77): they walk each key's jobs from its front in
