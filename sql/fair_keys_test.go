@@ -166,3 +166,19 @@ func TestS121NewFairKeysInOppositeOrders(t *testing.T) {
 		})
 	})
 }
+
+// S120, S121: a dispatch of jobs of very many keys of a fair queue takes the keys' locks
+// without filling the server's lock table (a few dozen locks a connection): keys share
+// 256 locks.
+func TestS120S121DispatchOfManyKeys(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_queue('exports', fair_by => 'tenant')`)
+	const keys = 20000
+	c := db.ConnAs(t, pgqtest.ProducerRole)
+	_, err := c.Exec(ctx, `SELECT pgq.dispatch_many('export', ARRAY(SELECT jsonb_build_object('tenant', 't' || i) FROM generate_series(1, $1::int) i),
+	                                               queue => 'exports')`, keys)
+	require.NoError(t, err)
+	require.Equal(t, keys, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE queue = 'exports'`), "a turn per key")
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_entries`), "no entry outlives its transaction")
+}

@@ -3326,9 +3326,9 @@ DECLARE
     v_new     jsonb;
     v_pending text := current_setting('pgq.fair_entering', true);
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n;
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), l.id)
+    FROM (SELECT DISTINCT pgq._fair_lock(p_queue, k) AS id FROM unnest(v_keys) k) l
+    ORDER BY l.id;
     SELECT jsonb_agg(jsonb_build_array(p_queue, u.k)) INTO v_new
     FROM unnest(v_keys) u(k)
     WHERE current_setting('transaction_isolation') <> 'read committed'
@@ -3381,6 +3381,23 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._fair_entered() IS 'Trigger, at commit: the turns of the keys of fair queues that the transaction stored jobs of and that had none, made in (queue, key) order (S121).';
+
+
+--
+-- Name: _fair_lock(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+
+
+--
+-- Name: FUNCTION _fair_lock(p_queue text, p_key text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_lock(p_queue text, p_key text) IS 'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
 
 
 --
@@ -3596,7 +3613,7 @@ BEGIN
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
@@ -13201,6 +13218,13 @@ REVOKE ALL ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_entered() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_lock(p_queue text, p_key text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_lock(p_queue text, p_key text) FROM PUBLIC;
 
 
 --

@@ -22,6 +22,19 @@
 -- which reads the waiting rows as they are, so the marks stay right for the
 -- pgq._pick that serves what no turn holds (S118).
 
+-- pgq._fair_lock: the second key of the 'fair' advisory lock (pgq._lock_space) of key
+-- p_key of the fair queue p_queue: one of 256, so that a transaction that stores jobs of
+-- many keys holds at most 256 of them, whatever its keys (the server's lock table holds
+-- some 64 a connection). Keys that share a lock only make a reserve keep an idle turn
+-- a while longer.
+CREATE OR REPLACE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+
+COMMENT ON FUNCTION pgq._fair_lock(text, text) IS
+    'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
+
 -- pgq._fair_probe: the next ready waiting rows of one key of a fair queue at priority
 -- p_prio, in the slots p_slots, in the queue's order, locked with SKIP LOCKED, at most
 -- p_want, none of p_skip; and whether each is plain (pgq._pick).
@@ -226,7 +239,7 @@ BEGIN
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);

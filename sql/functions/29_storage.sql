@@ -185,7 +185,7 @@ COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
 -- so two that store jobs of the same new keys in any order never wait for each other
 -- in a cycle (S121). At READ COMMITTED a key whose turn this statement sees keeps it
 -- while the lock is held; at REPEATABLE READ or SERIALIZABLE the snapshot may be older
--- than a turn's end, so every key is entered. Keys in order: the locks are taken so.
+-- than a turn's end, so every key is entered. The locks in order (pgq._fair_lock).
 CREATE OR REPLACE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -195,9 +195,9 @@ DECLARE
     v_new     jsonb;
     v_pending text := current_setting('pgq.fair_entering', true);
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n;
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), l.id)
+    FROM (SELECT DISTINCT pgq._fair_lock(p_queue, k) AS id FROM unnest(v_keys) k) l
+    ORDER BY l.id;
     SELECT jsonb_agg(jsonb_build_array(p_queue, u.k)) INTO v_new
     FROM unnest(v_keys) u(k)
     WHERE current_setting('transaction_isolation') <> 'read committed'
