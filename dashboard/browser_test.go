@@ -7,6 +7,7 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -257,4 +258,50 @@ func TestS71S97DashboardBrowserChainStoppedAtStep(t *testing.T) {
 	))
 	require.Contains(t, text(t, ctx, "#workflow"), "The on_failure job of chain")
 	require.Equal(t, "finished", text(t, ctx, "#state"))
+}
+
+// S119 in a browser: from the overview's "fair by" mark of a queue to its keys, the
+// most ready first with their weight, ready jobs and oldest wait; "longest wait" orders
+// them by the oldest wait, and the key box finds one key.
+func TestS119DashboardBrowserFairKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Options{})
+	seedFair(t, b.db)
+	ctx := tab(t)
+	row := func(n int) string {
+		return strings.Join(strings.Fields(text(t, ctx, fmt.Sprintf(`#fair-exports table.fairkeys tbody tr:nth-child(%d)`, n))), " ")
+	}
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+base+"/"),
+		chromedp.Click(chromedp.CSS(`#queue-exports a.fair`)),
+		chromedp.WaitVisible(chromedp.CSS(`#fair-exports table.fairkeys`)),
+	))
+	require.Contains(t, text(t, ctx, "#fair-exports h2"), "fair by tenant")
+	require.Contains(t, text(t, ctx, "#fair-exports h2"), "4 keys with live jobs · 8 ready · 1 running")
+	require.Equal(t, "acme 3 5 20m 0 0 ready jobs", row(1), "key, weight, ready, oldest wait, later, running")
+	require.Equal(t, "globex 1 2 12m 0 1 ready jobs", row(2))
+	require.Equal(t, "(none: no tenant field) 1 1 15m 0 0", row(3))
+	require.Equal(t, "initech 1 0 – 1 0", row(4))
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`nav.tabs a[href$="by=wait&queue=exports"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.tabs a.on[href$="by=wait&queue=exports"]`)),
+	))
+	require.True(t, strings.HasPrefix(row(2), "(none: no tenant field)"), "the longest oldest wait first: %s", row(2))
+	require.True(t, strings.HasPrefix(row(3), "globex"), row(3))
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#fair-exports input[name="key"]`), "globex"),
+		chromedp.Submit(chromedp.CSS(`#fair-exports input[name="key"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#fair-exports a[href$="by=wait&queue=exports"]`)), // "clear"
+	))
+	require.Equal(t, "globex 1 2 12m 0 1 ready jobs", row(1))
+	require.Contains(t, text(t, ctx, "#fair-exports h2"), "1 matching key with live jobs")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#fair-exports td.act a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#list`)),
+	))
+	require.Equal(t, 2, strings.Count(text(t, ctx, "#list tbody"), "exports"), "globex's two ready jobs, a row each")
 }

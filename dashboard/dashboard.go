@@ -114,6 +114,7 @@ func Handler(pool *pgxpool.Pool, opts Options) (http.Handler, error) {
 	mux.HandleFunc("GET /chains", s.page(s.chains))
 	mux.HandleFunc("GET /chains/{id}", s.page(s.chain))
 	mux.HandleFunc("GET /locks", s.page(s.locks))
+	mux.HandleFunc("GET /fair", s.page(s.fair))
 	mux.HandleFunc("GET /workers", s.page(s.workers))
 	mux.HandleFunc("GET /schedules", s.page(s.schedules))
 	mux.HandleFunc("GET /check", s.page(s.check))

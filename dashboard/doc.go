@@ -19,6 +19,8 @@
 //   - /chains/{id} one chain: its steps in order and what became of each, its
 //     on_failure job
 //   - /locks       unique locks, debounce tokens, overlap leases, rate limits, circuits
+//   - /fair        each fair queue's keys with live jobs (pgq.fair_keys): weight, ready
+//     jobs and the oldest one's wait, waiting later, running; the first page of them
 //   - /workers     workers seen lately, what each runs, its last lease renewal, and the
 //     idle sessions napping on each queue
 //   - /check       the findings of pgq.check

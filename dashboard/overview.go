@@ -17,7 +17,9 @@ type overviewData struct {
 	// worker serves, or named so that nothing handles them (S87); Unserved the queues.
 	Stuck    []*dbsqlc.PgqCheckFinding
 	Unserved map[string]bool
-	Now      time.Time
+	// FairBy is the payload field of each fair queue (S114).
+	FairBy map[string]string
+	Now    time.Time
 	// Batches are the newest of the RunningBatches batches that have not finished.
 	Batches        []batchRow
 	RunningBatches int64
@@ -53,6 +55,14 @@ func (s *server) overview(r *http.Request) (view, error) {
 		d.Totals.Running += q.Running
 		d.Totals.Failed += q.Failed
 		d.Totals.OldestWait = max(d.Totals.OldestWait, q.OldestWait)
+	}
+	fair, err := s.q.DashboardFairQueueList(ctx)
+	if err != nil {
+		return view{}, err
+	}
+	d.FairBy = map[string]string{}
+	for _, f := range fair {
+		d.FairBy[f.Queue] = f.FairBy
 	}
 	outcomes, err := s.outcomes.since(ctx, s.q, chartStart(now), now)
 	if err != nil {

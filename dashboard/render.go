@@ -14,7 +14,7 @@ import (
 )
 
 // pageNames are the templates in templates/, each rendered inside layout.html.
-var pageNames = []string{"overview", "jobs", "job", "batches", "batch", "chains", "chain", "locks", "workers", "schedules", "check",
+var pageNames = []string{"overview", "jobs", "job", "batches", "batch", "chains", "chain", "locks", "fair", "workers", "schedules", "check",
 	"history", "confirm", "error"}
 
 func parsePages(s *server) (map[string]*template.Template, error) {

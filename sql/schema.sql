@@ -3322,16 +3322,24 @@ CREATE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_keys text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+    v_keys    text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+    v_new     jsonb;
+    v_pending text := current_setting('pgq.fair_entering', true);
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n;
-    INSERT INTO pgq.fair_turns (queue, key, pass)
-    SELECT p_queue, u.k, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass LIMIT 1), 0)
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n
-    ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), l.id)
+    FROM (SELECT DISTINCT pgq._fair_lock(p_queue, k) AS id FROM unnest(v_keys) k) l
+    ORDER BY l.id;
+    SELECT jsonb_agg(jsonb_build_array(p_queue, u.k)) INTO v_new
+    FROM unnest(v_keys) u(k)
+    WHERE current_setting('transaction_isolation') <> 'read committed'
+       OR NOT EXISTS (SELECT FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = u.k);
+    IF v_new IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('pgq.fair_entering', (coalesce(nullif(v_pending, ''), '[]')::jsonb || v_new)::text, true);
+    IF coalesce(v_pending, '') = '' THEN
+        INSERT INTO pgq.fair_entries DEFAULT VALUES ON CONFLICT DO NOTHING;
+    END IF;
 END;
 $$;
 
@@ -3340,7 +3348,56 @@ $$;
 -- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S115).';
+COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) at its commit if they have none (S115, S121).';
+
+
+--
+-- Name: _fair_entered(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_entered() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_pending text := current_setting('pgq.fair_entering', true);
+BEGIN
+    IF coalesce(v_pending, '') <> '' THEN
+        PERFORM set_config('pgq.fair_entering', '', true);
+        INSERT INTO pgq.fair_turns (queue, key, pass)
+        SELECT e.queue, e.key, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue ORDER BY t.pass LIMIT 1), 0)
+        FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
+        ORDER BY e.queue, e.key
+        ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+    END IF;
+    DELETE FROM pgq.fair_entries e WHERE e.txid = NEW.txid;
+    RETURN NULL;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_entered(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_entered() IS 'Trigger, at commit: the turns of the keys of fair queues that the transaction stored jobs of and that had none, made in (queue, key) order (S121).';
+
+
+--
+-- Name: _fair_lock(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+
+
+--
+-- Name: FUNCTION _fair_lock(p_queue text, p_key text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_lock(p_queue text, p_key text) IS 'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
 
 
 --
@@ -3556,7 +3613,7 @@ BEGIN
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
@@ -10030,6 +10087,22 @@ ALTER TABLE pgq.failed_jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 
 
 --
+-- Name: fair_entries; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE UNLOGGED TABLE pgq.fair_entries (
+    txid xid8 DEFAULT pg_current_xact_id() NOT NULL
+);
+
+
+--
+-- Name: TABLE fair_entries; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.fair_entries IS 'A row per open transaction that stored jobs of keys of fair queues with no turn: its deferred trigger makes their turns at commit (S121).';
+
+
+--
 -- Name: fair_turns; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -11623,6 +11696,14 @@ ALTER TABLE ONLY pgq.failed_jobs
 
 
 --
+-- Name: fair_entries fair_entries_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.fair_entries
+    ADD CONSTRAINT fair_entries_pkey PRIMARY KEY (txid);
+
+
+--
 -- Name: fair_turns fair_turns_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -12701,6 +12782,13 @@ ALTER INDEX pgq.overlap_locks_pkey ATTACH PARTITION pgq.overlap_locks_2_pkey;
 
 
 --
+-- Name: fair_entries fair_entries_commit; Type: TRIGGER; Schema: pgq; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER fair_entries_commit AFTER INSERT ON pgq.fair_entries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pgq._fair_entered();
+
+
+--
 -- Name: job_ends job_ends_advance; Type: TRIGGER; Schema: pgq; Owner: -
 --
 
@@ -13132,6 +13220,20 @@ REVOKE ALL ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp wi
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_entered(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_entered() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_lock(p_queue text, p_key text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_lock(p_queue text, p_key text) FROM PUBLIC;
 
 
 --

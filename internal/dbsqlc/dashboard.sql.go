@@ -737,6 +737,119 @@ func (q *Queries) DashboardFailedList(ctx context.Context, arg DashboardFailedLi
 	return items, nil
 }
 
+const dashboardFairKeyList = `-- name: DashboardFairKeyList :many
+SELECT k.queue, k.key, k.weight, k.ready, k.oldest_wait, k.later, k.running,
+       k.queue_keys, k.queue_ready, k.queue_running
+FROM (SELECT f.queue, coalesce(f.key, '') AS key, f.weight, f.ready, f.oldest_wait, f.later, f.running,
+             row_number() OVER (PARTITION BY f.queue
+                                ORDER BY CASE WHEN $1::boolean THEN f.oldest_wait END DESC NULLS LAST,
+                                         f.ready DESC, f.oldest_wait DESC, f.key) AS n,
+             count(*) OVER (PARTITION BY f.queue)::bigint AS queue_keys,
+             sum(f.ready) OVER (PARTITION BY f.queue)::bigint AS queue_ready,
+             sum(f.running) OVER (PARTITION BY f.queue)::bigint AS queue_running
+      FROM pgq.fair_keys f
+      WHERE ($2::text IS NULL OR f.queue = $2::text)
+        AND ($3::text IS NULL OR f.key = $3::text)) k
+WHERE k.n <= $4::int
+ORDER BY k.queue, k.n
+`
+
+type DashboardFairKeyListParams struct {
+	ByWait bool
+	Queue  *string
+	Key    *string
+	Max    int32
+}
+
+type DashboardFairKeyListRow struct {
+	Queue        string
+	Key          string
+	Weight       int32
+	Ready        int64
+	OldestWait   time.Duration
+	Later        int64
+	Running      int64
+	QueueKeys    int64
+	QueueReady   int64
+	QueueRunning int64
+}
+
+// The first @max keys of each fair queue with live jobs (S119), of queue @queue only
+// when given, and key @key only when given: by most ready jobs (then the longest
+// oldest wait), or with @by_wait by the longest oldest wait (then most ready). Each row
+// carries its queue's figures over every key that matched: keys, ready, running. One
+// pass over the fair queues' live jobs: no order of keys has an index, so each request
+// counts them all.
+func (q *Queries) DashboardFairKeyList(ctx context.Context, arg DashboardFairKeyListParams) ([]*DashboardFairKeyListRow, error) {
+	rows, err := q.db.Query(ctx, dashboardFairKeyList,
+		arg.ByWait,
+		arg.Queue,
+		arg.Key,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardFairKeyListRow
+	for rows.Next() {
+		var i DashboardFairKeyListRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Key,
+			&i.Weight,
+			&i.Ready,
+			&i.OldestWait,
+			&i.Later,
+			&i.Running,
+			&i.QueueKeys,
+			&i.QueueReady,
+			&i.QueueRunning,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardFairQueueList = `-- name: DashboardFairQueueList :many
+SELECT q.name AS queue, q.fair_by::text AS fair_by, q.paused
+FROM pgq.queues q
+WHERE q.fair_by IS NOT NULL
+ORDER BY q.name
+`
+
+type DashboardFairQueueListRow struct {
+	Queue  string
+	FairBy string
+	Paused bool
+}
+
+// The fair queues (S114): each one's payload field, and whether it is paused.
+func (q *Queries) DashboardFairQueueList(ctx context.Context) ([]*DashboardFairQueueListRow, error) {
+	rows, err := q.db.Query(ctx, dashboardFairQueueList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*DashboardFairQueueListRow
+	for rows.Next() {
+		var i DashboardFairQueueListRow
+		if err := rows.Scan(&i.Queue, &i.FairBy, &i.Paused); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const dashboardJobEndGet = `-- name: DashboardJobEndGet :one
 SELECT e.batch_id, e.chain_id, e.chain_step, e.outcome, e.ended_at
 FROM pgq.job_ends e

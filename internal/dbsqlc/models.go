@@ -299,6 +299,11 @@ type PgqFailedJobSetting struct {
 	ChainStep       *int32
 }
 
+// A row per open transaction that stored jobs of keys of fair queues with no turn: its deferred trigger makes their turns at commit (S121).
+type PgqFairEntry struct {
+	Txid pgtype.Uint64
+}
+
 // Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S119).
 type PgqFairKey struct {
 	Queue      string

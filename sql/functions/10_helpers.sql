@@ -78,8 +78,9 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 --
 -- pgq._lock_space: the first key of a two-key lock space: 'nap' (held shared by a
 -- napping session, S31), 'dispatching' (held shared by a dispatching transaction) or
--- 'fair' (the second key hashes a fair queue's key: held shared by a transaction that
--- stores jobs of that key, taken alone by a reserve that ends the key's turn, S115).
+-- 'fair' (the second key is one of 256 a fair queue's key hashes to, pgq._fair_lock:
+-- held shared by a transaction that stores jobs of that key, taken alone by a reserve
+-- that ends the key's turn, S115).
 CREATE OR REPLACE FUNCTION pgq._lock_space(p_space text) RETURNS int
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp

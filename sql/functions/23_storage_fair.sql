@@ -1,4 +1,4 @@
--- Storage, internal: fair queues (S114-S120). A queue defined with fair_by takes its
+-- Storage, internal: fair queues (S114-S121). A queue defined with fair_by takes its
 -- jobs round-robin across keys (the payload's fair_by field, kept in pgq.jobs.fair_key):
 -- a weighted round-robin by pass, as in stride scheduling. Each key with live jobs has
 -- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
@@ -13,14 +13,27 @@
 -- ends (pgq._fair_enter), and a reserve ends a turn only when it gets that lock alone
 -- and then, in a later statement, still sees no live job of the key: every store that
 -- began before is then visible, and every store that begins later waits for the
--- reserve's end and finds no turn, so it makes one. So no key is left with jobs and no
--- turn.
+-- reserve's end and finds no turn, so it makes one (at its commit: S121). So no key
+-- is left with jobs and no turn.
 --
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
 -- from the session's marks (S77): they walk each key's jobs from its front in
 -- jobs_fair_idx. pgq.reserve still moves the marks of a fair queue with pgq._pick_done,
 -- which reads the waiting rows as they are, so the marks stay right for the
 -- pgq._pick that serves what no turn holds (S118).
+
+-- pgq._fair_lock: the second key of the 'fair' advisory lock (pgq._lock_space) of key
+-- p_key of the fair queue p_queue: one of 256, so that a transaction that stores jobs of
+-- many keys holds at most 256 of them, whatever its keys (the server's lock table holds
+-- some 64 a connection). Keys that share a lock only make a reserve keep an idle turn
+-- a while longer.
+CREATE OR REPLACE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+
+COMMENT ON FUNCTION pgq._fair_lock(text, text) IS
+    'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
 
 -- pgq._fair_probe: the next ready waiting rows of one key of a fair queue at priority
 -- p_prio, in the slots p_slots, in the queue's order, locked with SKIP LOCKED, at most
@@ -226,7 +239,7 @@ BEGIN
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), hashtext(u.q || '/' || u.k)));
+                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);

@@ -15,7 +15,7 @@
 --   pgq._pick_fair        pgq._pick for a fair queue: round-robin across its keys
 --                         (S115, 23_storage_fair.sql)
 --   pgq._fair_enter       the turns of keys whose jobs a transaction writes itself
---                         (a requeue of failed jobs)
+--                         (a requeue of failed jobs), made at its commit (S121)
 --   pgq._fair_rekey       a queue's live jobs keyed anew when its fair_by changes
 --   pgq._take_rows, pgq._take_chunk
 --                         reserve what was picked (S5, S14)
@@ -177,32 +177,79 @@ $$;
 COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
     'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
 
--- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue before the
+-- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue when the
 -- jobs written with them by this transaction become visible: each key's 'fair' lock is
 -- taken shared until the transaction ends (see 23_storage_fair.sql), and a key with no
--- turn gets one at the queue's lowest pass, so it waits at most one round (S115). Keys
--- in order, so that two transactions that make the same new turns wait for each other
--- in one order.
+-- turn gets one at commit (pgq._fair_entered), at the queue's lowest pass then, so it
+-- waits at most one round (S115). The transaction holds no new turn before it commits,
+-- so two that store jobs of the same new keys in any order never wait for each other
+-- in a cycle (S121). At READ COMMITTED a key whose turn this statement sees keeps it
+-- while the lock is held; at REPEATABLE READ or SERIALIZABLE the snapshot may be older
+-- than a turn's end, so every key is entered. The locks in order (pgq._fair_lock).
 CREATE OR REPLACE FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_keys text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+    v_keys    text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
+    v_new     jsonb;
+    v_pending text := current_setting('pgq.fair_entering', true);
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), hashtext(p_queue || '/' || k))
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n;
-    INSERT INTO pgq.fair_turns (queue, key, pass)
-    SELECT p_queue, u.k, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass LIMIT 1), 0)
-    FROM unnest(v_keys) WITH ORDINALITY u(k, n)
-    ORDER BY u.n
-    ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), l.id)
+    FROM (SELECT DISTINCT pgq._fair_lock(p_queue, k) AS id FROM unnest(v_keys) k) l
+    ORDER BY l.id;
+    SELECT jsonb_agg(jsonb_build_array(p_queue, u.k)) INTO v_new
+    FROM unnest(v_keys) u(k)
+    WHERE current_setting('transaction_isolation') <> 'read committed'
+       OR NOT EXISTS (SELECT FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = u.k);
+    IF v_new IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('pgq.fair_entering', (coalesce(nullif(v_pending, ''), '[]')::jsonb || v_new)::text, true);
+    IF coalesce(v_pending, '') = '' THEN
+        INSERT INTO pgq.fair_entries DEFAULT VALUES ON CONFLICT DO NOTHING;
+    END IF;
 END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_enter(text, text[]) IS
-    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) if they have none (S115).';
+    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) at its commit if they have none (S115, S121).';
+
+-- pgq._fair_entered: the deferred trigger of pgq.fair_entries, at the commit of a
+-- transaction that stored jobs of keys with no turn (pgq._fair_enter): makes their
+-- turns, at the queue's lowest pass, in one statement in (queue, key) order, so that
+-- two transactions committing the same new turns wait for each other in that order
+-- only. The keys' 'fair' locks are still held: no reserve ends a turn meanwhile.
+-- SECURITY DEFINER: it runs at commit, as the session's role, outside the function
+-- that stored the jobs.
+CREATE OR REPLACE FUNCTION pgq._fair_entered() RETURNS trigger
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pending text := current_setting('pgq.fair_entering', true);
+BEGIN
+    IF coalesce(v_pending, '') <> '' THEN
+        PERFORM set_config('pgq.fair_entering', '', true);
+        INSERT INTO pgq.fair_turns (queue, key, pass)
+        SELECT e.queue, e.key, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue ORDER BY t.pass LIMIT 1), 0)
+        FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
+        ORDER BY e.queue, e.key
+        ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
+    END IF;
+    DELETE FROM pgq.fair_entries e WHERE e.txid = NEW.txid;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_entered() IS
+    'Trigger, at commit: the turns of the keys of fair queues that the transaction stored jobs of and that had none, made in (queue, key) order (S121).';
+
+-- A constraint trigger cannot be replaced in place: it is made anew on every migrate.
+DROP TRIGGER IF EXISTS fair_entries_commit ON pgq.fair_entries;
+CREATE CONSTRAINT TRIGGER fair_entries_commit AFTER INSERT ON pgq.fair_entries
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION pgq._fair_entered();
 
 -- pgq._fair_rekey: the live jobs of p_queue get their keys by p_fair_by (the payload's
 -- field as text, '' when it has none; NULL for every job when p_fair_by is NULL), and

@@ -330,3 +330,32 @@ LIMIT @max::int;
 SELECT s.kind, s.id, s.name, s.job_uuid, s.job, s.queue, s.waiting_since, s.retry_after, s.paused
 FROM pgq.stalled s
 WHERE s.id = @id::uuid;
+
+-- name: DashboardFairQueueList :many
+-- The fair queues (S114): each one's payload field, and whether it is paused.
+SELECT q.name AS queue, q.fair_by::text AS fair_by, q.paused
+FROM pgq.queues q
+WHERE q.fair_by IS NOT NULL
+ORDER BY q.name;
+
+-- name: DashboardFairKeyList :many
+-- The first @max keys of each fair queue with live jobs (S119), of queue @queue only
+-- when given, and key @key only when given: by most ready jobs (then the longest
+-- oldest wait), or with @by_wait by the longest oldest wait (then most ready). Each row
+-- carries its queue's figures over every key that matched: keys, ready, running. One
+-- pass over the fair queues' live jobs: no order of keys has an index, so each request
+-- counts them all.
+SELECT k.queue, k.key, k.weight, k.ready, k.oldest_wait, k.later, k.running,
+       k.queue_keys, k.queue_ready, k.queue_running
+FROM (SELECT f.queue, coalesce(f.key, '') AS key, f.weight, f.ready, f.oldest_wait, f.later, f.running,
+             row_number() OVER (PARTITION BY f.queue
+                                ORDER BY CASE WHEN @by_wait::boolean THEN f.oldest_wait END DESC NULLS LAST,
+                                         f.ready DESC, f.oldest_wait DESC, f.key) AS n,
+             count(*) OVER (PARTITION BY f.queue)::bigint AS queue_keys,
+             sum(f.ready) OVER (PARTITION BY f.queue)::bigint AS queue_ready,
+             sum(f.running) OVER (PARTITION BY f.queue)::bigint AS queue_running
+      FROM pgq.fair_keys f
+      WHERE (sqlc.narg('queue')::text IS NULL OR f.queue = sqlc.narg('queue')::text)
+        AND (sqlc.narg('key')::text IS NULL OR f.key = sqlc.narg('key')::text)) k
+WHERE k.n <= @max::int
+ORDER BY k.queue, k.n;

@@ -47,6 +47,7 @@ func run(base, out, job, batch, chain, also string, width int64) error {
 	shots := []struct{ path, file string }{
 		{"/", "dashboard-overview.png"},
 		{"/locks", "dashboard-locks.png"},
+		{"/fair", "dashboard-fair.png"},
 		{"/schedules", "dashboard-schedules.png"},
 		{"/batches", "dashboard-batches.png"},
 	}
