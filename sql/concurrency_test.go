@@ -119,3 +119,27 @@ func TestS99ConcurrentReservesKeepTheLimit(t *testing.T) {
 	require.Equal(t, 3, total)
 	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#k:shared#%'`))
 }
+
+// S122: one reserve passes over at most 1,000 jobs of a queue that it cannot run (here,
+// jobs finding their key's one place taken wait for it), then ends the queue's turn; the
+// next reserve goes on from there, and a runnable job behind them is reached.
+func TestS122ReservePassesOverABoundedNumberOfJobs(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_job('one', middleware => '[{"concurrency_limited": {"limit": 1}}]')`)
+	dispatch(t, db, `'one'`)
+	now := clock()
+	require.Len(t, runnable(reserveOn(t, db.Pool, "holder", now)), 1, "the key's place is taken")
+	db.Exec(t, `SELECT count(*) FROM pgq.dispatch_many('one', array_fill('{}'::jsonb, ARRAY[2500]))`)
+	require.Zero(t, count(t, db, `pgq.loads`), "jobs with middleware are rows")
+	behind := dispatch(t, db, `'other'`)
+
+	for _, waiting := range []int{1000, 2000} {
+		require.Empty(t, runnable(reserveOn(t, db.Pool, "w", now)), "the turn ends before the job behind")
+		require.Equal(t, waiting, count(t, db, `pgq.jobs WHERE waits_on IS NOT NULL`))
+	}
+	got := runnable(reserveOn(t, db.Pool, "w", now))
+	require.Len(t, got, 1)
+	require.Equal(t, behind, got[0].UUID)
+	require.Equal(t, 2500, count(t, db, `pgq.jobs WHERE waits_on IS NOT NULL AND attempts = 0`))
+}

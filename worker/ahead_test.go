@@ -104,3 +104,25 @@ func TestS84NothingReservedAheadOfSlowHandlers(t *testing.T) {
 	require.Zero(t, reservedAhead(t, reg, "reserved"))
 	require.Equal(t, 8, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
 }
+
+// S99, S84: a worker whose concurrency is its key's limit drains a backlog of that key
+// without a job ever waiting for a place: a job that holds a place keeps its slot until
+// its outcome commits (which frees the place), and none is reserved ahead of a place.
+func TestS84S99LimitedBacklogNeverWaitsForAPlace(t *testing.T) {
+	t.Parallel()
+	const jobs, limit = 400, 5
+	b := setup(t)
+	b.db.Exec(t, `CREATE TABLE public.waits (job uuid);
+		CREATE FUNCTION public.log_wait() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+		BEGIN INSERT INTO public.waits VALUES (NEW.uuid); RETURN NULL; END $$;
+		CREATE TRIGGER log_wait AFTER UPDATE OF waits_on ON pgq.jobs
+			FOR EACH ROW WHEN (NEW.waits_on IS NOT NULL) EXECUTE FUNCTION public.log_wait();
+		SELECT pgq.define_concurrency('vendor', 5);
+		SELECT pgq.define_job('ping', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]');`)
+	b.dispatchOrders(t, "ping", jobs)
+	w := b.worker(t, worker.WithConcurrency(limit), worker.WithStopWhenEmpty())
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error { return nil }})
+	drain(t, w)
+	require.Equal(t, jobs, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+	require.Zero(t, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM public.waits`), "no job waited for a place")
+}

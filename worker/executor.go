@@ -54,7 +54,7 @@ type executor struct {
 func (e *executor) start(d *deadline, row *dbsqlc.JobReserveRow, sent time.Time) {
 	d.refs.Add(1)
 	a := &active{row: row, token: row.LeaseToken, deadline: d, started: time.Now(),
-		lease: row.ReservedUntil.Sub(row.ReservedAt)}
+		lease: row.ReservedUntil.Sub(row.ReservedAt), holdsPlace: holdsPlace(row.OverlapKeys)}
 	a.ctx.Context, a.cancel = context.WithCancelCause(d.base)
 	sqlHandler := row.Handler != nil // its timeout runs from its start (runSQL), not from here
 	if !sqlHandler {
@@ -111,11 +111,25 @@ func (e *executor) runJob(ctx context.Context, a *active) {
 	if !a.state.CompareAndSwap(running, returned) {
 		return // abandoned: the worker is stopping with ErrHandlerStuck
 	}
-	e.busy.Add(-1) // the slot is free; the report is the reporter's business
+	if !a.holdsPlace {
+		e.busy.Add(-1) // the slot is free; the report is the reporter's business
+	}
 	e.ran.Add(int64(a.returned.Sub(a.started)))
 	e.returns.Add(1)
 	signal(e.freed)
 	e.reporter.report(ctx, a, err)
+}
+
+// holdsPlace tells whether overlap keys hold a concurrency_limited place: pgq.reserve
+// names a place '#' key '#' n (S99). A without_overlapping key the user wrote with a
+// leading '#' reads as one too, which only keeps its slot until its outcome commits.
+func holdsPlace(keys []string) bool {
+	for _, k := range keys {
+		if strings.HasPrefix(k, "#") {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *executor) timeoutOf(row *dbsqlc.JobReserveRow) time.Duration {

@@ -50,6 +50,11 @@ type fetcher struct {
 	waiting   []waitingJob  // reserved ahead, in reserve order, waiting for a slot
 	waitTimer *time.Timer   // fires when the first waiting job is due to be given back
 	aheadWait time.Duration // how long a job reserved ahead may wait for its slot; 0: no reserving ahead
+	// limited: the last reserve that found jobs to run found some that hold
+	// concurrency_limited places (S99). None are reserved ahead then: a job of a limited
+	// key reserved ahead would find the key's places taken by the jobs whose slots it
+	// waits for, and wait for a place (two more writes) rather than run.
+	limited bool
 
 	noNap bool // the session is not a session (a transaction pooler's): never nap, poll
 }
@@ -182,7 +187,7 @@ func (f *fetcher) fetchIfDue(ctx context.Context) error {
 		return nil
 	}
 	ahead := 0
-	if f.full && f.aheadWait > 0 {
+	if f.full && f.aheadWait > 0 && !f.limited {
 		ahead = min(f.est.jobs(f.cfg.concurrency), room-free)
 	}
 	return f.runOnce(ctx, free, ahead)
@@ -332,6 +337,10 @@ func (f *fetcher) start(ctx context.Context, rows []*dbsqlc.JobReserveRow, sent 
 			f.reporter.logPickup(row)
 			continue
 		}
+		if len(jobs) == 0 {
+			f.limited = false
+		}
+		f.limited = f.limited || holdsPlace(row.OverlapKeys)
 		// A quarter of the lease leaves the heartbeater its time to renew it.
 		wait := min(f.aheadWait, row.ReservedUntil.Sub(row.ReservedAt)/4)
 		jobs = append(jobs, waitingJob{row: row, sent: sent, until: sent.Add(wait)})

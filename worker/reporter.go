@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +31,7 @@ type reporter struct {
 	metrics  *metrics
 	handlers map[string]handler // for the failed hooks
 	active   *activeSet
+	busy     *atomic.Int64 // the executor's slots: an attempt that holds a concurrency place frees its own when finished
 	freed    chan struct{} // signalled when attempts are finished
 
 	completions chan *active   // sent by handler goroutines; received by the completion batcher
@@ -447,6 +449,9 @@ func (r *reporter) finish(batch ...*active) {
 		a.cancel(nil)
 		a.deadline.release()
 		r.active.forget(a)
+		if a.state.CompareAndSwap(returned, finished) && a.holdsPlace {
+			r.busy.Add(-1)
+		}
 	}
 	if len(batch) > 0 {
 		signal(r.freed)

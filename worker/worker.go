@@ -140,7 +140,7 @@ func (w *Worker) wire() {
 	w.session = &session{conns: sessionConns, cfg: &w.cfg, log: w.log}
 	w.reporter = &reporter{
 		conns: w.conns, cfg: &w.cfg, log: w.log, metrics: w.metrics, handlers: w.handlers,
-		active: w.active, freed: w.freed,
+		active: w.active, busy: &w.executor.busy, freed: w.freed,
 		completions: make(chan *active, 1024),
 		failures:    make(chan failure, 1024),
 	}
@@ -327,6 +327,10 @@ type active struct {
 	// overlapFreeAt: when each overlap key has an expire_after, the latest its leases
 	// can end by them (the reservation's answer + the largest); zero otherwise (S27, S34).
 	overlapFreeAt time.Time
+	// holdsPlace: the job holds a concurrency_limited place (S99), which frees when its
+	// outcome commits: its handler slot stays taken until then, so that the worker's
+	// next reserve finds the place free rather than turning a job of the key away.
+	holdsPlace bool
 
 	// Guarded by activeSet.mu; the heartbeater moves them on.
 	heartbeatAt    time.Time // when the lease is next due for a heartbeat
@@ -334,7 +338,7 @@ type active struct {
 	overlapRenewed time.Time // when its overlap leases were last renewed (the reservation at first)
 
 	returned time.Time    // when the handler returned: set by the handler goroutine before it reports
-	state    atomic.Int32 // running, then returned (handler goroutine) or abandoned (watchdog): whichever comes first decides
+	state    atomic.Int32 // running, then returned (handler goroutine) or abandoned (watchdog): whichever comes first decides; finished once reported
 	watched  atomic.Bool  // the watchdog is started: set by whichever goroutine cancels first
 }
 
@@ -352,6 +356,7 @@ const (
 	running int32 = iota
 	returned
 	abandoned
+	finished
 )
 
 // activeSet is the attempts the worker holds, by lease token: from their start until

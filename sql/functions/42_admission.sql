@@ -303,6 +303,11 @@ DECLARE
     v_lim   int[];
     v_o_ord int[];                      -- the jobs offered a place, and the place
     v_place text[];
+    v_p_key text[];                     -- every place of the batch's keys: its key, its name
+    v_p_name text[];
+    v_h_name text[];                    -- the places a live lease holds: name, key, the lease's end
+    v_h_key text[];
+    v_h_end timestamptz[];
     v_ov    record;
 BEGIN
     SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
@@ -315,14 +320,24 @@ BEGIN
     IF v_ord IS NULL THEN
         RETURN;
     END IF;
+    -- The places of each key (its limit, as its first job in the batch has it), then
+    -- those a live lease holds, by one index scan of their names: a join with the
+    -- leases gets planned as a scan of every generation.
+    SELECT array_agg(k.key ORDER BY k.key, i), array_agg('#' || k.key || '#' || i ORDER BY k.key, i)
+    INTO v_p_key, v_p_name
+    FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
+         generate_series(1, k.lim) i;
+    SELECT array_agg(o.key), array_agg(v_p_key[array_position(v_p_name, o.key)]), array_agg(o.expires_at)
+    INTO v_h_name, v_h_key, v_h_end
+    FROM pgq.overlap_locks o
+    WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
     WITH jobs AS (
         SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
         FROM unnest(v_ord, v_key) j(ord, key)
     ), places AS (
-        SELECT k.key, '#' || k.key || '#' || i AS place, row_number() OVER (PARTITION BY k.key ORDER BY i) AS n
-        FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
-             generate_series(1, k.lim) i
-        WHERE NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = '#' || k.key || '#' || i AND o.expires_at > p_now)
+        SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
+        FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
+        WHERE p.place <> ALL (coalesce(v_h_name, '{}'))
     )
     SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
     FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
@@ -333,12 +348,13 @@ BEGIN
         won_key := v_ov.won_key;
         won_exp := v_ov.won_exp;
     END IF;
+    -- A job left waiting is ready again when the first of its key's leases could run
+    -- out: one held before this call, or else one it took.
     turned := ARRAY(
         SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
-                   greatest(1, ceil(extract(epoch FROM (
-                       SELECT min(o.expires_at) FROM pgq.overlap_locks o
-                       WHERE o.key IN (SELECT '#' || j.key || '#' || i FROM generate_series(1, j.lim) i) AND o.expires_at > p_now
-                   ) - p_now)))::int,
+                   greatest(1, ceil(extract(epoch FROM coalesce(
+                       (SELECT min(h.e) FROM unnest(v_h_key, v_h_end) h(key, e) WHERE h.key = j.key),
+                       pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
                    false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));

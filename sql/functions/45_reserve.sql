@@ -230,7 +230,8 @@ COMMENT ON FUNCTION pgq._pickup_checks(pgq.picked, text, timestamptz, int, text,
 -- key it took has an expire_after, S34); and, with pickup set, not to be run, the jobs
 -- cancelled, debounced, exhausted, turned away or failed by middleware in this call, so
 -- the worker can log every outcome. Jobs turned away in this call are not picked again
--- by it, and a busy rate-limit window ends its queue's turn (S82).
+-- by it, and a busy rate-limit window ends its queue's turn (S82), as does passing over
+-- v_pass jobs it could not run (S122).
 -- State change: waiting -> reserved; reserved (lease ended) -> waiting -> reserved;
 -- waiting -> failed (exhausted) | cancelled | deleted (debounced, dont_release) |
 -- waiting (turned away).
@@ -260,6 +261,7 @@ DECLARE
     v_reports pgq.reservation[];
     v_places int[];
     v_taken  int;
+    v_pass   int := greatest(reserve.max, 1000);  -- the most jobs a queue's turn passes over (S122)
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -314,7 +316,7 @@ BEGIN
             GET DIAGNOSTICS v_taken = ROW_COUNT;
             v_left := v_left - (v_taken - cardinality(v_reports));
             v_skip := v_skip || v_batch.turned;
-            EXIT WHEN v_batch.busy OR v_pick.last OR v_left <= 0;
+            EXIT WHEN v_batch.busy OR v_pick.last OR v_left <= 0 OR cardinality(v_skip) >= v_pass;
         END LOOP;
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
