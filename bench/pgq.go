@@ -127,6 +127,7 @@ type pgqScenario struct {
 	job         string // job name dispatched
 	jobs        int
 	concurrency int // 0: the worker's default
+	workers     int // > 1: that many workers in this process share concurrency and the pool
 	sqlHandler  bool
 	rows        string                      // a table the handler inserts one row into per job: verified, then emptied
 	failOnce    bool                        // the handler fails attempt 1 and succeeds on attempt 2
@@ -174,8 +175,8 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 			job: "noop_ratelimit", jobs: o.extraJobs, concurrency: o.conc,
 			dispatch: mw(pgq.RateLimited{Limit: "bench_huge"})}
 	case "mw-concurrency":
-		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs under concurrency_limited (one key, limit %d = the concurrency), jobs/s (concurrency %d)", o.extraJobs, o.conc, o.conc),
-			job: "noop_concurrency", jobs: o.extraJobs, concurrency: o.conc, limit: o.conc,
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs under concurrency_limited (one key, limit %d = the concurrency), jobs/s (4 workers, concurrency %d in all)", o.extraJobs, o.conc, o.conc),
+			job: "noop_concurrency", jobs: o.extraJobs, concurrency: o.conc, workers: 4, limit: o.conc,
 			dispatch: mw(pgq.ConcurrencyLimited{Named: "bench_conc"})}
 	case "mw-throttle":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with throttles_exceptions (no exceptions), jobs/s (concurrency %d)", o.extraJobs, o.conc),
@@ -310,20 +311,26 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 		worker.WithFetchCooldown(o.pgqFetchCooldown), worker.WithVacuumAfter(o.pgqVacuumAfter),
 		worker.WithSlotSize(int64(o.pgqSlotMB) << 20),
 	}
+	workers := max(1, sc.workers)
 	if sc.concurrency > 0 {
-		opts = append(opts, worker.WithConcurrency(sc.concurrency))
+		opts = append(opts, worker.WithConcurrency(max(1, sc.concurrency/workers)))
 	}
 	if sc.sqlHandler {
 		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
 	}
 	opts = append(opts, sc.workerOpts...)
 	opts = append(opts, otelWorkerOptions(o)...)
-	w, err := worker.New(wpool, opts...)
-	if err != nil {
-		return fail(err)
+	ws := make([]*worker.Worker, workers)
+	for i := range ws {
+		if ws[i], err = worker.New(wpool, append(opts, worker.WithName(fmt.Sprintf("bench-%d", i)))...); err != nil {
+			return fail(err)
+		}
 	}
 	var running, mostRunning atomic.Int64
-	if !sc.sqlHandler {
+	for _, w := range ws {
+		if sc.sqlHandler {
+			break
+		}
 		failOnce, limit := sc.failOnce, sc.limit
 		worker.Handle(w, sc.job, worker.Handler[json.RawMessage]{
 			Run: func(_ context.Context, j *worker.Job[json.RawMessage]) error {
@@ -373,7 +380,13 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 		return fail(err)
 	}
 	smp := startSampler(ctx, e.pool, m.start, sc.jobs, "SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded'")
-	runErr := w.Run(dctx)
+	runErrs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { runErrs[i] = w.Run(dctx) })
+	}
+	wg.Wait()
+	runErr := errors.Join(runErrs...)
 	d.drain = time.Since(m.start)
 	d.u, err = m.stop(ctx)
 	smp.stop()
@@ -521,6 +534,7 @@ func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
 type pgqLive struct {
 	e           *pgqEnv
 	concurrency int // 0: the worker's default
+	workers     int // > 1: that many workers in this process share concurrency and the pool
 }
 
 func (e *pgqEnv) live(concurrency int) *pgqLive { return &pgqLive{e: e, concurrency: concurrency} }

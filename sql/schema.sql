@@ -717,6 +717,8 @@ DECLARE
     v_h_name text[];                    -- the places a live lease holds: name, key, the lease's end
     v_h_key text[];
     v_h_end timestamptz[];
+    v_tried text[] := '{}';             -- the places offered so far
+    v_spin  int := floor(random() * 1000)::int;  -- where this call starts among a key's places
     v_ov    record;
 BEGIN
     SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
@@ -732,7 +734,7 @@ BEGIN
     -- The places of each key (its limit, as its first job in the batch has it), then
     -- those a live lease holds, by one index scan of their names: a join with the
     -- leases gets planned as a scan of every generation.
-    SELECT array_agg(k.key ORDER BY k.key, i), array_agg('#' || k.key || '#' || i ORDER BY k.key, i)
+    SELECT array_agg(k.key ORDER BY k.key, (i + v_spin) % k.lim), array_agg('#' || k.key || '#' || i ORDER BY k.key, (i + v_spin) % k.lim)
     INTO v_p_key, v_p_name
     FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
          generate_series(1, k.lim) i;
@@ -740,23 +742,26 @@ BEGIN
     INTO v_h_name, v_h_key, v_h_end
     FROM pgq.overlap_locks o
     WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
-    WITH jobs AS (
-        SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
-        FROM unnest(v_ord, v_key) j(ord, key)
-    ), places AS (
-        SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
-        FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
-        WHERE p.place <> ALL (coalesce(v_h_name, '{}'))
-    )
-    SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
-    FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
-    IF v_o_ord IS NOT NULL THEN
+    LOOP
+        WITH jobs AS (
+            SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+            FROM unnest(v_ord, v_key) j(ord, key)
+            WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
+        ), places AS (
+            SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
+            FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
+            WHERE p.place <> ALL (coalesce(v_h_name, '{}')) AND p.place <> ALL (v_tried)
+        )
+        SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
+        FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
+        EXIT WHEN v_o_ord IS NULL;
         v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
                                    array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
-        won_ord := v_ov.won_ord;
-        won_key := v_ov.won_key;
-        won_exp := v_ov.won_exp;
-    END IF;
+        won_ord := won_ord || v_ov.won_ord;
+        won_key := won_key || v_ov.won_key;
+        won_exp := won_exp || v_ov.won_exp;
+        v_tried := v_tried || v_place;
+    END LOOP;
     -- A job left waiting is ready again when the first of its key's leases could run
     -- out: one held before this call, or else one it took.
     turned := ARRAY(

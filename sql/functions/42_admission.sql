@@ -285,7 +285,10 @@ COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], u
 -- running job holds one by an overlap lease on the place ('#' key '#' i), so that it
 -- has S34's guarantees: renewed by its worker's heartbeats, ended with its attempt,
 -- free within the overlap TTL when its worker is gone. The batch's jobs of a key are
--- offered the places no live lease holds, in batch order, through pgq._admit_overlap.
+-- offered the places no live lease holds, in batch order, through pgq._admit_overlap;
+-- a place that another reserve is taking at that moment (its advisory lock held) is
+-- passed over for the next one, and each call starts at a place of its own, so that
+-- reserves running together seldom offer the same ones.
 -- A job that gets none waits uncounted: turned_by concurrency_limited, its key in held,
 -- and delay the seconds until the first of the key's leases could run out (at least 1).
 -- A named limit dropped after dispatch admits its jobs.
@@ -308,6 +311,8 @@ DECLARE
     v_h_name text[];                    -- the places a live lease holds: name, key, the lease's end
     v_h_key text[];
     v_h_end timestamptz[];
+    v_tried text[] := '{}';             -- the places offered so far
+    v_spin  int := floor(random() * 1000)::int;  -- where this call starts among a key's places
     v_ov    record;
 BEGIN
     SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
@@ -323,7 +328,7 @@ BEGIN
     -- The places of each key (its limit, as its first job in the batch has it), then
     -- those a live lease holds, by one index scan of their names: a join with the
     -- leases gets planned as a scan of every generation.
-    SELECT array_agg(k.key ORDER BY k.key, i), array_agg('#' || k.key || '#' || i ORDER BY k.key, i)
+    SELECT array_agg(k.key ORDER BY k.key, (i + v_spin) % k.lim), array_agg('#' || k.key || '#' || i ORDER BY k.key, (i + v_spin) % k.lim)
     INTO v_p_key, v_p_name
     FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
          generate_series(1, k.lim) i;
@@ -331,23 +336,26 @@ BEGIN
     INTO v_h_name, v_h_key, v_h_end
     FROM pgq.overlap_locks o
     WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
-    WITH jobs AS (
-        SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
-        FROM unnest(v_ord, v_key) j(ord, key)
-    ), places AS (
-        SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
-        FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
-        WHERE p.place <> ALL (coalesce(v_h_name, '{}'))
-    )
-    SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
-    FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
-    IF v_o_ord IS NOT NULL THEN
+    LOOP
+        WITH jobs AS (
+            SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+            FROM unnest(v_ord, v_key) j(ord, key)
+            WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
+        ), places AS (
+            SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
+            FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
+            WHERE p.place <> ALL (coalesce(v_h_name, '{}')) AND p.place <> ALL (v_tried)
+        )
+        SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
+        FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
+        EXIT WHEN v_o_ord IS NULL;
         v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
                                    array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
-        won_ord := v_ov.won_ord;
-        won_key := v_ov.won_key;
-        won_exp := v_ov.won_exp;
-    END IF;
+        won_ord := won_ord || v_ov.won_ord;
+        won_key := won_key || v_ov.won_key;
+        won_exp := won_exp || v_ov.won_exp;
+        v_tried := v_tried || v_place;
+    END LOOP;
     -- A job left waiting is ready again when the first of its key's leases could run
     -- out: one held before this call, or else one it took.
     turned := ARRAY(
