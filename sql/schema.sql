@@ -3335,6 +3335,52 @@ COMMENT ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with 
 
 
 --
+-- Name: _fail_caught(pgq.jobs, jsonb, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text) RETURNS pgq.attempts
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_decay   int := coalesce((p_breaker ->> 'decay')::int, 600);
+    v_delay   int := coalesce((p_breaker ->> 'backoff')::int, 0);
+    v_attempt pgq.attempts;
+BEGIN
+    INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
+    VALUES (pgq._circuit_key(p_job.job, p_job.payload, p_breaker), 1, p_now, v_decay,
+            coalesce((p_breaker ->> 'max_exceptions')::int, 10), p_text)
+    ON CONFLICT (key) DO UPDATE
+        SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= p_now THEN 1 ELSE c.failures + 1 END,
+            window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= p_now THEN p_now ELSE c.window_start END,
+            decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
+            last_exception = EXCLUDED.last_exception, updated_at = now();
+    v_attempt := pgq._record(p_job, 'failed', p_now, p_text, v_delay, p_detail => p_detail, p_hint => p_hint);
+    UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
+    WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
+    RETURNING * INTO v_attempt;
+    UPDATE pgq.jobs j
+    SET last_exception = p_text, last_exception_attempt = p_job.attempts,
+        available_at = p_now + make_interval(secs => v_delay), wait_reason = 'backoff',
+        reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
+        overlap_keys = NULL
+    WHERE j.uuid = p_job.uuid;
+    RETURN v_attempt;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text) IS 'Outcomes: a failed attempt whose exception a throttles_exceptions breaker catches is counted on its circuit and released with the breaker''s backoff (S29).';
+
+
+--
 -- Name: _fair_enter(text, text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -7889,9 +7935,6 @@ DECLARE
     v_final   boolean;
     v_outcome text := CASE WHEN fail.timed_out THEN 'timed_out' ELSE 'failed' END;
     v_breaker jsonb;
-    v_circuit text;
-    v_decay   int;
-    v_attempt pgq.attempts;
     v_detail  text := left(fail.detail, 65536);  -- bounded as the exception is (S38)
     v_hint    text := left(fail.hint, 65536);
 BEGIN
@@ -7913,32 +7956,12 @@ BEGIN
         v_job.last_exception_attempt := v_job.attempts;
     END IF;
 
-    -- S29: while a throttles_exceptions breaker catches the exception, it counts it on
-    -- the circuit and releases the job with the breaker's backoff instead of failing it.
+    -- S29: while a throttles_exceptions breaker catches the exception, it releases the
+    -- job with the breaker's backoff instead of failing it.
     v_breaker := pgq._middleware(v_job.middleware, 'throttles_exceptions');
     IF v_breaker IS NOT NULL AND NOT fail.timed_out
        AND (v_breaker ->> 'when' IS NULL OR left(v_text, 4096) ~ (v_breaker ->> 'when')) THEN  -- bounded input (S38)
-        v_circuit := pgq._circuit_key(v_job.job, v_job.payload, v_breaker);
-        v_decay := coalesce((v_breaker ->> 'decay')::int, 600);
-        INSERT INTO pgq.circuits AS c (key, failures, window_start, decay, max_exceptions, last_exception)
-        VALUES (v_circuit, 1, v_now, v_decay, coalesce((v_breaker ->> 'max_exceptions')::int, 10), v_text)
-        ON CONFLICT (key) DO UPDATE
-            SET failures = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN 1 ELSE c.failures + 1 END,
-                window_start = CASE WHEN c.window_start + make_interval(secs => c.decay) <= v_now THEN v_now ELSE c.window_start END,
-                decay = EXCLUDED.decay, max_exceptions = EXCLUDED.max_exceptions,
-                last_exception = EXCLUDED.last_exception, updated_at = now();
-        v_delay := coalesce((v_breaker ->> 'backoff')::int, 0);
-        v_attempt := pgq._record(v_job, v_outcome, v_now, v_text, v_delay, p_detail => v_detail, p_hint => v_hint);
-        UPDATE pgq.attempts a SET middleware = 'throttles_exceptions'
-        WHERE a.job_uuid = v_attempt.job_uuid AND a.id = v_attempt.id
-        RETURNING * INTO v_attempt;
-        RETURN NEXT v_attempt;
-        UPDATE pgq.jobs j
-        SET last_exception = v_text, last_exception_attempt = v_job.attempts,
-            available_at = v_now + make_interval(secs => v_delay), wait_reason = 'backoff',
-            reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL,
-            overlap_keys = NULL
-        WHERE j.uuid = v_job.uuid;
+        RETURN NEXT pgq._fail_caught(v_job, v_breaker, v_text, v_now, v_detail, v_hint);
         RETURN;
     END IF;
 
@@ -13235,6 +13258,13 @@ REVOKE ALL ON FUNCTION pgq._edit_distance(a text, b text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text) FROM PUBLIC;
 
 
 --
