@@ -364,16 +364,25 @@ func TestS26S34S99S109GroupedJobsKeepOverlapAndConcurrencyAcrossWorkers(t *testi
 	b := setupProbes(t)
 	for _, name := range []string{"A", "B", "C"} {
 		b.slotsWorker(t, 2, worker.WithName(name), worker.WithConcurrency(16),
-			worker.WithSQLGroupBudget(20*time.Millisecond))
+			worker.WithSQLGroupBudget(100*time.Millisecond))
 	}
 	b.warmUp(t)
+	// The workers meet each backlog whole (the queue paused while it is dispatched), so
+	// that every reserve finds more jobs of each key than their limit; backlogs go on
+	// until 3 handlers of a concurrency key ran at once, which timing decides.
 	const rounds = 10
-	for r := range rounds { // interleaved, so that the groups mix the classes
-		b.dispatchProbes(t, "ov", 12*r+1, 12*r+12, 4, 1000, 1)
-		b.dispatchProbes(t, "cl", 9*r+1, 9*r+9, 2, 2000, 3)
-		b.dispatchProbes(t, "free", 15*r+1, 15*r+15, 0, 0, 0)
+	ran := 3
+	for backlog := 0; backlog < 5 && pgqtest.Scalar[int](t, b.db, `SELECT max(place) FROM public.held WHERE job = 'cl'`) < 3; backlog++ {
+		b.db.Exec(t, `SELECT pgq.pause_queue('default')`)
+		for r := rounds * backlog; r < rounds*(backlog+1); r++ { // interleaved, so that the groups mix the classes
+			b.dispatchProbes(t, "ov", 12*r+1, 12*r+12, 4, 1000, 1)
+			b.dispatchProbes(t, "cl", 9*r+1, 9*r+9, 2, 2000, 3)
+			b.dispatchProbes(t, "free", 15*r+1, 15*r+15, 0, 0, 0)
+		}
+		b.db.Exec(t, `SELECT pgq.resume_queue('default')`)
+		ran += rounds * (12 + 9 + 15)
+		b.probesRan(t, ran)
 	}
-	b.probesRan(t, 3+rounds*(12+9+15))
 
 	// The measure saw what it is for: the limit of 3 was reached, workers shared the
 	// keys, and groups held jobs of the keys together with others.
