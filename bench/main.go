@@ -13,7 +13,7 @@
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
 //	drain-sql-insert, pgbench-insert   pgq only: SQL handlers that insert a row, against pgbench's same INSERT
-//	starvation  6. one key's bulk backlog and many keys at 1 job/s, fair and plain  pgq only
+//	starvation  6. one key's bulk backlog and many keys at 1 job/s, fair and plain  pgq, River (plain)
 //
 // Every run is verified (each job ran exactly once and is recorded as done) and the
 // program exits non-zero if any run fails verification. Each figure is the median of
@@ -183,7 +183,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.graphileBatchDelay, "graphile-batch-delay", 0, "graphile-worker completeJobBatchDelay and failJobBatchDelay in ms (-1 disables batching)")
 	flag.IntVar(&o.starvBig, "starv-big", 20000, "starvation: the big key's backlog, dispatched in bulk (the target's: 1,000,000)")
 	flag.IntVar(&o.starvKeys, "starv-keys", 100, "starvation: small keys dispatching one job a second each (the target's: 1,000)")
-	flag.IntVar(&o.starvConc, "starv-concurrency", 0, "starvation: pgq WithConcurrency (0: the worker's default, 100)")
+	flag.IntVar(&o.starvConc, "starv-concurrency", 0, "starvation: pgq WithConcurrency and River MaxWorkers (0: pgq's default, 100)")
 	flag.IntVar(&o.pressureRate, "pressure-rate", 5000, "pressure: jobs/s the open-loop producer offers")
 	flag.DurationVar(&o.pressurePhase, "pressure-phase", 30*time.Second, "pressure: length of each phase")
 	flag.DurationVar(&o.pressureHold, "pressure-hold", 0, "pressure: length of the idle-tx phase (the target's: 10m); 0: -pressure-phase")
@@ -250,7 +250,7 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk") || o.has("pressure"))
+	needRiver := o.systems["river"] && (o.has("drain") || o.has("steady") || o.has("steady-small") || o.has("latency") || o.has("bulk") || o.has("pressure") || o.has("starvation"))
 	needPgq := o.systems["pgq"]
 	needGraphile := o.systems["graphile"] && o.has("drain")
 
@@ -386,8 +386,11 @@ func run() error {
 					t.define("starv-"+name+"-bulk", fmt.Sprintf("6. starvation, queue %s: bulk dispatch of the big key's backlog, jobs/s", name), false, 0)
 				}
 				if pe != nil {
-					record("pgq", scen+"-fair", i, runStarvation(ctx, o, pe, true))
-					record("pgq", scen+"-plain", i, runStarvation(ctx, o, pe, false))
+					record("pgq", scen+"-fair", i, runStarvation(ctx, o, pe.live(o.starvConc), true))
+					record("pgq", scen+"-plain", i, runStarvation(ctx, o, pe.live(o.starvConc), false))
+				}
+				if re != nil {
+					record("river", scen+"-plain", i, runStarvation(ctx, o, re.live(o, true, starvRiverWorkers(o)), false))
 				}
 			case "bulk":
 				t.define("bulk-many", fmt.Sprintf("4. bulk dispatch %d jobs, jobs/s (%d per call): River InsertMany", o.jobs, o.batch), false, 0)

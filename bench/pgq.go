@@ -609,6 +609,33 @@ func (l *pgqLive) dispatch(ctx context.Context, seqs []int64) error {
 	return err
 }
 
+func (l *pgqLive) prepare(ctx context.Context, fair bool) error {
+	if err := l.e.truncate(ctx); err != nil {
+		return err
+	}
+	if _, err := l.e.pool.Exec(ctx, "TRUNCATE pgq.fair_turns"); err != nil {
+		return err
+	}
+	var opts []pgq.QueueOption
+	if fair {
+		opts = append(opts, pgq.FairBy("tenant"))
+	}
+	return l.e.client.DefineQueue(ctx, "default", 90*time.Second, false, opts...)
+}
+
+func (l *pgqLive) dispatchStarv(ctx context.Context, args []starvArgs) error {
+	if len(args) == 1 {
+		_, err := l.e.client.Dispatch(ctx, "seq", args[0])
+		return err
+	}
+	payloads := make([]any, len(args))
+	for i, a := range args {
+		payloads[i] = a
+	}
+	_, err := l.e.client.DispatchMany(ctx, "seq", payloads)
+	return err
+}
+
 func (l *pgqLive) completed(ctx context.Context) (int64, error) {
 	var n int64
 	err := l.e.pool.QueryRow(ctx, "SELECT count(*) FROM pgq.attempts WHERE outcome = 'succeeded'").Scan(&n)

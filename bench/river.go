@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -396,25 +397,61 @@ func (l *riverLive) start(ctx context.Context, o options, onRun func(seq int64))
 	}, nil
 }
 
-func (l *riverLive) dispatch(ctx context.Context, seqs []int64) error {
+// client is the insert-only client the dispatches go through, made by the first one,
+// which may come before start.
+func (l *riverLive) client() (*river.Client[pgx.Tx], error) {
 	if l.producer == nil {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &riverSeqWorker{}) // the job kind the inserts name; it runs nothing here
 		p, err := river.NewClient(riverpgxv5.New(l.e.pool), l.e.config(l.o, l.tuned, 0, workers, warnLogger(l.logs)))
 		if err != nil {
-			return fmt.Errorf("river.NewClient (insert-only): %w", err)
+			return nil, fmt.Errorf("river.NewClient (insert-only): %w", err)
 		}
 		l.producer = p
 	}
+	return l.producer, nil
+}
+
+func (l *riverLive) dispatch(ctx context.Context, seqs []int64) error {
+	p, err := l.client()
+	if err != nil {
+		return err
+	}
 	if len(seqs) == 1 {
-		_, err := l.producer.Insert(ctx, riverSeqArgs{seqs[0]}, nil)
+		_, err := p.Insert(ctx, riverSeqArgs{seqs[0]}, nil)
 		return err
 	}
 	params := make([]river.InsertManyParams, len(seqs))
 	for i, s := range seqs {
 		params[i] = river.InsertManyParams{Args: riverSeqArgs{s}}
 	}
-	_, err := l.producer.InsertMany(ctx, params)
+	_, err = p.InsertMany(ctx, params)
+	return err
+}
+
+// prepare empties river_job; River has no fair queue.
+func (l *riverLive) prepare(ctx context.Context, fair bool) error {
+	if fair {
+		return errors.New("river has no fair queue")
+	}
+	return l.e.truncate(ctx)
+}
+
+// dispatchStarv inserts one job, or many by InsertManyFast (COPY), River's fastest.
+func (l *riverLive) dispatchStarv(ctx context.Context, args []starvArgs) error {
+	p, err := l.client()
+	if err != nil {
+		return err
+	}
+	if len(args) == 1 {
+		_, err := p.Insert(ctx, args[0], nil)
+		return err
+	}
+	params := make([]river.InsertManyParams, len(args))
+	for i, a := range args {
+		params[i] = river.InsertManyParams{Args: a}
+	}
+	_, err = p.InsertManyFast(ctx, params)
 	return err
 }
 

@@ -8,40 +8,46 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pgq-dev/pgq/pgq"
 )
 
-// The starvation scenario (pgq only): one key with a backlog of -starv-big jobs
-// dispatched in bulk before the workers start, and -starv-keys small keys dispatching
-// one job a second each while the big key drains; once with the queue fair by the key
-// (S115), once plain. Each run reports the p99 wait (dispatch commit to handler start)
-// of the small keys' jobs started while the big key drained, and the drain rate (every
-// job started, big and small, per second until the big key's last job started).
+// The starvation scenario: one key with a backlog of -starv-big jobs dispatched in bulk
+// before the workers start, and -starv-keys small keys dispatching one job a second each
+// while the big key drains; pgq with the queue fair by the key (S115) and plain, River
+// (which has no fairness) on the same workload. Each run reports the p99 wait (dispatch
+// commit to handler start) of the small keys' jobs started while the big key drained,
+// and the drain rate (every job started, big and small, per second until the big key's
+// last job started).
 
 // starvArgs is the payload of a starvation job: seq as the other live scenarios'
-// (seqArgs reads it), and the key.
+// (seqArgs and riverSeqArgs read it), and the key.
 type starvArgs struct {
 	Seq    int64  `json:"seq"`
 	Tenant string `json:"tenant"`
 }
 
-// runStarvation runs the scenario fair (queue default fair by tenant) or plain.
-func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut {
+// Kind makes starvArgs a River job of the live scenarios' kind.
+func (starvArgs) Kind() string { return "seq" }
+
+// starvSystem is a live system that can run the starvation workload.
+type starvSystem interface {
+	liveSystem
+	// prepare empties the queue and defines it fair by tenant or plain.
+	prepare(ctx context.Context, fair bool) error
+	// dispatchStarv queues the jobs in one call: one Dispatch for one job, the
+	// system's bulk insert for more.
+	dispatchStarv(ctx context.Context, args []starvArgs) error
+}
+
+// starvProducers dispatch the small keys' jobs, each one at a time, so that a round
+// trip per dispatch does not hold the offered rate below one job a second per key.
+const starvProducers = 16
+
+// runStarvation runs the scenario on a queue fair by tenant or plain.
+func runStarvation(ctx context.Context, o options, sys starvSystem, fair bool) runOut {
 	name := map[bool]string{true: "fair", false: "plain"}[fair]
 	out := runOut{rows: []string{"starv-" + name + "-p99", "starv-" + name + "-rate"}}
 	fail := func(err error) runOut { out.err = err; return out }
-	if err := e.truncate(ctx); err != nil {
-		return fail(err)
-	}
-	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.fair_turns"); err != nil {
-		return fail(err)
-	}
-	var opts []pgq.QueueOption
-	if fair {
-		opts = append(opts, pgq.FairBy("tenant"))
-	}
-	if err := e.client.DefineQueue(ctx, "default", 90*time.Second, false, opts...); err != nil {
+	if err := sys.prepare(ctx, fair); err != nil {
 		return fail(err)
 	}
 	big, keys := o.starvBig, o.starvKeys
@@ -54,11 +60,11 @@ func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut 
 	// The big key's backlog, in bulk.
 	bulkStart := time.Now()
 	for first := 0; first < big; first += 10000 {
-		args := make([]any, 0, 10000)
+		args := make([]starvArgs, 0, 10000)
 		for i := first; i < min(big, first+10000); i++ {
 			args = append(args, starvArgs{int64(i), "big"})
 		}
-		if _, err := e.client.DispatchMany(ctx, "seq", args); err != nil {
+		if err := sys.dispatchStarv(ctx, args); err != nil {
 			return fail(fmt.Errorf("bulk: %w", err))
 		}
 	}
@@ -68,7 +74,7 @@ func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut 
 		committed[i].Store(now)
 	}
 
-	stop, err := e.live(o.starvConc).start(ctx, o, func(seq int64) {
+	stop, err := sys.start(ctx, o, func(seq int64) {
 		if seq >= 0 && seq < int64(total) {
 			started[seq].CompareAndSwap(0, int64(time.Since(base)))
 		}
@@ -85,32 +91,31 @@ func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut 
 	}()
 	drainStart := time.Since(base)
 
-	// The small keys: each dispatches one job a second, spread evenly over the second.
+	// The small keys: each dispatches one job a second, spread evenly over the second
+	// and over the producers.
 	var halt atomic.Bool
 	var next atomic.Int64
 	next.Store(int64(big))
-	perr := make(chan error, 1)
+	perr := make(chan error, starvProducers)
 	var pwg sync.WaitGroup
-	pwg.Go(func() {
-		every := time.Second / time.Duration(keys)
-		tick := time.NewTicker(max(every, time.Millisecond))
-		defer tick.Stop()
-		k := 0
-		for !halt.Load() {
-			<-tick.C
-			seq := next.Load()
-			if seq >= int64(total) {
-				return
+	for range starvProducers {
+		pwg.Go(func() {
+			tick := time.NewTicker(max(time.Second*starvProducers/time.Duration(keys), time.Millisecond))
+			defer tick.Stop()
+			for !halt.Load() {
+				<-tick.C
+				seq := next.Add(1) - 1
+				if seq >= int64(total) {
+					return
+				}
+				if err := sys.dispatchStarv(ctx, []starvArgs{{seq, fmt.Sprint("k", (seq-int64(big))%int64(keys))}}); err != nil {
+					perr <- err
+					return
+				}
+				committed[seq].Store(int64(time.Since(base)))
 			}
-			if _, err := e.client.Dispatch(ctx, "seq", starvArgs{seq, fmt.Sprint("k", k%keys)}); err != nil {
-				perr <- err
-				return
-			}
-			committed[seq].Store(int64(time.Since(base)))
-			next.Add(1)
-			k++
-		}
-	})
+		})
+	}
 	// Until the big key's last job started.
 	deadline := time.Now().Add(o.timeout)
 	bigDone := func() bool {
@@ -140,7 +145,7 @@ func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut 
 	}
 	halt.Store(true)
 	pwg.Wait()
-	dispatched := next.Load()
+	dispatched := min(next.Load(), int64(total))
 	// Let the small jobs dispatched last start, then stop and verify.
 	for time.Now().Before(deadline) && rc.handled.Load() < dispatched {
 		time.Sleep(20 * time.Millisecond)
@@ -176,4 +181,12 @@ func runStarvation(ctx context.Context, o options, e *pgqEnv, fair bool) runOut 
 	out.line = fmt.Sprintf("%s: %d big jobs (bulk %.0f jobs/s) and %d keys at 1/s: %d small jobs started in the drain, p50 %.1f ms, p99 %.1f ms, max %.1f ms; drain %.0f jobs/s",
 		name, big, bulkRate, keys, len(waits), percentile(waits, 50), p99, waits[len(waits)-1], rate)
 	return out
+}
+
+// starvRiverWorkers is River's MaxWorkers in the starvation scenario: pgq's concurrency.
+func starvRiverWorkers(o options) int {
+	if o.starvConc > 0 {
+		return o.starvConc
+	}
+	return 100 // pgq's default concurrency
 }
