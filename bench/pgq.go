@@ -623,6 +623,8 @@ func (l *pgqLive) prepare(ctx context.Context, fair bool) error {
 	return l.e.client.DefineQueue(ctx, "default", 90*time.Second, false, opts...)
 }
 
+func (l *pgqLive) jobsTable() string { return "pgq.jobs" }
+
 func (l *pgqLive) dispatchStarv(ctx context.Context, args []starvArgs) error {
 	if len(args) == 1 {
 		_, err := l.e.client.Dispatch(ctx, "seq", args[0])

@@ -437,6 +437,8 @@ func (l *riverLive) prepare(ctx context.Context, fair bool) error {
 	return l.e.truncate(ctx)
 }
 
+func (l *riverLive) jobsTable() string { return "river_job" }
+
 // dispatchStarv inserts one job, or many by InsertManyFast (COPY), River's fastest.
 func (l *riverLive) dispatchStarv(ctx context.Context, args []starvArgs) error {
 	p, err := l.client()

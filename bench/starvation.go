@@ -36,6 +36,8 @@ type starvSystem interface {
 	// dispatchStarv queues the jobs in one call: one Dispatch for one job, the
 	// system's bulk insert for more.
 	dispatchStarv(ctx context.Context, args []starvArgs) error
+	// jobsTable is the table the backlog is stored in, analyzed before the drain.
+	jobsTable() string
 }
 
 // starvProducers dispatch the small keys' jobs, each one at a time, so that a round
@@ -69,6 +71,10 @@ func runStarvation(ctx context.Context, o options, sys starvSystem, fair bool) r
 		}
 	}
 	bulkRate := float64(big) / time.Since(bulkStart).Seconds()
+	note, err := prepare(ctx, o, sys.pool(), sys.jobsTable())
+	if err != nil {
+		return fail(err)
+	}
 	now := int64(time.Since(base))
 	for i := range big {
 		committed[i].Store(now)
@@ -178,8 +184,8 @@ func runStarvation(ctx context.Context, o options, sys starvSystem, fair bool) r
 	out.add("starv-"+name+"-p99", p99)
 	out.add("starv-"+name+"-rate", rate)
 	out.add("starv-"+name+"-bulk", bulkRate)
-	out.line = fmt.Sprintf("%s: %d big jobs (bulk %.0f jobs/s) and %d keys at 1/s: %d small jobs started in the drain, p50 %.1f ms, p99 %.1f ms, max %.1f ms; drain %.0f jobs/s",
-		name, big, bulkRate, keys, len(waits), percentile(waits, 50), p99, waits[len(waits)-1], rate)
+	out.line = fmt.Sprintf("%s: %d big jobs (bulk %.0f jobs/s) and %d keys at 1/s: %d small jobs started in the drain, p50 %.1f ms, p99 %.1f ms, max %.1f ms; drain %.0f jobs/s | %s",
+		name, big, bulkRate, keys, len(waits), percentile(waits, 50), p99, waits[len(waits)-1], rate, note)
 	return out
 }
 
