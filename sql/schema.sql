@@ -1890,6 +1890,103 @@ COMMENT ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[], p_
 
 
 --
+-- Name: _check_classes(integer, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_classes(worker_timeout integer, worker_tries integer) RETURNS SETOF pgq.check_finding
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH classes AS (
+        SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
+               coalesce(c.tries, worker_tries) AS eff_tries,
+               coalesce(c.backoff, '{0}') AS eff_backoff,
+               coalesce(q.retry_after, pgq._default_retry_after()) AS retry_after,
+               pgq._middleware(c.middleware, 'without_overlapping') AS overlap
+        FROM pgq.job_classes c
+        LEFT JOIN pgq.queues q ON q.name = c.queue
+    )
+    SELECT 'job ' || c.name AS object, 'timeout_zero' AS rule,
+           'timeout 0 disables the handler timeout for this job' AS detail,
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after) AS fix, c.queue
+    FROM classes c WHERE c.timeout = 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
+           format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
+                  c.eff_timeout, c.retry_after, c.queue),
+           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout), c.queue
+    FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
+    UNION ALL
+    SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
+           CASE WHEN c.eff_tries = 0 THEN format('unique_for %s with unlimited tries: the lock expires while the job can still retry', c.unique_for)
+                ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
+                            c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
+           format('raise unique_for above %s s plus a realistic queue wait',
+                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window')),
+           c.queue
+    FROM classes c
+    WHERE c.unique_for IS NOT NULL
+      AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
+                ELSE extract(epoch FROM c.unique_for) < pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout) END)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_past_retry_for',
+           format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
+                  c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
+           'shorten the backoffs or lengthen retry_for', c.queue
+    FROM classes c
+    WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
+      AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
+    UNION ALL
+    SELECT 'job ' || c.name, 'expire_after_outside_timeout_retry_after',
+           format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
+                  c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
+           format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
+                  c.eff_timeout, c.retry_after),
+           c.queue
+    FROM classes c
+    WHERE c.overlap ? 'expire_after'
+      AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
+    UNION ALL
+    SELECT 'job ' || c.name, 'backoff_longer_than_tries',
+           format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
+                  cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
+           'trim the backoff or raise tries', c.queue
+    FROM classes c
+    WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
+    UNION ALL
+    SELECT 'job ' || c.name, 'uneven_backoff_behind_release_middleware',
+           format('backoff %s is not flat, and release-based middleware (%s) moves the backoff index: the first real failure can wait %s s',
+                  c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
+                              WHERE k IN ('without_overlapping', 'rate_limited')),
+                  (SELECT max(b) FROM unnest(c.backoff) b)),
+           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited', c.queue
+    FROM classes c
+    WHERE cardinality(c.backoff) > 1
+      AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
+      AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
+                  WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
+    UNION ALL
+    SELECT 'job ' || c.name, 'handler_without_search_path',
+           format('handler %s pins no search_path, and none was pinned for it when the class was defined: it runs with search_path pg_catalog, pg_temp, so a table or function it names without its schema is not found',
+                  c.handler),
+           format('ALTER FUNCTION %s SET search_path = %s, or define the class again from a session whose search_path has the schemas it uses',
+                  c.handler, (SELECT quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.oid = c.handler)),
+           c.queue
+    FROM classes c
+    WHERE c.handler IS NOT NULL AND EXISTS (SELECT FROM pg_proc p WHERE p.oid = c.handler)
+      AND pgq._proc_search_path(c.handler) IS NULL
+      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler);
+$$;
+
+
+--
+-- Name: FUNCTION _check_classes(worker_timeout integer, worker_tries integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_classes(worker_timeout integer, worker_tries integer) IS 'pgq.check''s findings about the job classes, given the worker''s --timeout and --tries (S16, S86).';
+
+
+--
 -- Name: _check_concurrency(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2019,6 +2116,61 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._check_entries(p_what text, p_entries jsonb, p_chains boolean) IS 'Raises 22023 unless every entry is {"job", "payload", dispatch options} (or, in a batch, {"chain": [...]}).';
+
+
+--
+-- Name: _check_live(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._check_live() RETURNS SETOF pgq.check_finding
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH live AS (
+        SELECT * FROM pgq._live_workers()
+    ), waiting AS (
+        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
+    ), nameless AS (
+        -- jobs with no SQL handler, by name and queue
+        SELECT j.job, j.queue, sum(j.n) AS n
+        FROM pgq._live_counted j
+        WHERE j.reserved_at IS NULL AND j.handler IS NULL
+        GROUP BY j.job, j.queue
+    )
+    SELECT 'queue ' || w.queue AS object, 'queue_unserved' AS rule,
+           format('%s in queue %s, and no live worker serves it (none of the workers seen in the last %s s lists it)',
+                  CASE WHEN w.n = 1 THEN '1 job waits' ELSE w.n || ' jobs wait' END, w.queue, extract(epoch FROM pgq._worker_ttl())::int),
+           format('start a worker for it (pgq-worker work --queue %s), or dispatch to a queue a worker serves', w.queue),
+           w.queue
+    FROM waiting w
+    WHERE NOT EXISTS (SELECT FROM live l WHERE w.queue = ANY (l.queues))
+    UNION ALL
+    SELECT 'job ' || x.job, 'job_unhandled',
+           format('%s in queue %s, but no job class defines %s and no live worker has a handler for it: a worker that takes one fails it with "no handler"',
+                  CASE WHEN x.n = 1 THEN '1 job named ' || x.job || ' waits' ELSE x.n || ' jobs named ' || x.job || ' wait' END,
+                  x.queue, x.job),
+           format('define it (pgq.define_job(%L, handler => ''schema.function'')), run a worker that registers a Go handler for it, or cancel the jobs if the name is a typo', x.job),
+           x.queue
+    FROM nameless x
+    WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
+      AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
+    UNION ALL
+    SELECT st.kind || ' ' || st.id || coalesce(' (' || st.name || ')', ''), st.kind || '_stalled',
+           format('job %s (%s) has been ready in queue %s for %s s, longer than its retry_after of %s s, and no job of the %s ran since%s',
+                  st.job_uuid, st.job, st.queue, floor(extract(epoch FROM now() - st.waiting_since)), st.retry_after, st.kind,
+                  CASE WHEN st.paused THEN ': the queue is paused' ELSE '' END),
+           CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
+                ELSE format('run a worker on queue %s (pgq-worker work --queue %s), or look for a middleware turning its jobs away', st.queue, st.queue) END,
+           st.queue
+    FROM pgq.stalled st;
+$$;
+
+
+--
+-- Name: FUNCTION _check_live(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._check_live() IS 'pgq.check''s findings about what waits now: unserved queues, unhandled job names (S87) and stalled chains and batches (S95).';
 
 
 --
@@ -2333,6 +2485,138 @@ COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) I
 
 
 --
+-- Name: _cron_every_problem(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._cron_every_problem(p_text text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_ns numeric;
+BEGIN
+    -- Go's time.ParseDuration reads a unit as every letter up to the next digit.
+    IF p_text !~ '^([0-9]+[a-z]+)+$' THEN
+        RETURN format('@every takes whole numbers with units, such as 30s or 1h30m, got %s', quote_literal(p_text));
+    END IF;
+    SELECT CASE WHEN bool_and(m[2] IN ('h', 'm', 's', 'ms', 'us', 'ns'))
+                THEN sum(m[1]::numeric * CASE m[2] WHEN 'h' THEN 3600e9 WHEN 'm' THEN 60e9 WHEN 's' THEN 1e9
+                                                   WHEN 'ms' THEN 1e6 WHEN 'us' THEN 1e3 ELSE 1 END) END
+    INTO v_ns
+    FROM regexp_matches(p_text, '([0-9]+)([a-z]+)', 'g') m;
+    IF v_ns IS NULL THEN
+        RETURN format('@every: unknown unit in %s: use h, m, s, ms, us or ns', quote_literal(p_text));
+    END IF;
+    IF v_ns > 9223372036854775807 THEN
+        RETURN format('@every %s is longer than the longest duration (about 292 years)', p_text);
+    END IF;
+    IF v_ns < 1e9 OR v_ns % 1e9 <> 0 THEN
+        RETURN format('@every needs whole seconds, at least 1s, got %s', p_text);
+    END IF;
+    RETURN NULL;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _cron_every_problem(p_text text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._cron_every_problem(p_text text) IS 'Why the duration of a cron @every is invalid (whole numbers with units, whole seconds, at least 1 s), or NULL (S60).';
+
+
+--
+-- Name: _cron_item(integer, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._cron_item(p_field integer, p_item text, OUT problem text, OUT bits bigint, OUT star boolean) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    c_field  constant text := (ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'])[p_field];
+    c_min    constant int := (ARRAY[0, 0, 0, 1, 1, 0])[p_field];
+    c_max    constant int := (ARRAY[59, 59, 23, 31, 12, 6])[p_field];
+    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+    c_dows   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+    v_parts  text[] := string_to_array(p_item, '/');
+    v_ends   text[];
+    v_start  numeric;
+    v_end    numeric;
+    v_step   numeric;
+BEGIN
+    IF cardinality(v_parts) > 2 THEN
+        problem := format('too many slashes in the %s field: %s', c_field, p_item);
+        RETURN;
+    END IF;
+    v_ends := CASE WHEN v_parts[1] = '' THEN ARRAY[''] ELSE string_to_array(v_parts[1], '-') END;
+    star := v_ends[1] IN ('*', '?');  -- what follows a * up to a / is ignored
+    IF star THEN
+        v_start := c_min;
+        v_end := c_max;
+    ELSE
+        IF cardinality(v_ends) > 2 THEN
+            problem := format('too many hyphens in the %s field: %s', c_field, p_item);
+            RETURN;
+        END IF;
+        FOR j IN 1 .. cardinality(v_ends) LOOP
+            v_step := coalesce(CASE p_field
+                                   WHEN 5 THEN array_position(c_months, lower(v_ends[j]))
+                                   WHEN 6 THEN array_position(c_dows, lower(v_ends[j])) - 1
+                               END, pgq._cron_number(v_ends[j]));
+            IF v_step IS NULL THEN
+                problem := format('the %s field: %s is not a number%s', c_field, quote_literal(v_ends[j]),
+                                  CASE p_field WHEN 5 THEN ' or a month name (JAN-DEC)' WHEN 6 THEN ' or a day name (SUN-SAT)' ELSE '' END);
+                RETURN;
+            ELSIF v_step < 0 THEN
+                problem := format('the %s field: negative number %s', c_field, v_ends[j]);
+                RETURN;
+            END IF;
+            v_start := CASE WHEN j = 1 THEN v_step ELSE v_start END;
+            v_end := v_step;
+        END LOOP;
+    END IF;
+    v_step := 1;
+    IF cardinality(v_parts) = 2 THEN
+        v_step := pgq._cron_number(v_parts[2]);
+        IF v_step IS NULL THEN
+            problem := format('the %s field: step %s is not a number', c_field, quote_literal(v_parts[2]));
+        ELSIF v_step < 0 THEN
+            problem := format('the %s field: negative step %s', c_field, v_parts[2]);
+        END IF;
+        IF cardinality(v_ends) = 1 THEN
+            v_end := c_max;  -- "5/15": from 5 to the end of the field
+        END IF;
+        star := star AND v_step <= 1;
+    END IF;
+    problem := coalesce(problem,
+        CASE WHEN v_start < c_min THEN format('the %s field: %s is below %s%s', c_field, v_start, c_min,
+                                              CASE WHEN p_item <> v_start::text THEN ' in ' || p_item ELSE '' END)
+             WHEN v_end > c_max THEN format('the %s field: %s is above %s%s', c_field, v_end, c_max,
+                                            CASE WHEN p_item <> v_end::text THEN ' in ' || p_item ELSE '' END)
+             WHEN v_start > v_end THEN format('the %s field: range %s starts after it ends', c_field, p_item)
+             WHEN v_step = 0 THEN format('the %s field: step must be positive in %s', c_field, p_item)
+        END);
+    IF problem IS NOT NULL THEN
+        star := NULL;
+        RETURN;
+    END IF;
+    bits := 0;
+    FOR v IN v_start::int .. v_end::int BY least(v_step, 64)::int LOOP
+        bits := bits | (1::bigint << v);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _cron_item(p_field integer, p_item text, OUT problem text, OUT bits bigint, OUT star boolean); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._cron_item(p_field integer, p_item text, OUT problem text, OUT bits bigint, OUT star boolean) IS 'One item of a cron field''s list: the values it matches as bits, whether it is a star as robfig/cron counts one, or why it is invalid (S60).';
+
+
+--
 -- Name: _cron_number(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2360,29 +2644,17 @@ COMMENT ON FUNCTION pgq._cron_number(p_text text) IS 'A cron field''s number as 
 CREATE FUNCTION pgq._cron_problem(p_expr text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
     c_field  constant text[] := ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'];
-    c_min    constant int[] := ARRAY[0, 0, 0, 1, 1, 0];
-    c_max    constant int[] := ARRAY[59, 59, 23, 31, 12, 6];
     c_days   constant int[] := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
-    c_dows   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
     v_text   text;
-    v_ns     numeric;
     v_fields text[];
     v_items  text[];
     v_item   text;
-    v_parts  text[];
-    v_ends   text[];
     v_bits   bigint[] := ARRAY[0, 0, 0, 0, 0, 0];
     v_star   boolean[] := ARRAY[false, false, false, false, false, false];
-    v_start  numeric;
-    v_end    numeric;
-    v_step   numeric;
-    v_is_star boolean;
-    v_v      int;
-    i        int;
+    v_parsed record;
 BEGIN
     IF p_expr IS NULL OR p_expr = '' THEN
         RETURN 'the expression is empty';
@@ -2393,35 +2665,13 @@ BEGIN
     IF starts_with(p_expr, 'TZ=') OR starts_with(p_expr, 'CRON_TZ=') THEN
         RETURN 'give the time zone as the schedule''s timezone, not in the expression';
     END IF;
-
-    IF starts_with(p_expr, '@') THEN
-        IF p_expr IN ('@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly') THEN
-            RETURN NULL;
-        END IF;
-        IF NOT starts_with(p_expr, '@every ') THEN
-            RETURN format('unknown macro %s: use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>',
-                          p_expr);
-        END IF;
-        v_text := substr(p_expr, 8);
-        -- Go's time.ParseDuration reads a unit as every letter up to the next digit.
-        IF v_text !~ '^([0-9]+[a-z]+)+$' THEN
-            RETURN format('@every takes whole numbers with units, such as 30s or 1h30m, got %s', quote_literal(v_text));
-        END IF;
-        SELECT CASE WHEN bool_and(m[2] IN ('h', 'm', 's', 'ms', 'us', 'ns'))
-                    THEN sum(m[1]::numeric * CASE m[2] WHEN 'h' THEN 3600e9 WHEN 'm' THEN 60e9 WHEN 's' THEN 1e9
-                                                       WHEN 'ms' THEN 1e6 WHEN 'us' THEN 1e3 ELSE 1 END) END
-        INTO v_ns
-        FROM regexp_matches(v_text, '([0-9]+)([a-z]+)', 'g') m;
-        IF v_ns IS NULL THEN
-            RETURN format('@every: unknown unit in %s: use h, m, s, ms, us or ns', quote_literal(v_text));
-        END IF;
-        IF v_ns > 9223372036854775807 THEN
-            RETURN format('@every %s is longer than the longest duration (about 292 years)', v_text);
-        END IF;
-        IF v_ns < 1e9 OR v_ns % 1e9 <> 0 THEN
-            RETURN format('@every needs whole seconds, at least 1s, got %s', v_text);
-        END IF;
+    IF p_expr IN ('@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly') THEN
         RETURN NULL;
+    ELSIF starts_with(p_expr, '@every ') THEN
+        RETURN pgq._cron_every_problem(substr(p_expr, 8));
+    ELSIF starts_with(p_expr, '@') THEN
+        RETURN format('unknown macro %s: use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>',
+                      p_expr);
     END IF;
 
     -- Fields are separated by ASCII white space (Go's strings.Fields).
@@ -2434,80 +2684,18 @@ BEGIN
     IF cardinality(v_fields) = 5 THEN
         v_fields := ARRAY['0'] || v_fields;
     END IF;
-
     FOR i IN 1 .. 6 LOOP
         v_items := ARRAY(SELECT x FROM unnest(string_to_array(v_fields[i], ',')) x WHERE x <> '');
         IF cardinality(v_items) = 0 THEN
             RETURN format('the %s field %s matches nothing', c_field[i], quote_literal(v_fields[i]));
         END IF;
         FOREACH v_item IN ARRAY v_items LOOP
-            v_parts := string_to_array(v_item, '/');
-            IF cardinality(v_parts) > 2 THEN
-                RETURN format('too many slashes in the %s field: %s', c_field[i], v_item);
+            v_parsed := pgq._cron_item(i, v_item);
+            IF v_parsed.problem IS NOT NULL THEN
+                RETURN v_parsed.problem;
             END IF;
-            v_ends := CASE WHEN v_parts[1] = '' THEN ARRAY[''] ELSE string_to_array(v_parts[1], '-') END;
-            v_is_star := v_ends[1] IN ('*', '?');  -- what follows a * up to a / is ignored
-            IF v_is_star THEN
-                v_start := c_min[i];
-                v_end := c_max[i];
-            ELSE
-                IF cardinality(v_ends) > 2 THEN
-                    RETURN format('too many hyphens in the %s field: %s', c_field[i], v_item);
-                END IF;
-                FOR j IN 1 .. cardinality(v_ends) LOOP
-                    v_step := CASE i
-                        WHEN 5 THEN array_position(c_months, lower(v_ends[j]))
-                        WHEN 6 THEN array_position(c_dows, lower(v_ends[j])) - 1
-                    END;
-                    v_step := coalesce(v_step, pgq._cron_number(v_ends[j]));
-                    IF v_step IS NULL THEN
-                        RETURN format('the %s field: %s is not a number%s', c_field[i], quote_literal(v_ends[j]),
-                                      CASE i WHEN 5 THEN ' or a month name (JAN-DEC)' WHEN 6 THEN ' or a day name (SUN-SAT)' ELSE '' END);
-                    END IF;
-                    IF v_step < 0 THEN
-                        RETURN format('the %s field: negative number %s', c_field[i], v_ends[j]);
-                    END IF;
-                    IF j = 1 THEN
-                        v_start := v_step;
-                    END IF;
-                    v_end := v_step;
-                END LOOP;
-            END IF;
-            IF cardinality(v_parts) = 2 THEN
-                v_step := pgq._cron_number(v_parts[2]);
-                IF v_step IS NULL THEN
-                    RETURN format('the %s field: step %s is not a number', c_field[i], quote_literal(v_parts[2]));
-                END IF;
-                IF v_step < 0 THEN
-                    RETURN format('the %s field: negative step %s', c_field[i], v_parts[2]);
-                END IF;
-                IF cardinality(v_ends) = 1 THEN
-                    v_end := c_max[i];  -- "5/15": from 5 to the end of the field
-                END IF;
-                IF v_step > 1 THEN
-                    v_is_star := false;
-                END IF;
-            ELSE
-                v_step := 1;
-            END IF;
-            IF v_start < c_min[i] THEN
-                RETURN format('the %s field: %s is below %s%s', c_field[i], v_start, c_min[i],
-                              CASE WHEN v_item <> v_start::text THEN ' in ' || v_item ELSE '' END);
-            END IF;
-            IF v_end > c_max[i] THEN
-                RETURN format('the %s field: %s is above %s%s', c_field[i], v_end, c_max[i],
-                              CASE WHEN v_item <> v_end::text THEN ' in ' || v_item ELSE '' END);
-            END IF;
-            IF v_start > v_end THEN
-                RETURN format('the %s field: range %s starts after it ends', c_field[i], v_item);
-            END IF;
-            IF v_step = 0 THEN
-                RETURN format('the %s field: step must be positive in %s', c_field[i], v_item);
-            END IF;
-            FOR v_v IN v_start::int .. v_end::int BY least(v_step, 64)::int LOOP
-                v_bits[i] := v_bits[i] | (1::bigint << v_v);
-            END LOOP;
-            v_star[i] := v_star[i] OR v_is_star;
+            v_bits[i] := v_bits[i] | v_parsed.bits;
+            v_star[i] := v_star[i] OR v_parsed.star;
         END LOOP;
     END LOOP;
 
@@ -2521,7 +2709,7 @@ BEGIN
     END IF;
     RETURN NULL;
 END;
-$_$;
+$$;
 
 
 --
@@ -7149,25 +7337,6 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT f.* FROM (
-    WITH classes AS (
-        SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
-               coalesce(c.tries, worker_tries) AS eff_tries,
-               coalesce(c.backoff, '{0}') AS eff_backoff,
-               coalesce(q.retry_after, pgq._default_retry_after()) AS retry_after,
-               pgq._middleware(c.middleware, 'without_overlapping') AS overlap
-        FROM pgq.job_classes c
-        LEFT JOIN pgq.queues q ON q.name = c.queue
-    ), live AS (
-        SELECT * FROM pgq._live_workers()
-    ), waiting AS (
-        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
-    ), nameless AS (
-        -- jobs with no SQL handler, by name and queue
-        SELECT j.job, j.queue, sum(j.n) AS n
-        FROM pgq._live_counted j
-        WHERE j.reserved_at IS NULL AND j.handler IS NULL
-        GROUP BY j.job, j.queue
-    )
     SELECT 'worker' AS object, 'timeout_zero' AS rule,
            '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever' AS detail,
            'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)' AS fix, NULL::text AS queue
@@ -7181,103 +7350,9 @@ CREATE FUNCTION pgq."check"(worker_timeout integer DEFAULT 60, worker_tries inte
     FROM pgq.queues q
     WHERE worker_timeout >= q.retry_after
     UNION ALL
-    SELECT 'job ' || c.name, 'timeout_zero',
-           'timeout 0 disables the handler timeout for this job',
-           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after), c.queue
-    FROM classes c WHERE c.timeout = 0
+    SELECT * FROM pgq._check_classes(worker_timeout, worker_tries)
     UNION ALL
-    SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
-           format('timeout %s >= retry_after %s of queue %s: the lease can end while the handler still runs',
-                  c.eff_timeout, c.retry_after, c.queue),
-           format('lower the timeout below %s, or raise the queue''s retry_after above %s', c.retry_after, c.eff_timeout), c.queue
-    FROM classes c WHERE c.eff_timeout >= c.retry_after AND c.eff_timeout > 0
-    UNION ALL
-    SELECT 'job ' || c.name, 'unique_for_shorter_than_retries',
-           CASE WHEN c.eff_tries = 0 THEN format('unique_for %s with unlimited tries: the lock expires while the job can still retry', c.unique_for)
-                ELSE format('unique_for %s < backoffs + tries × timeout = %s s: the lock can expire during a backoff and let a second copy in',
-                            c.unique_for, pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)) END,
-           format('raise unique_for above %s s plus a realistic queue wait',
-                  coalesce(pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout)::text, 'the retry_for window')),
-           c.queue
-    FROM classes c
-    WHERE c.unique_for IS NOT NULL
-      AND (CASE WHEN c.eff_tries = 0 THEN c.retry_for IS NULL OR c.unique_for < c.retry_for
-                ELSE extract(epoch FROM c.unique_for) < pgq._retry_window(c.eff_tries, c.eff_backoff, c.eff_timeout) END)
-    UNION ALL
-    SELECT 'job ' || c.name, 'backoff_past_retry_for',
-           format('backoffs of %s retries add up to %s s, past retry_for %s: the last attempt is picked up after the deadline and fails with MaxAttemptsExceeded instead of its own exception',
-                  c.eff_tries - 1, pgq._retry_window(c.eff_tries, c.eff_backoff, 0), c.retry_for),
-           'shorten the backoffs or lengthen retry_for', c.queue
-    FROM classes c
-    WHERE c.retry_for IS NOT NULL AND c.eff_tries > 1
-      AND pgq._retry_window(c.eff_tries, c.eff_backoff, 0) > extract(epoch FROM c.retry_for)
-    UNION ALL
-    SELECT 'job ' || c.name, 'expire_after_outside_timeout_retry_after',
-           format('without_overlapping expire_after %s is not between timeout %s and retry_after %s',
-                  c.overlap ->> 'expire_after', c.eff_timeout, c.retry_after),
-           format('set expire_after above %s (the lock must outlive the handler) and below %s (a killed worker''s lock must be gone before its job comes back)',
-                  c.eff_timeout, c.retry_after),
-           c.queue
-    FROM classes c
-    WHERE c.overlap ? 'expire_after'
-      AND NOT ((c.overlap ->> 'expire_after')::int > c.eff_timeout AND (c.overlap ->> 'expire_after')::int < c.retry_after)
-    UNION ALL
-    SELECT 'job ' || c.name, 'backoff_longer_than_tries',
-           format('backoff has %s entries but tries %s allows only %s retries: the last %s are never used',
-                  cardinality(c.backoff), c.eff_tries, c.eff_tries - 1, cardinality(c.backoff) - (c.eff_tries - 1)),
-           'trim the backoff or raise tries', c.queue
-    FROM classes c
-    WHERE c.backoff IS NOT NULL AND c.eff_tries > 0 AND cardinality(c.backoff) > c.eff_tries - 1 AND cardinality(c.backoff) > 1
-    UNION ALL
-    SELECT 'job ' || c.name, 'uneven_backoff_behind_release_middleware',
-           format('backoff %s is not flat, and release-based middleware (%s) moves the backoff index: the first real failure can wait %s s',
-                  c.backoff, (SELECT string_agg(k, ', ') FROM jsonb_array_elements(c.middleware) m, jsonb_object_keys(m) k
-                              WHERE k IN ('without_overlapping', 'rate_limited')),
-                  (SELECT max(b) FROM unnest(c.backoff) b)),
-           'use a flat backoff (one value) for jobs behind without_overlapping or rate_limited', c.queue
-    FROM classes c
-    WHERE cardinality(c.backoff) > 1
-      AND (SELECT count(DISTINCT b) FROM unnest(c.backoff) b) > 1
-      AND EXISTS (SELECT FROM jsonb_array_elements(c.middleware) m
-                  WHERE m ? 'rate_limited' OR (m ? 'without_overlapping' AND NOT coalesce((m -> 'without_overlapping' ->> 'dont_release')::boolean, false)))
-    UNION ALL
-    SELECT 'job ' || c.name, 'handler_without_search_path',
-           format('handler %s pins no search_path, and none was pinned for it when the class was defined: it runs with search_path pg_catalog, pg_temp, so a table or function it names without its schema is not found',
-                  c.handler),
-           format('ALTER FUNCTION %s SET search_path = %s, or define the class again from a session whose search_path has the schemas it uses',
-                  c.handler, (SELECT quote_ident(n.nspname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.oid = c.handler)),
-           c.queue
-    FROM classes c
-    WHERE c.handler IS NOT NULL AND EXISTS (SELECT FROM pg_proc p WHERE p.oid = c.handler)
-      AND pgq._proc_search_path(c.handler) IS NULL
-      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler)
-    UNION ALL
-    SELECT 'queue ' || w.queue, 'queue_unserved',
-           format('%s in queue %s, and no live worker serves it (none of the workers seen in the last %s s lists it)',
-                  CASE WHEN w.n = 1 THEN '1 job waits' ELSE w.n || ' jobs wait' END, w.queue, extract(epoch FROM pgq._worker_ttl())::int),
-           format('start a worker for it (pgq-worker work --queue %s), or dispatch to a queue a worker serves', w.queue),
-           w.queue
-    FROM waiting w
-    WHERE NOT EXISTS (SELECT FROM live l WHERE w.queue = ANY (l.queues))
-    UNION ALL
-    SELECT 'job ' || x.job, 'job_unhandled',
-           format('%s in queue %s, but no job class defines %s and no live worker has a handler for it: a worker that takes one fails it with "no handler"',
-                  CASE WHEN x.n = 1 THEN '1 job named ' || x.job || ' waits' ELSE x.n || ' jobs named ' || x.job || ' wait' END,
-                  x.queue, x.job),
-           format('define it (pgq.define_job(%L, handler => ''schema.function'')), run a worker that registers a Go handler for it, or cancel the jobs if the name is a typo', x.job),
-           x.queue
-    FROM nameless x
-    WHERE NOT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = x.job)
-      AND NOT EXISTS (SELECT FROM live l WHERE x.job = ANY (l.handlers))
-    UNION ALL
-    SELECT st.kind || ' ' || st.id || coalesce(' (' || st.name || ')', ''), st.kind || '_stalled',
-           format('job %s (%s) has been ready in queue %s for %s s, longer than its retry_after of %s s, and no job of the %s ran since%s',
-                  st.job_uuid, st.job, st.queue, floor(extract(epoch FROM now() - st.waiting_since)), st.retry_after, st.kind,
-                  CASE WHEN st.paused THEN ': the queue is paused' ELSE '' END),
-           CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
-                ELSE format('run a worker on queue %s (pgq-worker work --queue %s), or look for a middleware turning its jobs away', st.queue, st.queue) END,
-           st.queue
-    FROM pgq.stalled st
+    SELECT * FROM pgq._check_live()
     ) f
     WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
     ORDER BY 1, 2, 5;
@@ -13074,6 +13149,13 @@ REVOKE ALL ON FUNCTION pgq._check_ceilings(p_tries integer, p_backoff integer[],
 
 
 --
+-- Name: FUNCTION _check_classes(worker_timeout integer, worker_tries integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_classes(worker_timeout integer, worker_tries integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _check_concurrency(p_cfg jsonb); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13092,6 +13174,13 @@ REVOKE ALL ON FUNCTION pgq._check_dispatch_limits(p_timeout integer, p_priority 
 --
 
 REVOKE ALL ON FUNCTION pgq._check_entries(p_what text, p_entries jsonb, p_chains boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _check_live(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._check_live() FROM PUBLIC;
 
 
 --
@@ -13141,6 +13230,20 @@ REVOKE ALL ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce b
 --
 
 REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _cron_every_problem(p_text text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._cron_every_problem(p_text text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _cron_item(p_field integer, p_item text, OUT problem text, OUT bits bigint, OUT star boolean); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._cron_item(p_field integer, p_item text, OUT problem text, OUT bits bigint, OUT star boolean) FROM PUBLIC;
 
 
 --

@@ -56,6 +56,123 @@ $$;
 
 COMMENT ON FUNCTION pgq._cron_number(text) IS 'A cron field''s number as robfig/cron reads it (optional sign, digits, within int64), or NULL.';
 
+-- pgq._cron_every_problem: why the duration of "@every <duration>" is not valid, or
+-- NULL (S60): Go's time.ParseDuration syntax with whole numbers, adding up to whole
+-- seconds, at least 1 s.
+CREATE OR REPLACE FUNCTION pgq._cron_every_problem(p_text text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v_ns numeric;
+BEGIN
+    -- Go's time.ParseDuration reads a unit as every letter up to the next digit.
+    IF p_text !~ '^([0-9]+[a-z]+)+$' THEN
+        RETURN format('@every takes whole numbers with units, such as 30s or 1h30m, got %s', quote_literal(p_text));
+    END IF;
+    SELECT CASE WHEN bool_and(m[2] IN ('h', 'm', 's', 'ms', 'us', 'ns'))
+                THEN sum(m[1]::numeric * CASE m[2] WHEN 'h' THEN 3600e9 WHEN 'm' THEN 60e9 WHEN 's' THEN 1e9
+                                                   WHEN 'ms' THEN 1e6 WHEN 'us' THEN 1e3 ELSE 1 END) END
+    INTO v_ns
+    FROM regexp_matches(p_text, '([0-9]+)([a-z]+)', 'g') m;
+    IF v_ns IS NULL THEN
+        RETURN format('@every: unknown unit in %s: use h, m, s, ms, us or ns', quote_literal(p_text));
+    END IF;
+    IF v_ns > 9223372036854775807 THEN
+        RETURN format('@every %s is longer than the longest duration (about 292 years)', p_text);
+    END IF;
+    IF v_ns < 1e9 OR v_ns % 1e9 <> 0 THEN
+        RETURN format('@every needs whole seconds, at least 1s, got %s', p_text);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._cron_every_problem(text) IS
+    'Why the duration of a cron @every is invalid (whole numbers with units, whole seconds, at least 1 s), or NULL (S60).';
+
+-- pgq._cron_item: one item of a cron field's comma-separated list ("*", "5", "1-5",
+-- "*/15", "MON-FRI/2"), field p_field counting from 1 for seconds: the values it
+-- matches as bits (bit v for value v), whether robfig counts it as a star (a "*" or
+-- "?" with no step over 1), or why it is not valid (then bits and star are NULL).
+CREATE OR REPLACE FUNCTION pgq._cron_item(p_field int, p_item text, OUT problem text, OUT bits bigint, OUT star boolean)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    c_field  constant text := (ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'])[p_field];
+    c_min    constant int := (ARRAY[0, 0, 0, 1, 1, 0])[p_field];
+    c_max    constant int := (ARRAY[59, 59, 23, 31, 12, 6])[p_field];
+    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+    c_dows   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+    v_parts  text[] := string_to_array(p_item, '/');
+    v_ends   text[];
+    v_start  numeric;
+    v_end    numeric;
+    v_step   numeric;
+BEGIN
+    IF cardinality(v_parts) > 2 THEN
+        problem := format('too many slashes in the %s field: %s', c_field, p_item);
+        RETURN;
+    END IF;
+    v_ends := CASE WHEN v_parts[1] = '' THEN ARRAY[''] ELSE string_to_array(v_parts[1], '-') END;
+    star := v_ends[1] IN ('*', '?');  -- what follows a * up to a / is ignored
+    IF star THEN
+        v_start := c_min;
+        v_end := c_max;
+    ELSE
+        IF cardinality(v_ends) > 2 THEN
+            problem := format('too many hyphens in the %s field: %s', c_field, p_item);
+            RETURN;
+        END IF;
+        FOR j IN 1 .. cardinality(v_ends) LOOP
+            v_step := coalesce(CASE p_field
+                                   WHEN 5 THEN array_position(c_months, lower(v_ends[j]))
+                                   WHEN 6 THEN array_position(c_dows, lower(v_ends[j])) - 1
+                               END, pgq._cron_number(v_ends[j]));
+            IF v_step IS NULL THEN
+                problem := format('the %s field: %s is not a number%s', c_field, quote_literal(v_ends[j]),
+                                  CASE p_field WHEN 5 THEN ' or a month name (JAN-DEC)' WHEN 6 THEN ' or a day name (SUN-SAT)' ELSE '' END);
+                RETURN;
+            ELSIF v_step < 0 THEN
+                problem := format('the %s field: negative number %s', c_field, v_ends[j]);
+                RETURN;
+            END IF;
+            v_start := CASE WHEN j = 1 THEN v_step ELSE v_start END;
+            v_end := v_step;
+        END LOOP;
+    END IF;
+    v_step := 1;
+    IF cardinality(v_parts) = 2 THEN
+        v_step := pgq._cron_number(v_parts[2]);
+        IF v_step IS NULL THEN
+            problem := format('the %s field: step %s is not a number', c_field, quote_literal(v_parts[2]));
+        ELSIF v_step < 0 THEN
+            problem := format('the %s field: negative step %s', c_field, v_parts[2]);
+        END IF;
+        IF cardinality(v_ends) = 1 THEN
+            v_end := c_max;  -- "5/15": from 5 to the end of the field
+        END IF;
+        star := star AND v_step <= 1;
+    END IF;
+    problem := coalesce(problem,
+        CASE WHEN v_start < c_min THEN format('the %s field: %s is below %s%s', c_field, v_start, c_min,
+                                              CASE WHEN p_item <> v_start::text THEN ' in ' || p_item ELSE '' END)
+             WHEN v_end > c_max THEN format('the %s field: %s is above %s%s', c_field, v_end, c_max,
+                                            CASE WHEN p_item <> v_end::text THEN ' in ' || p_item ELSE '' END)
+             WHEN v_start > v_end THEN format('the %s field: range %s starts after it ends', c_field, p_item)
+             WHEN v_step = 0 THEN format('the %s field: step must be positive in %s', c_field, p_item)
+        END);
+    IF problem IS NOT NULL THEN
+        star := NULL;
+        RETURN;
+    END IF;
+    bits := 0;
+    FOR v IN v_start::int .. v_end::int BY least(v_step, 64)::int LOOP
+        bits := bits | (1::bigint << v);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._cron_item(int, text) IS
+    'One item of a cron field''s list: the values it matches as bits, whether it is a star as robfig/cron counts one, or why it is invalid (S60).';
+
 -- pgq._cron_problem: why a cron expression is not valid, or NULL when it is (S60). The
 -- syntax is robfig/cron's (github.com/robfig/cron/v3, with an optional seconds field and
 -- descriptors), as the workers parse it, plus pgq's refusals (internal/schedule's doc
@@ -68,26 +185,14 @@ CREATE OR REPLACE FUNCTION pgq._cron_problem(p_expr text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     c_field  constant text[] := ARRAY['second', 'minute', 'hour', 'day of month', 'month', 'day of week'];
-    c_min    constant int[] := ARRAY[0, 0, 0, 1, 1, 0];
-    c_max    constant int[] := ARRAY[59, 59, 23, 31, 12, 6];
     c_days   constant int[] := ARRAY[31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    c_months constant text[] := ARRAY['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
-    c_dows   constant text[] := ARRAY['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
     v_text   text;
-    v_ns     numeric;
     v_fields text[];
     v_items  text[];
     v_item   text;
-    v_parts  text[];
-    v_ends   text[];
     v_bits   bigint[] := ARRAY[0, 0, 0, 0, 0, 0];
     v_star   boolean[] := ARRAY[false, false, false, false, false, false];
-    v_start  numeric;
-    v_end    numeric;
-    v_step   numeric;
-    v_is_star boolean;
-    v_v      int;
-    i        int;
+    v_parsed record;
 BEGIN
     IF p_expr IS NULL OR p_expr = '' THEN
         RETURN 'the expression is empty';
@@ -98,35 +203,13 @@ BEGIN
     IF starts_with(p_expr, 'TZ=') OR starts_with(p_expr, 'CRON_TZ=') THEN
         RETURN 'give the time zone as the schedule''s timezone, not in the expression';
     END IF;
-
-    IF starts_with(p_expr, '@') THEN
-        IF p_expr IN ('@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly') THEN
-            RETURN NULL;
-        END IF;
-        IF NOT starts_with(p_expr, '@every ') THEN
-            RETURN format('unknown macro %s: use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>',
-                          p_expr);
-        END IF;
-        v_text := substr(p_expr, 8);
-        -- Go's time.ParseDuration reads a unit as every letter up to the next digit.
-        IF v_text !~ '^([0-9]+[a-z]+)+$' THEN
-            RETURN format('@every takes whole numbers with units, such as 30s or 1h30m, got %s', quote_literal(v_text));
-        END IF;
-        SELECT CASE WHEN bool_and(m[2] IN ('h', 'm', 's', 'ms', 'us', 'ns'))
-                    THEN sum(m[1]::numeric * CASE m[2] WHEN 'h' THEN 3600e9 WHEN 'm' THEN 60e9 WHEN 's' THEN 1e9
-                                                       WHEN 'ms' THEN 1e6 WHEN 'us' THEN 1e3 ELSE 1 END) END
-        INTO v_ns
-        FROM regexp_matches(v_text, '([0-9]+)([a-z]+)', 'g') m;
-        IF v_ns IS NULL THEN
-            RETURN format('@every: unknown unit in %s: use h, m, s, ms, us or ns', quote_literal(v_text));
-        END IF;
-        IF v_ns > 9223372036854775807 THEN
-            RETURN format('@every %s is longer than the longest duration (about 292 years)', v_text);
-        END IF;
-        IF v_ns < 1e9 OR v_ns % 1e9 <> 0 THEN
-            RETURN format('@every needs whole seconds, at least 1s, got %s', v_text);
-        END IF;
+    IF p_expr IN ('@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly') THEN
         RETURN NULL;
+    ELSIF starts_with(p_expr, '@every ') THEN
+        RETURN pgq._cron_every_problem(substr(p_expr, 8));
+    ELSIF starts_with(p_expr, '@') THEN
+        RETURN format('unknown macro %s: use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>',
+                      p_expr);
     END IF;
 
     -- Fields are separated by ASCII white space (Go's strings.Fields).
@@ -139,80 +222,18 @@ BEGIN
     IF cardinality(v_fields) = 5 THEN
         v_fields := ARRAY['0'] || v_fields;
     END IF;
-
     FOR i IN 1 .. 6 LOOP
         v_items := ARRAY(SELECT x FROM unnest(string_to_array(v_fields[i], ',')) x WHERE x <> '');
         IF cardinality(v_items) = 0 THEN
             RETURN format('the %s field %s matches nothing', c_field[i], quote_literal(v_fields[i]));
         END IF;
         FOREACH v_item IN ARRAY v_items LOOP
-            v_parts := string_to_array(v_item, '/');
-            IF cardinality(v_parts) > 2 THEN
-                RETURN format('too many slashes in the %s field: %s', c_field[i], v_item);
+            v_parsed := pgq._cron_item(i, v_item);
+            IF v_parsed.problem IS NOT NULL THEN
+                RETURN v_parsed.problem;
             END IF;
-            v_ends := CASE WHEN v_parts[1] = '' THEN ARRAY[''] ELSE string_to_array(v_parts[1], '-') END;
-            v_is_star := v_ends[1] IN ('*', '?');  -- what follows a * up to a / is ignored
-            IF v_is_star THEN
-                v_start := c_min[i];
-                v_end := c_max[i];
-            ELSE
-                IF cardinality(v_ends) > 2 THEN
-                    RETURN format('too many hyphens in the %s field: %s', c_field[i], v_item);
-                END IF;
-                FOR j IN 1 .. cardinality(v_ends) LOOP
-                    v_step := CASE i
-                        WHEN 5 THEN array_position(c_months, lower(v_ends[j]))
-                        WHEN 6 THEN array_position(c_dows, lower(v_ends[j])) - 1
-                    END;
-                    v_step := coalesce(v_step, pgq._cron_number(v_ends[j]));
-                    IF v_step IS NULL THEN
-                        RETURN format('the %s field: %s is not a number%s', c_field[i], quote_literal(v_ends[j]),
-                                      CASE i WHEN 5 THEN ' or a month name (JAN-DEC)' WHEN 6 THEN ' or a day name (SUN-SAT)' ELSE '' END);
-                    END IF;
-                    IF v_step < 0 THEN
-                        RETURN format('the %s field: negative number %s', c_field[i], v_ends[j]);
-                    END IF;
-                    IF j = 1 THEN
-                        v_start := v_step;
-                    END IF;
-                    v_end := v_step;
-                END LOOP;
-            END IF;
-            IF cardinality(v_parts) = 2 THEN
-                v_step := pgq._cron_number(v_parts[2]);
-                IF v_step IS NULL THEN
-                    RETURN format('the %s field: step %s is not a number', c_field[i], quote_literal(v_parts[2]));
-                END IF;
-                IF v_step < 0 THEN
-                    RETURN format('the %s field: negative step %s', c_field[i], v_parts[2]);
-                END IF;
-                IF cardinality(v_ends) = 1 THEN
-                    v_end := c_max[i];  -- "5/15": from 5 to the end of the field
-                END IF;
-                IF v_step > 1 THEN
-                    v_is_star := false;
-                END IF;
-            ELSE
-                v_step := 1;
-            END IF;
-            IF v_start < c_min[i] THEN
-                RETURN format('the %s field: %s is below %s%s', c_field[i], v_start, c_min[i],
-                              CASE WHEN v_item <> v_start::text THEN ' in ' || v_item ELSE '' END);
-            END IF;
-            IF v_end > c_max[i] THEN
-                RETURN format('the %s field: %s is above %s%s', c_field[i], v_end, c_max[i],
-                              CASE WHEN v_item <> v_end::text THEN ' in ' || v_item ELSE '' END);
-            END IF;
-            IF v_start > v_end THEN
-                RETURN format('the %s field: range %s starts after it ends', c_field[i], v_item);
-            END IF;
-            IF v_step = 0 THEN
-                RETURN format('the %s field: step must be positive in %s', c_field[i], v_item);
-            END IF;
-            FOR v_v IN v_start::int .. v_end::int BY least(v_step, 64)::int LOOP
-                v_bits[i] := v_bits[i] | (1::bigint << v_v);
-            END LOOP;
-            v_star[i] := v_star[i] OR v_is_star;
+            v_bits[i] := v_bits[i] | v_parsed.bits;
+            v_star[i] := v_star[i] OR v_parsed.star;
         END LOOP;
     END LOOP;
 

@@ -316,21 +316,15 @@ $$;
 
 COMMENT ON FUNCTION pgq._retry_window(int, int[], int) IS 'Seconds between a job''s first attempt and its last: backoffs plus tries x timeout; NULL when tries is unlimited.';
 
--- pgq.check: the ordering linter (S16). One row per problem in the configured queues and
--- job classes, with the object, the rule, the numbers, the fix and the queue it is about
--- (NULL: the workers' own settings). worker_timeout and worker_tries are the worker's
--- --timeout and --tries, used where a class sets none. With queues, only the findings
--- about those queues and the workers' settings (a worker checks what it serves).
--- Besides the timings: a SQL handler that runs with no search_path but pg_catalog,
--- pg_temp (S86); jobs waiting in a queue that no live worker serves, and jobs whose
--- name no class defines and no live worker has a handler for (S87); chains and batches
--- that stalled (pgq.stalled, S95).
-CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1, queues text[] DEFAULT NULL)
+-- pgq._check_classes: pgq.check's findings about the job classes (S16, S86), given the
+-- worker's --timeout and --tries for the classes that set none: timeouts against
+-- retry_after, unique_for against the retry window, backoffs against tries and
+-- retry_for, without_overlapping's expire_after, and SQL handlers without a search_path.
+CREATE OR REPLACE FUNCTION pgq._check_classes(worker_timeout int, worker_tries int)
 RETURNS SETOF pgq.check_finding
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT f.* FROM (
     WITH classes AS (
         SELECT c.*, coalesce(c.timeout, worker_timeout) AS eff_timeout,
                coalesce(c.tries, worker_tries) AS eff_tries,
@@ -339,33 +333,10 @@ AS $$
                pgq._middleware(c.middleware, 'without_overlapping') AS overlap
         FROM pgq.job_classes c
         LEFT JOIN pgq.queues q ON q.name = c.queue
-    ), live AS (
-        SELECT * FROM pgq._live_workers()
-    ), waiting AS (
-        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
-    ), nameless AS (
-        -- jobs with no SQL handler, by name and queue
-        SELECT j.job, j.queue, sum(j.n) AS n
-        FROM pgq._live_counted j
-        WHERE j.reserved_at IS NULL AND j.handler IS NULL
-        GROUP BY j.job, j.queue
     )
-    SELECT 'worker' AS object, 'timeout_zero' AS rule,
-           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever' AS detail,
-           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)' AS fix, NULL::text AS queue
-    WHERE worker_timeout = 0
-    UNION ALL
-    SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
-           format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
-                  worker_timeout, q.retry_after),
-           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10),
-           q.name
-    FROM pgq.queues q
-    WHERE worker_timeout >= q.retry_after
-    UNION ALL
-    SELECT 'job ' || c.name, 'timeout_zero',
-           'timeout 0 disables the handler timeout for this job',
-           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after), c.queue
+    SELECT 'job ' || c.name AS object, 'timeout_zero' AS rule,
+           'timeout 0 disables the handler timeout for this job' AS detail,
+           format('pgq.define_job(%L, timeout => N) with N below retry_after %s', c.name, c.retry_after) AS fix, c.queue
     FROM classes c WHERE c.timeout = 0
     UNION ALL
     SELECT 'job ' || c.name, 'timeout_reaches_retry_after',
@@ -432,9 +403,32 @@ AS $$
     FROM classes c
     WHERE c.handler IS NOT NULL AND EXISTS (SELECT FROM pg_proc p WHERE p.oid = c.handler)
       AND pgq._proc_search_path(c.handler) IS NULL
-      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler)
-    UNION ALL
-    SELECT 'queue ' || w.queue, 'queue_unserved',
+      AND NOT EXISTS (SELECT FROM pgq.handler_search_paths h WHERE h.handler = c.handler);
+$$;
+
+COMMENT ON FUNCTION pgq._check_classes(int, int) IS
+    'pgq.check''s findings about the job classes, given the worker''s --timeout and --tries (S16, S86).';
+
+-- pgq._check_live: pgq.check's findings about what waits now: jobs in a queue that no
+-- live worker serves, jobs whose name no class defines and no live worker has a handler
+-- for (S87), and chains and batches that stalled (pgq.stalled, S95).
+CREATE OR REPLACE FUNCTION pgq._check_live()
+RETURNS SETOF pgq.check_finding
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH live AS (
+        SELECT * FROM pgq._live_workers()
+    ), waiting AS (
+        SELECT j.queue, sum(j.n) AS n FROM pgq._live_counted j WHERE j.reserved_at IS NULL GROUP BY j.queue
+    ), nameless AS (
+        -- jobs with no SQL handler, by name and queue
+        SELECT j.job, j.queue, sum(j.n) AS n
+        FROM pgq._live_counted j
+        WHERE j.reserved_at IS NULL AND j.handler IS NULL
+        GROUP BY j.job, j.queue
+    )
+    SELECT 'queue ' || w.queue AS object, 'queue_unserved' AS rule,
            format('%s in queue %s, and no live worker serves it (none of the workers seen in the last %s s lists it)',
                   CASE WHEN w.n = 1 THEN '1 job waits' ELSE w.n || ' jobs wait' END, w.queue, extract(epoch FROM pgq._worker_ttl())::int),
            format('start a worker for it (pgq-worker work --queue %s), or dispatch to a queue a worker serves', w.queue),
@@ -459,7 +453,41 @@ AS $$
            CASE WHEN st.paused THEN format('resume the queue: pgq.resume_queue(%L)', st.queue)
                 ELSE format('run a worker on queue %s (pgq-worker work --queue %s), or look for a middleware turning its jobs away', st.queue, st.queue) END,
            st.queue
-    FROM pgq.stalled st
+    FROM pgq.stalled st;
+$$;
+
+COMMENT ON FUNCTION pgq._check_live() IS
+    'pgq.check''s findings about what waits now: unserved queues, unhandled job names (S87) and stalled chains and batches (S95).';
+
+-- pgq.check: the ordering linter (S16). One row per problem in the configured queues and
+-- job classes, with the object, the rule, the numbers, the fix and the queue it is about
+-- (NULL: the workers' own settings). worker_timeout and worker_tries are the worker's
+-- --timeout and --tries, used where a class sets none. With queues, only the findings
+-- about those queues and the workers' settings (a worker checks what it serves). Its
+-- stages: the workers' and queues' settings here, the classes (pgq._check_classes),
+-- and what waits now (pgq._check_live).
+CREATE OR REPLACE FUNCTION pgq.check(worker_timeout int DEFAULT 60, worker_tries int DEFAULT 1, queues text[] DEFAULT NULL)
+RETURNS SETOF pgq.check_finding
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT f.* FROM (
+    SELECT 'worker' AS object, 'timeout_zero' AS rule,
+           '--timeout 0 disables the handler timeout: a stuck handler holds its slot and its lease forever' AS detail,
+           'give the worker a timeout below the shortest retry_after (e.g. --timeout 60)' AS fix, NULL::text AS queue
+    WHERE worker_timeout = 0
+    UNION ALL
+    SELECT 'queue ' || q.name, 'timeout_reaches_retry_after',
+           format('worker --timeout %s >= retry_after %s: the lease can end while the handler still runs (equal is not safe: the lease starts first)',
+                  worker_timeout, q.retry_after),
+           format('raise retry_after (pgq.define_queue(%L, retry_after => %s)) or lower --timeout', q.name, worker_timeout * 3 / 2 + 10),
+           q.name
+    FROM pgq.queues q
+    WHERE worker_timeout >= q.retry_after
+    UNION ALL
+    SELECT * FROM pgq._check_classes(worker_timeout, worker_tries)
+    UNION ALL
+    SELECT * FROM pgq._check_live()
     ) f
     WHERE queues IS NULL OR f.queue IS NULL OR f.queue = ANY (queues)  -- the parameter: f has no such column
     ORDER BY 1, 2, 5;
