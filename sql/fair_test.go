@@ -415,3 +415,48 @@ func TestS119FairKeysView(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []row{{"acme", 2, 3, 0, 2, true}, {"zeta", 1, 0, 1, 1, false}}, got)
 }
+
+// S123: a key's turn reads that key's jobs only, whatever the statistics say. One key's
+// 20,000 jobs fill a slot of their own (S80), so that ANALYZE sees that partition hold a
+// single key; fifty keys get a job each in the next slot, and ten keys a job that waits
+// an hour (their turns give nothing). After a first reserve on the connection
+// (which sets the session's marks, S77), a reserve of the fifty and one of the big key
+// fetches a few rows per key from pgq.jobs by index: not the big key's backlog once per
+// small key, as a plan that walks jobs_reserve_idx and filters by key would, nor once
+// per reserve to find which keys have no job left.
+func TestS123FairTurnReadsItsKeyOnly(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 20000, 0)
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536)`) // the next jobs go to a slot of their own
+	for k := range 50 {
+		dispatchTenant(t, db, fmt.Sprint("k", k), 1, 0)
+	}
+	// Ten keys whose one job waits an hour: their turns come first and give nothing.
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports', delay => '1 hour')
+	            FROM generate_series(0, 9) k`)
+	db.Exec(t, `ANALYZE pgq.jobs`)
+	c, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	// Rows fetched through the indexes of pgq.jobs's partitions, as flushed to the
+	// statistics by the statement before.
+	fetched := func() int {
+		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
+			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
+		return n
+	}
+	got, err := reserveFairOn(t, c.Conn(), "w1", 1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	before := fetched()
+	got, err = reserveFairOn(t, c.Conn(), "w1", 51)
+	require.NoError(t, err)
+	require.Len(t, got, 51, "fifty keys and the big one")
+	n := fetched() - before
+	require.Less(t, n, 2000, "the turns fetched %d rows by index: a key's turn read other keys' jobs", n)
+}

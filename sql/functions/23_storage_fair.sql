@@ -240,9 +240,11 @@ BEGIN
     -- live job.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
                      WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
+    -- A probe per turn, to the key's first job: a scalar subquery, which the planner
+    -- never turns into a join that reads every job of the queue.
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
-      AND NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key);
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
     IF v_front IS NOT NULL THEN
         v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
         UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
