@@ -417,10 +417,10 @@ func TestS119FairKeysView(t *testing.T) {
 }
 
 // S123: a key's turn reads that key's jobs only, whatever the statistics say. One key's
-// 20,000 jobs fill a slot of their own (S80), so that ANALYZE sees that partition hold a
+// 20,000 jobs fill a slot of pgq.jobs of their own, so that ANALYZE sees that partition hold a
 // single key; fifty keys get a job each in the next slot, and ten keys a job that waits
 // an hour (their turns give nothing). After a first reserve on the connection
-// (which sets the session's marks, S77), a reserve of the fifty and one of the big key
+// (which sets the session's marks), a reserve of the fifty and one of the big key
 // fetches a few rows per key from pgq.jobs by index: not the big key's backlog once per
 // small key, as a plan that walks jobs_reserve_idx and filters by key would, nor once
 // per reserve to find which keys have no job left.
