@@ -3103,7 +3103,10 @@ BEGIN
             v_problem := format('a retry deadline of %s: its ceiling is max_retry_for %s from now', p_retry_until, v_max_for);
         END IF;
     END IF;
-    IF v_problem IS NULL AND p_max_exceptions IS NOT NULL AND (v_beyond OR p_max_exceptions > p_class.max_exceptions) THEN
+    -- Within the class's own only when it has one: no class, or a class that sets none,
+    -- leaves the ceiling to say (as for tries and timeout).
+    IF v_problem IS NULL AND p_max_exceptions IS NOT NULL
+       AND (v_beyond OR NOT coalesce(p_max_exceptions <= p_class.max_exceptions, false)) THEN
         v_max_tries := coalesce(v_max_tries, p_class.max_tries, pgq._ceiling_int('max_tries'));
         IF v_max_tries > 0 AND p_max_exceptions > v_max_tries THEN
             v_ceiling := 'max_tries';
