@@ -29,10 +29,10 @@ SELECT pgq.define_job('effect', handler => 'app.effect');`)
 	dispatchEffects(t, db, "effect", jobs, 0)
 
 	// Two workers at --concurrency 64, each with 32 SQL connections: jobs wait for a
-	// connection, and run in groups; a budget of 50 ms lets groups form on a loaded
-	// machine too.
+	// connection, and run in groups; a budget of 100 ms lets groups form on a loaded
+	// machine too, where each job takes longer.
 	fl := startFleet(t, sqlWorker, db, 2, true, "--tries", "1", "--concurrency", "64", "--sleep", "1", "--timeout", "4",
-		"--sql-group-budget", "50ms")
+		"--sql-group-budget", "100ms")
 	start := time.Now()
 	var faultsEnded []time.Time
 	for i, step := range []struct {
