@@ -937,9 +937,7 @@ DECLARE
     v_w_limit text[];                   -- the rate-limit windows of this position, in (limit, key) order,
     v_w_key   text[];
     v_w_id    bigint[];                 -- their advisory locks,
-    v_w_ours  boolean[];                -- and whether this transaction holds each
-    v_b_limit text[];                   -- those another transaction holds: busy
-    v_b_key   text[];
+    v_w_ours  boolean[];                -- and whether this transaction holds each (else: busy)
 BEGIN
     SELECT array_agg(w.limit_name ORDER BY w.limit_name, w.key), array_agg(w.key ORDER BY w.limit_name, w.key)
     INTO v_w_limit, v_w_key
@@ -970,30 +968,27 @@ BEGIN
     -- (locks an existing row without writing it, which waits for no one now: a
     -- REPEATABLE READ caller whose snapshot misses a later count fails here)
     ON CONFLICT (limit_name, key) DO UPDATE SET hits = w.hits WHERE false;
-    v_b_limit := NULL;
-    v_b_key := NULL;
     IF false = ANY (v_w_ours) THEN
-        SELECT array_agg(o.limit_name), array_agg(o.key) INTO v_b_limit, v_b_key
-        FROM unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
-        WHERE NOT o.ours;
         v_dec := ARRAY(
             SELECT ROW(s.ord, s.name,
                        format('rate limit %s, key %s: its window is locked by another reserve; left waiting',
                               b.limit_name, b.key),
                        NULL, false, NULL, NULL, NULL, true)::pgq.admission
             FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
-            JOIN unnest(v_b_limit, v_b_key) b(limit_name, key) ON b.limit_name = s.cfg ->> 'limit' AND b.key = s.key
+            JOIN unnest(v_w_limit, v_w_key, v_w_ours) b(limit_name, key, ours)
+              ON NOT b.ours AND b.limit_name = s.cfg ->> 'limit' AND b.key = s.key
             WHERE s.name = 'rate_limited');
     END IF;
+    -- Only the windows locked above: this statement's snapshot may see a limit that the
+    -- first one did not (defined since), whose windows this transaction does not hold.
     WITH hit AS (
         SELECT s.ord, l.name AS limit_name, s.key, l.max, l.per,
                row_number() OVER (PARTITION BY l.name, s.key ORDER BY s.ord) AS n
         FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
-        JOIN pgq.rate_limits l ON l.name = s.cfg ->> 'limit'
-        WHERE s.name = 'rate_limited' AND s.key IS NOT NULL
-          AND (v_b_limit IS NULL
-               OR NOT EXISTS (SELECT FROM unnest(v_b_limit, v_b_key) b(limit_name, key)
-                              WHERE b.limit_name = l.name AND b.key = s.key))
+        JOIN unnest(v_w_limit, v_w_key, v_w_ours) o(limit_name, key, ours)
+          ON o.ours AND o.limit_name = s.cfg ->> 'limit' AND o.key = s.key
+        JOIN pgq.rate_limits l ON l.name = o.limit_name
+        WHERE s.name = 'rate_limited'
     ), budget AS (
         -- the window as this call leaves it: reset when it has ended
         SELECT h.limit_name, h.key, h.max, h.per, count(*) AS wanted,

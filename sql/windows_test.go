@@ -273,3 +273,63 @@ func TestS83DropLimitRefusedWhileNamed(t *testing.T) {
 	require.EqualValues(t, 1, pgqtest.Scalar[int64](t, db, `SELECT pgq.prune_all('1 day')`))
 	require.Zero(t, count(t, db, "pgq.rate_limit_windows"))
 }
+
+// S83: a reserve counts only in windows whose lock it holds. A limit dropped and
+// defined again while a reserve admits its jobs (after the reserve looked up its
+// windows, before it counted) admits them with no window this once: the reserve
+// neither waits for nor writes a leftover window that another transaction holds, so it
+// and a drop cannot deadlock over the windows they meet in different orders.
+func TestS83AReserveWritesOnlyTheWindowsItLocked(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('api', 1, '1 hour')`)
+	mw := `'[{"rate_limited": {"limit": "api", "by": ["k"]}}]'`
+	dispatch(t, db, `'call', '{"k": "a"}', middleware => `+mw)
+	require.Len(t, runnable(reserveOn(t, session(t, db), "w1", clock())), 1)
+	dispatch(t, db, `'call', '{"k": "a"}', middleware => `+mw)
+
+	// Another transaction holds key a's window (its lock and its row), and the drop
+	// leaves that window.
+	holder, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx)
+	_, err = holder.Exec(ctx, `SELECT pg_advisory_xact_lock((pgq._window_lock_ids(ARRAY[limit_name], ARRAY[key]))[1]) FROM pgq.rate_limit_windows`)
+	require.NoError(t, err)
+	_, err = holder.Exec(ctx, `SELECT FROM pgq.rate_limit_windows FOR UPDATE`)
+	require.NoError(t, err)
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.drop_limit('api')`))
+
+	// The reserve stops at its windows' INSERT (a statement trigger waits at a gate)
+	// until the limit is defined again.
+	db.Exec(t, `CREATE FUNCTION public.gate() RETURNS trigger LANGUAGE plpgsql AS $$
+	            BEGIN PERFORM pg_advisory_lock_shared(4242); PERFORM pg_advisory_unlock_shared(4242); RETURN NULL; END $$`)
+	db.Exec(t, `CREATE TRIGGER gate BEFORE INSERT ON pgq.rate_limit_windows FOR EACH STATEMENT EXECUTE FUNCTION public.gate()`)
+	gate := session(t, db)
+	_, err = gate.Exec(ctx, `SELECT pg_advisory_lock(4242)`)
+	require.NoError(t, err)
+	reserver := session(t, db)
+	_, err = reserver.Exec(ctx, `SET lock_timeout = '5s'`)
+	require.NoError(t, err)
+	type result struct {
+		runnable int
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = reserver.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pickup IS NULL) FROM pgq.reserve('w2', '{default}', 10)`).Scan(&r.runnable)
+		done <- r
+	}()
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[bool](t, db, `SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted)`)
+	}, 10*time.Second, 10*time.Millisecond, "the reserve reaches the gate")
+	db.Exec(t, `SELECT pgq.define_limit('api', 5, '1 hour')`)
+	_, err = gate.Exec(ctx, `SELECT pg_advisory_unlock(4242)`)
+	require.NoError(t, err)
+
+	r := <-done
+	require.NoError(t, r.err, "the reserve waited for no window it had not locked")
+	require.Equal(t, 1, r.runnable, "admitted: the limit was not there when the reserve took its windows")
+	require.NoError(t, holder.Commit(ctx))
+	require.EqualValues(t, 1, pgqtest.Scalar[int64](t, db, `SELECT hits FROM pgq.rate_limit_windows`), "the leftover window is unwritten")
+}
