@@ -143,3 +143,34 @@ func TestS122ReservePassesOverABoundedNumberOfJobs(t *testing.T) {
 	require.Equal(t, behind, got[0].UUID)
 	require.Equal(t, 2500, count(t, db, `pgq.jobs WHERE waits_on IS NOT NULL AND attempts = 0`))
 }
+
+// S99: an end wakes the first waiting job that no other transaction has locked, so two
+// ends that free places of the same keys never wait for each other (nor deadlock) over
+// the jobs they wake: with the first waiting job locked, the end wakes the second.
+func TestS99EndsWakeWaitingJobsWithoutWaiting(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	mw := `middleware => '[{"concurrency_limited": {"limit": 1}}]'`
+	dispatch(t, db, `'one', `+mw)
+	first := dispatch(t, db, `'one', `+mw)
+	second := dispatch(t, db, `'one', `+mw)
+	got := runnable(reserveOn(t, db.Pool, "w1", clock()))
+	require.Len(t, got, 1)
+
+	waker, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer waker.Rollback(ctx)
+	_, err = waker.Exec(ctx, `SELECT FROM pgq.jobs WHERE uuid = $1 FOR UPDATE`, first)
+	require.NoError(t, err)
+	ender := session(t, db)
+	_, err = ender.Exec(ctx, `SET lock_timeout = '5s'`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, ender.QueryRow(ctx, `SELECT count(*)::int FROM pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`,
+		got[0].UUID, *got[0].Token).Scan(&n), "the end waits for no locked waiting job")
+	require.Equal(t, 1, n)
+	require.NoError(t, waker.Rollback(ctx))
+	require.Equal(t, []bool{false, true}, pgqtest.Scalar[[]bool](t, db,
+		`SELECT array_agg(waits_on IS NULL ORDER BY id) FROM pgq.jobs WHERE uuid IN ($1, $2)`, first, second),
+		"the locked first waiting job still waits, the second is woken")
+}

@@ -6008,7 +6008,8 @@ BEGIN
             UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
             FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
                                    WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
-                                   ORDER BY w.id LIMIT f.n) w
+                                   ORDER BY w.id LIMIT f.n
+                                   FOR UPDATE SKIP LOCKED) w
             WHERE j.uuid = w.uuid
             RETURNING j.queue
         )

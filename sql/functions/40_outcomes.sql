@@ -277,7 +277,9 @@ COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job a
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. For each place of a concurrency_limited key freed ('#' key '#'
 -- i), the key's first job waiting for it is made ready and its queue's workers woken
--- (S99). No-op when p_keys is NULL.
+-- (S99); a waiting job that another transaction has locked (another end waking it) is
+-- passed over for the next, so two ends never wait for each other over the jobs they
+-- wake. No-op when p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -306,7 +308,8 @@ BEGIN
             UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
             FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
                                    WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
-                                   ORDER BY w.id LIMIT f.n) w
+                                   ORDER BY w.id LIMIT f.n
+                                   FOR UPDATE SKIP LOCKED) w
             WHERE j.uuid = w.uuid
             RETURNING j.queue
         )
