@@ -2481,6 +2481,30 @@ COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) I
 
 
 --
+-- Name: _clear_circuits(text[], jsonb[], jsonb[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+    DELETE FROM pgq.circuits c
+    WHERE c.key = ANY (pgq._middleware_keys(p_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(p_breakers)]),
+                                            p_breakers, p_payloads));
+$$;
+
+
+--
+-- Name: FUNCTION _clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) IS 'Clears the throttles_exceptions circuits of jobs that succeeded (S29).';
+
+
+--
 -- Name: _cron_every_problem(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6029,6 +6053,31 @@ COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends
 
 
 --
+-- Name: _release_owned(text[], uuid[], text[], uuid[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+    DELETE FROM pgq.unique_locks u USING unnest(p_unique, p_owners) AS l(key, owner)
+    WHERE u.key = l.key AND u.owner = l.owner;
+    DELETE FROM pgq.debounce_tokens d USING unnest(p_debounce, p_tokens) AS t(key, token)
+    WHERE d.key = t.key AND d.token = t.token;
+$$;
+
+
+--
+-- Name: FUNCTION _release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) IS 'Deletes the unique locks and debounce tokens of ended jobs that they still own (S22, S24).';
+
+
+--
 -- Name: _release_unique(text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -7392,7 +7441,6 @@ DECLARE
     v_breaker_jobs text[];  -- jobs with a throttles_exceptions breaker: their names, breakers and payloads
     v_breakers jsonb[];
     v_breaker_payloads jsonb[];
-    v_circuits text[];
     v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
     v_overlaps text[];
     v_grouped  uuid[];  -- jobs of batches or chains, with theirs (S70, S73)
@@ -7449,23 +7497,11 @@ BEGIN
          v_overlapped, v_overlaps, v_grouped, v_batches, v_chains, v_steps
     FROM done d;
 
-    IF v_unique IS NOT NULL THEN
-        -- S21/S22: the lock goes after an attempt that finished, if this job still owns it
-        DELETE FROM pgq.unique_locks u
-        USING unnest(v_unique, v_owners) AS l(key, owner)
-        WHERE u.key = l.key AND u.owner = l.owner;
-    END IF;
-    IF v_debounce IS NOT NULL THEN
-        DELETE FROM pgq.debounce_tokens d
-        USING unnest(v_debounce, v_tokens) AS t(key, token)
-        WHERE d.key = t.key AND d.token = t.token;
+    IF v_unique IS NOT NULL OR v_debounce IS NOT NULL THEN
+        PERFORM pgq._release_owned(v_unique, v_owners, v_debounce, v_tokens);
     END IF;
     IF v_breakers IS NOT NULL THEN
-        -- S29: a success clears the circuit's count. The keys are computed only for jobs
-        -- with a breaker: the call costs more than the rest of a completion.
-        v_circuits := pgq._middleware_keys(v_breaker_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(v_breakers)]),
-                                           v_breakers, v_breaker_payloads);
-        DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+        PERFORM pgq._clear_circuits(v_breaker_jobs, v_breakers, v_breaker_payloads);
     END IF;
     IF v_overlapped IS NOT NULL THEN
         PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
@@ -13239,6 +13275,13 @@ REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb
 
 
 --
+-- Name: FUNCTION _clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _cron_every_problem(p_text text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13899,6 +13942,13 @@ REVOKE ALL ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) FROM PUBL
 --
 
 REVOKE ALL ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) FROM PUBLIC;
 
 
 --

@@ -294,31 +294,18 @@ COMMENT ON FUNCTION pgq._dispatch_keyed(pgq.jobs, pgq.job_classes, jsonb[], json
 -- queued in a worker's transaction). Not SECURITY DEFINER: only pgq's own functions
 -- call it.
 CREATE OR REPLACE FUNCTION pgq._dispatch(
-    job             text,
-    payloads        jsonb[],
-    queue           text DEFAULT NULL,
-    delay           interval DEFAULT NULL,
-    tries           int DEFAULT NULL,
-    backoff         int[] DEFAULT NULL,
-    retry_until     timestamptz DEFAULT NULL,
-    max_exceptions  int DEFAULT NULL,
-    timeout         int DEFAULT NULL,
-    fail_on_timeout boolean DEFAULT NULL,
-    priority        int DEFAULT 0,
-    unique_key      text DEFAULT NULL,
-    unique_for      interval DEFAULT NULL,
-    unique_until    text DEFAULT NULL,
-    debounce_key    text DEFAULT NULL,
-    debounce_for    interval DEFAULT NULL,
-    debounce_max_wait interval DEFAULT NULL,
-    middleware      jsonb DEFAULT NULL,
-    retry_for       interval DEFAULT NULL,
-    p_batch_id      uuid DEFAULT NULL,
-    p_chain_id      uuid DEFAULT NULL,
-    p_chain_step    int DEFAULT NULL,
-    p_ceilings      boolean DEFAULT true,
-    traceparent     text DEFAULT NULL,
-    tracestate      text DEFAULT NULL
+    job text, payloads jsonb[], queue text DEFAULT NULL, delay interval DEFAULT NULL,
+    -- retries (S5-S10)
+    tries int DEFAULT NULL, backoff int[] DEFAULT NULL, retry_until timestamptz DEFAULT NULL,
+    max_exceptions int DEFAULT NULL, timeout int DEFAULT NULL, fail_on_timeout boolean DEFAULT NULL,
+    priority int DEFAULT 0,
+    -- unique jobs and debouncing (S21-S25)
+    unique_key text DEFAULT NULL, unique_for interval DEFAULT NULL, unique_until text DEFAULT NULL,
+    debounce_key text DEFAULT NULL, debounce_for interval DEFAULT NULL, debounce_max_wait interval DEFAULT NULL,
+    middleware jsonb DEFAULT NULL, retry_for interval DEFAULT NULL,
+    -- batches and chains (S70-S76); false: no ceilings (S90)
+    p_batch_id uuid DEFAULT NULL, p_chain_id uuid DEFAULT NULL, p_chain_step int DEFAULT NULL, p_ceilings boolean DEFAULT true,
+    traceparent text DEFAULT NULL, tracestate text DEFAULT NULL
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp

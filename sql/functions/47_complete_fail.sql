@@ -1,5 +1,20 @@
 -- Reporting an attempt: complete, fail (S5-S10, S13, S17), release (S11, S32), heartbeat (S14), SQL handlers.
 
+-- pgq._clear_circuits: a success clears the count of its throttles_exceptions circuit
+-- (S29), for jobs with a breaker: their names, breakers and payloads. The keys are
+-- computed only for those jobs: the call costs more than the rest of a completion.
+CREATE OR REPLACE FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, as pgq.complete
+AS $$
+    DELETE FROM pgq.circuits c
+    WHERE c.key = ANY (pgq._middleware_keys(p_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(p_breakers)]),
+                                            p_breakers, p_payloads));
+$$;
+
+COMMENT ON FUNCTION pgq._clear_circuits(text[], jsonb[], jsonb[]) IS 'Clears the throttles_exceptions circuits of jobs that succeeded (S29).';
+
 -- pgq.complete: the attempts of these jobs succeeded. Each job is deleted only when its
 -- lease token still holds it; the attempt is recorded as succeeded. Calls whose token lost
 -- its lease are rejected and recorded on that token's attempt (S15). A unique lock (S21,
@@ -26,7 +41,6 @@ DECLARE
     v_breaker_jobs text[];  -- jobs with a throttles_exceptions breaker: their names, breakers and payloads
     v_breakers jsonb[];
     v_breaker_payloads jsonb[];
-    v_circuits text[];
     v_overlapped uuid[];  -- jobs that held overlap leases, and their keys
     v_overlaps text[];
     v_grouped  uuid[];  -- jobs of batches or chains, with theirs (S70, S73)
@@ -83,23 +97,11 @@ BEGIN
          v_overlapped, v_overlaps, v_grouped, v_batches, v_chains, v_steps
     FROM done d;
 
-    IF v_unique IS NOT NULL THEN
-        -- S21/S22: the lock goes after an attempt that finished, if this job still owns it
-        DELETE FROM pgq.unique_locks u
-        USING unnest(v_unique, v_owners) AS l(key, owner)
-        WHERE u.key = l.key AND u.owner = l.owner;
-    END IF;
-    IF v_debounce IS NOT NULL THEN
-        DELETE FROM pgq.debounce_tokens d
-        USING unnest(v_debounce, v_tokens) AS t(key, token)
-        WHERE d.key = t.key AND d.token = t.token;
+    IF v_unique IS NOT NULL OR v_debounce IS NOT NULL THEN
+        PERFORM pgq._release_owned(v_unique, v_owners, v_debounce, v_tokens);
     END IF;
     IF v_breakers IS NOT NULL THEN
-        -- S29: a success clears the circuit's count. The keys are computed only for jobs
-        -- with a breaker: the call costs more than the rest of a completion.
-        v_circuits := pgq._middleware_keys(v_breaker_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(v_breakers)]),
-                                           v_breakers, v_breaker_payloads);
-        DELETE FROM pgq.circuits c WHERE c.key = ANY (v_circuits);
+        PERFORM pgq._clear_circuits(v_breaker_jobs, v_breakers, v_breaker_payloads);
     END IF;
     IF v_overlapped IS NOT NULL THEN
         PERFORM pgq._release_overlap(v_overlapped, v_overlaps);
