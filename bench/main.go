@@ -9,7 +9,7 @@
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	bulk-shape  4c. one dispatch of 20,000 and of 200,000 1 KiB payloads: time per payload   pgq only
-//	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle, mw-concurrency   pgq only: what the semantics cost
+//	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle, mw-concurrency, mw-concurrency-off   pgq only: what the semantics cost
 //	drain-go, drain-go-c50                                                    pgq only, the first benchmark's drains
 //	batch                                                                     pgq only, drain-go's backlog as one batch
 //	drain-sql-insert, pgbench-insert   pgq only: SQL handlers that insert a row, against pgbench's same INSERT
@@ -110,7 +110,7 @@ type options struct {
 }
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
-	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "drain-go", "drain-go-c50", "batch", "pressure",
+	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "mw-concurrency-off", "drain-go", "drain-go-c50", "batch", "pressure",
 	"drain-sql-insert", "pgbench-insert", "starvation"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"

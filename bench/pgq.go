@@ -178,6 +178,9 @@ func (e *pgqEnv) scenario(o options, name string) pgqScenario {
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs under concurrency_limited (one key, limit %d = the concurrency), jobs/s (4 workers, concurrency %d in all)", o.extraJobs, o.conc, o.conc),
 			job: "noop_concurrency", jobs: o.extraJobs, concurrency: o.conc, workers: 4, limit: o.conc,
 			dispatch: mw(pgq.ConcurrencyLimited{Named: "bench_conc"})}
+	case "mw-concurrency-off":
+		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d no-op jobs as mw-concurrency does without its limit, jobs/s (4 workers, concurrency %d in all): reference for mw-concurrency", o.extraJobs, o.conc),
+			job: "noop", jobs: o.extraJobs, concurrency: o.conc, workers: 4}
 	case "mw-throttle":
 		return pgqScenario{name: name, row: name, label: fmt.Sprintf("pgq only: drain %d jobs with throttles_exceptions (no exceptions), jobs/s (concurrency %d)", o.extraJobs, o.conc),
 			job: "noop_throttle", jobs: o.extraJobs, concurrency: o.conc,
