@@ -9,7 +9,7 @@
 #                ByCopy: time per payload and the ratio of the two (1: linear), 3 runs
 #   latency      one job about every 143 ms (7/s) for 30 s to idle workers, dispatch
 #                commit to handler start: pgq, River at defaults and River tuned, 5 runs
-#   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, 3 runs
+#   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, concurrency_limited (and its reference), 3 runs
 #   burst        $BURST_PAIRS pairs (default 3), alternating: 60 s clean, 60 s at 6x 5,000/s,
 #                60 s recovery (pgq); then the recovery's reference, 850,000 rows
 #                preloaded on a clean table. Prints each pair's ratio of the two
@@ -53,7 +53,7 @@ for step in $steps; do
     bulk-shape) run bulk-shape -runs 3 -scenarios bulk-shape -systems pgq -quiet-cores 0.2 -quiet-max 20s ;;
     latency)
         run latency -runs 5 -scenarios latency -systems pgq,river -latency-rate 7 -latency-duration 30s ;;
-    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle,mw-concurrency -systems pgq ;;
+    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle,mw-concurrency,mw-concurrency-off -systems pgq ;;
     burst)
         ratios=()
         for pair in $(seq "${BURST_PAIRS:-3}"); do
