@@ -4083,6 +4083,37 @@ COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now time
 
 
 --
+-- Name: _held_job(uuid, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    CASE (pgq._token_slots(ARRAY[p_token]))[1]
+        WHEN 0 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_0 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 1 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_1 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 2 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_2 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 3 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_3 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        ELSE NULL;  -- a token pgq did not issue
+    END CASE;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]) IS 'The fields of the job a lease token holds that a SQL handler''s start needs, from the token''s slot only (S80); NULLs when it holds none.';
+
+
+--
 -- Name: _job_ends_advance(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6423,17 +6454,12 @@ COMMENT ON FUNCTION pgq._slot_written_since(p_slot smallint, p_snap pg_snapshot)
 CREATE FUNCTION pgq._sql_job(p_uuid uuid, p_token uuid, p_grouped boolean, OUT handler regprocedure, OUT payload jsonb, OUT worker text, OUT attempt integer, OUT search_path text) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
 DECLARE
-    v_job pgq.jobs;
+    v_job record;
     v_key text;
 BEGIN
-    -- The token's slot only, planned for it: the handler's transaction then holds a
-    -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    -- EXECUTE of a constant statement plans it with the values given, every call, and
-    -- leaves the function's other statements their cached plans.
-    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
-        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
+    v_job := pgq._held_job(p_uuid, p_token);  -- (it locks the token's slot alone: S80)
     IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
@@ -6454,7 +6480,7 @@ BEGIN
     END IF;
     FOR v_key IN
         SELECT o.key FROM pgq.overlap_locks o
-        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = p_uuid AND o.expire_after IS NULL
     LOOP
         IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
             RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
@@ -6467,7 +6493,7 @@ BEGIN
     attempt := v_job.attempts;
     search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
-$_$;
+$$;
 
 
 --
@@ -13510,6 +13536,13 @@ GRANT ALL ON FUNCTION pgq._handler_proc(p_handler text) TO pgq_admin;
 --
 
 REVOKE ALL ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]) FROM PUBLIC;
 
 
 --

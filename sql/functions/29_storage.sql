@@ -383,6 +383,35 @@ $$;
 
 COMMENT ON FUNCTION pgq._job_for_update(uuid) IS 'The live job with this uuid, locked for an operation on it, out of its chunk if it was in one (S80, S85); NULL when there is none.';
 
+-- pgq._held_job: what a SQL handler's start needs of the job this lease token holds
+-- (all NULL when it holds none), read from the token's slot alone by a plan cached per
+-- slot. The handler's transaction then locks that one partition, so pgq.rotate may
+-- truncate the others while it runs (S80); the same statement on pgq.jobs would lock
+-- every partition under a cached plan, or be planned at every call, which costs more
+-- than the rest of a short SQL job.
+CREATE OR REPLACE FUNCTION pgq._held_job(p_uuid uuid, p_token uuid,
+    OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb,
+    OUT reserved_by text, OUT attempts int, OUT overlap_keys text[])
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    CASE (pgq._token_slots(ARRAY[p_token]))[1]
+        WHEN 0 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_0 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 1 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_1 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 2 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_2 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        WHEN 3 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
+                    FROM pgq.jobs_3 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
+        ELSE NULL;  -- a token pgq did not issue
+    END CASE;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._held_job(uuid, uuid) IS 'The fields of the job a lease token holds that a SQL handler''s start needs, from the token''s slot only (S80); NULLs when it holds none.';
+
 -- pgq._pick_rows: the next waiting rows of p_queue in the slots p_slots (pgq._pick),
 -- locked with SKIP LOCKED, in the queue's order, at most p_want, none of p_skip: from
 -- the marks p_marks (S77), one priority after the other, or from the queue's front when

@@ -520,15 +520,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_job pgq.jobs;
+    v_job record;
     v_key text;
 BEGIN
-    -- The token's slot only, planned for it: the handler's transaction then holds a
-    -- lock on that slot alone, and pgq.rotate may truncate the others meanwhile (S80).
-    -- EXECUTE of a constant statement plans it with the values given, every call, and
-    -- leaves the function's other statements their cached plans.
-    EXECUTE 'SELECT * FROM pgq.jobs j WHERE j.slot = $1 AND j.uuid = $2 AND j.lease_token = $3'
-        INTO v_job USING (pgq._token_slots(ARRAY[p_token]))[1], p_uuid, p_token;  -- not _token_slot: a SQL function with SET is planned at every call
+    v_job := pgq._held_job(p_uuid, p_token);  -- (it locks the token's slot alone: S80)
     IF v_job.id IS NULL THEN
         RAISE EXCEPTION 'pgq: job % is not held by lease token %', p_uuid, p_token USING ERRCODE = 'PQ001';
     END IF;
@@ -549,7 +544,7 @@ BEGIN
     END IF;
     FOR v_key IN
         SELECT o.key FROM pgq.overlap_locks o
-        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = v_job.uuid AND o.expire_after IS NULL
+        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = p_uuid AND o.expire_after IS NULL
     LOOP
         IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
             RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
