@@ -589,6 +589,7 @@ func TestS13Timeout(t *testing.T) {
 		"TimeoutExceeded: slow attempt 2 ran past its timeout"))
 
 	id2 := dispatch(t, db, `'slow', tries => 5, fail_on_timeout => true`)
+	now = clock() // (dispatched now: on a loaded machine, seconds after the first clock)
 	r = fail(t, db, reserveOne(t, db, now), "context deadline exceeded", true, now)
 	require.True(t, r.Final, "fail_on_timeout fails at the first timeout")
 	require.Contains(t, pgqtest.Scalar[string](t, db, `SELECT exception FROM pgq.failed_jobs WHERE uuid = $1`, id2), "TimeoutExceeded")

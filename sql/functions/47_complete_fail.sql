@@ -520,8 +520,11 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_job record;
-    v_key text;
+    v_job      record;
+    v_isolated boolean;
+    v_alone    boolean;
+    v_found    boolean;
+    v_key      text;
 BEGIN
     v_job := pgq._held_job(p_uuid, p_token);  -- (it locks the token's slot alone: S80)
     IF v_job.id IS NULL THEN
@@ -529,14 +532,21 @@ BEGIN
     END IF;
     IF NOT p_grouped THEN
         DELETE FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid;
-    ELSIF EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated) THEN
-        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
-            USING ERRCODE = 'PQ003', DETAIL = format('Its class %s is isolated.', v_job.job);
-    ELSIF EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid) THEN
-        RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
-            USING ERRCODE = 'PQ003', DETAIL = 'Its last attempt was lost with its group.';
+    ELSE
+        SELECT EXISTS (SELECT FROM pgq.job_classes c WHERE c.name = v_job.job AND c.isolated),
+               EXISTS (SELECT FROM pgq.sql_alone a WHERE a.job_uuid = p_uuid)
+        INTO v_isolated, v_alone;
+        IF v_isolated OR v_alone THEN
+            RAISE EXCEPTION 'pgq: job % runs alone, not in a group', p_uuid
+                USING ERRCODE = 'PQ003', DETAIL = CASE WHEN v_isolated THEN format('Its class %s is isolated.', v_job.job)
+                                                       ELSE 'Its last attempt was lost with its group.' END;
+        END IF;
     END IF;
-    IF v_job.handler IS NULL OR NOT EXISTS (SELECT FROM pg_proc p WHERE p.oid = v_job.handler) THEN
+    -- The handler function, and the search_path pinned for it (NULL: none).
+    SELECT true, h.search_path INTO v_found, search_path
+    FROM pg_proc p LEFT JOIN pgq.handler_search_paths h ON h.handler = p.oid
+    WHERE p.oid = v_job.handler;
+    IF v_found IS NULL THEN
         RAISE EXCEPTION 'pgq: handler function of job % does not exist: function %, its handler when the job was dispatched, was dropped since',
             v_job.job, v_job.handler::oid
             USING ERRCODE = '42883',
@@ -545,6 +555,7 @@ BEGIN
     FOR v_key IN
         SELECT o.key FROM pgq.overlap_locks o
         WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = p_uuid AND o.expire_after IS NULL
+          AND v_job.overlap_keys IS NOT NULL  -- (most jobs have none: then no scan)
     LOOP
         IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
             RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
@@ -555,7 +566,6 @@ BEGIN
     payload := v_job.payload;
     worker := v_job.reserved_by;
     attempt := v_job.attempts;
-    search_path := (SELECT h.search_path FROM pgq.handler_search_paths h WHERE h.handler = v_job.handler);
 END;
 $$;
 
