@@ -71,6 +71,7 @@ type options struct {
 	fnStats    bool
 	pgbench    string
 	sqlGroup   time.Duration
+	sqlGroups  int
 	keepDB     bool
 
 	steadyDur       time.Duration
@@ -156,6 +157,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.pgqLog, "pgq-log", "", "pressure: append the pgq worker's log at info level to this file (what its vacuum decided, for one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first pgq drain to this file")
 	flag.DurationVar(&o.sqlGroup, "sql-group-budget", 5*time.Millisecond, "the pgq worker's WithSQLGroupBudget in the SQL drains (0: every SQL job alone)")
+	flag.IntVar(&o.sqlGroups, "sql-groups", 4, "the pgq worker's WithSQLGroups in the SQL drains")
 	flag.StringVar(&o.pgbench, "pgbench", "/usr/lib/postgresql/15/bin/pgbench", "pgbench binary of the pgbench-insert scenario")
 	flag.BoolVar(&o.fnStats, "fnstats", false, "track_functions=all on the worker's connections and print pg_stat_user_functions, table statistics and transactions per job after the first pgq drain; it slows the drain a little")
 	flag.BoolVar(&o.keepDB, "keep-db", true, "leave the benchmark databases in place at the end")

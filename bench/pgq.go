@@ -319,7 +319,7 @@ func (e *pgqEnv) drain(ctx context.Context, o options, sc pgqScenario, profile b
 		opts = append(opts, worker.WithConcurrency(max(1, sc.concurrency/workers)))
 	}
 	if sc.sqlHandler {
-		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup))
+		opts = append(opts, worker.WithSQLGroupBudget(o.sqlGroup), worker.WithSQLGroups(o.sqlGroups))
 	}
 	opts = append(opts, sc.workerOpts...)
 	opts = append(opts, otelWorkerOptions(o)...)

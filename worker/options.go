@@ -31,6 +31,7 @@ type config struct {
 	shutdownGrace time.Duration
 	timeoutGrace  time.Duration
 	sqlGroup      time.Duration // the time budget of a group of SQL jobs; 0: no groups (S109)
+	sqlGroups     int           // groups open at once, at most (S113)
 	logger        *slog.Logger
 
 	historyRetention time.Duration
@@ -62,6 +63,7 @@ func defaults() config {
 		shutdownGrace: 30 * time.Second,
 		timeoutGrace:  5 * time.Second,
 		sqlGroup:      defaultSQLGroupBudget,
+		sqlGroups:     defaultSQLGroups,
 		logger:        slog.Default(),
 
 		historyRetention: 14 * 24 * time.Hour,
@@ -253,6 +255,21 @@ func WithSQLGroupBudget(d time.Duration) Option {
 			return fmt.Errorf("WithSQLGroupBudget: must be >= 0, got %s", d)
 		}
 		c.sqlGroup = d
+		return nil
+	}
+}
+
+// WithSQLGroups sets how many groups of SQL jobs (S109) run at once, at most: while
+// that many are open, the SQL jobs that come wait for them instead of opening groups of
+// their own (S113), so that they share commits rather than compete for the server's
+// CPU with a transaction each. Jobs run alone (long, isolated or first of their class)
+// do not count. Default 4.
+func WithSQLGroups(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("WithSQLGroups: must be >= 1, got %d", n)
+		}
+		c.sqlGroups = n
 		return nil
 	}
 }

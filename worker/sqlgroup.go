@@ -27,6 +27,9 @@ import (
 const (
 	// defaultSQLGroupBudget is WithSQLGroupBudget's default.
 	defaultSQLGroupBudget = 5 * time.Millisecond
+	// defaultSQLGroups is WithSQLGroups's default: enough groups to keep a server's few
+	// cores busy while one group waits for its commit; more share fewer commits.
+	defaultSQLGroups = 4
 	// maxGroupSubxacts bounds the subtransactions a group opens: below the 64 that
 	// PostgreSQL caches per backend (past them, every snapshot on the primary and its
 	// standbys reads pg_subtrans), with room for the few a chain's next step or a batch's
@@ -64,7 +67,8 @@ func (e *groupLostError) Unwrap() error { return e.err }
 // sqlGroups is what the handler goroutines of grouped SQL jobs share. Safe for
 // concurrent use.
 type sqlGroups struct {
-	budget time.Duration // set by New; read-only
+	budget  time.Duration // set by New; read-only
+	leaders chan struct{} // a place per group open at once (WithSQLGroups)
 
 	mu    sync.Mutex
 	queue []*sqlCall // guarded by mu: jobs waiting for a group, oldest first
@@ -79,13 +83,13 @@ type sqlGroups struct {
 	isolated sync.Map
 }
 
-// newSQLGroups returns the groups of a worker whose group budget is budget; nil when it
-// is 0 (no groups).
-func newSQLGroups(budget time.Duration) *sqlGroups {
+// newSQLGroups returns the groups of a worker whose group budget is budget, at most open
+// of them at once; nil when budget is 0 (no groups).
+func newSQLGroups(budget time.Duration, open int) *sqlGroups {
 	if budget <= 0 {
 		return nil
 	}
-	return &sqlGroups{budget: budget}
+	return &sqlGroups{budget: budget, leaders: make(chan struct{}, max(1, open))}
 }
 
 // sqlCall is one job waiting for, or running in, a group.
@@ -149,17 +153,22 @@ func (g *sqlGroups) pop() *sqlCall {
 }
 
 // runGrouped queues a's SQL job for a group and returns its outcome, leading groups
-// while a SQL slot is free and the job still waits. wait bounds the wait for a slot, as
-// runAlone's does: a job no group took by then was never started (S35). errRunAlone
-// sends the job to runAlone.
+// while fewer than WithSQLGroups are open, a SQL slot is free and the job still waits.
+// wait bounds the wait for a slot, as runAlone's does: a job no group took by then was
+// never started (S35). errRunAlone sends the job to runAlone.
 func (e *executor) runGrouped(ctx, wait context.Context, a *active) error {
 	c := &sqlCall{a: a, ctx: ctx, done: make(chan error, 1)}
 	e.groups.push(c)
 	for c.state.Load() == callPending {
 		select {
-		case e.sqlSlots <- struct{}{}:
-			e.lead(wait)
-			<-e.sqlSlots
+		case e.groups.leaders <- struct{}{}:
+			select {
+			case e.sqlSlots <- struct{}{}:
+				e.lead(wait)
+				<-e.sqlSlots
+			case <-wait.Done():
+			}
+			<-e.groups.leaders
 		case <-wait.Done():
 			if c.state.CompareAndSwap(callPending, callAbandoned) {
 				return notStarted(wait, context.Cause(wait))

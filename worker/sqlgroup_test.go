@@ -259,6 +259,41 @@ func TestS113LoneJobNotDelayedLongJobsAlone(t *testing.T) {
 		"each 50 ms job ran alone under a 10 ms budget")
 }
 
+// S113: at most WithSQLGroups groups are open at once; the SQL jobs past them wait to
+// join one. Each handler holds a shared advisory lock until its transaction ends (its
+// group's commit) and counts the transactions that hold it: the groups open at that
+// moment. With 8 SQL slots and a backlog, 2 groups at most are open when the worker
+// allows 2, and more when it allows 8 (the measure sees what it bounds).
+func TestS113AtMostWithSQLGroupsOpenAtOnce(t *testing.T) {
+	t.Parallel()
+	most := func(groups int) int {
+		b := setupGroups(t)
+		b.db.Exec(t, `CREATE TABLE public.seen (n int, open int, xact xid8 DEFAULT pg_current_xact_id())`)
+		b.db.Exec(t, `CREATE FUNCTION public.count_groups(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+			BEGIN
+			    PERFORM pg_advisory_xact_lock_shared(7, 7);
+			    PERFORM pg_sleep(0.002);
+			    INSERT INTO public.seen (n, open)
+			    SELECT (p->>'n')::int, count(DISTINCT l.pid) FROM pg_locks l
+			    WHERE l.locktype = 'advisory' AND l.classid = 7 AND l.objid = 7 AND l.objsubid = 2 AND l.granted
+			      AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+			END $$`)
+		b.db.Exec(t, `SELECT pgq.define_job('counted', handler => 'public.count_groups')`)
+		b.slotsWorker(t, 8, worker.WithSQLGroupBudget(200*time.Millisecond), worker.WithSQLGroups(groups))
+		b.dispatchN(t, "counted", 0, 0) // runs alone: its class's duration is unknown
+		b.waitEnded(t, "counted", 1)
+		b.dispatchN(t, "counted", 1, 400)
+		b.waitEnded(t, "counted", 401)
+		require.Equal(t, 401, pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.attempts WHERE outcome = 'succeeded'`))
+		n := pgqtest.Scalar[int](t, b.db, `SELECT max(open)::int FROM public.seen WHERE n > 0`)
+		t.Logf("WithSQLGroups(%d): at most %d groups open, 400 jobs in %d transactions", groups, n,
+			pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT xact)::int FROM public.seen WHERE n > 0`))
+		return n
+	}
+	require.LessOrEqual(t, most(2), 2, "never more than two groups open at once")
+	require.Greater(t, most(8), 2, "allowed 8, the worker opens more than 2")
+}
+
 // setupProbes is a database with three classes of SQL jobs: ov (without_overlapping by
 // k), cl (concurrency_limited by k, limit 3) and free (no middleware), all handled by
 // public.probe, which measures inside PostgreSQL how many handlers of its key run at

@@ -131,7 +131,7 @@ func (w *Worker) wire() {
 	w.executor = &executor{
 		conns: w.conns, cfg: &w.cfg, handlers: w.handlers, active: w.active,
 		sqlSlots: make(chan struct{}, max(1, int(w.pool.Config().MaxConns)-3)),
-		groups:   newSQLGroups(w.cfg.sqlGroup),
+		groups:   newSQLGroups(w.cfg.sqlGroup, w.cfg.sqlGroups),
 		handoff:  make(chan *active),
 		stopped:  make(chan struct{}),
 		freed:    w.freed,

@@ -65,6 +65,7 @@ without using up their attempt, and exits 0.
 	sleep := f.Float64("sleep", 3, "`SECONDS` between polls when no notification arrives, > 0")
 	cooldown := f.Duration("fetch-cooldown", 5*time.Millisecond, "after a reserve that found fewer jobs than free slots, wait this long before the next")
 	groupBudget := f.Duration("sql-group-budget", 5*time.Millisecond, "run short SQL jobs several to a transaction, each in its own savepoint, committing a group after this long at most (0: every SQL job alone)")
+	groups := f.Int("sql-groups", 4, "groups of SQL jobs open at once, at most, >= 1: past them, SQL jobs wait to join one")
 	once := f.Bool("once", false, "run a single job, then stop")
 	stopWhenEmpty := f.Bool("stop-when-empty", false, "stop when no job is ready and none runs")
 	maxJobs := f.Int("max-jobs", 0, "stop after this many jobs (0 = no limit)")
@@ -100,6 +101,7 @@ without using up their attempt, and exits 0.
 			checkInt("timeout", *timeout, 0, int(pgq.TimeoutLimit/time.Second)),
 			checkDuration("fetch-cooldown", *cooldown),
 			checkDuration("sql-group-budget", *groupBudget),
+			checkCount("sql-groups", *groups, 1),
 			checkCount("max-jobs", *maxJobs, 0),
 			checkCount("max-time", *maxTime, 0),
 			checkCount("shutdown-grace", *grace, 0),
@@ -137,6 +139,7 @@ without using up their attempt, and exits 0.
 			worker.WithSleep(sleepFor),
 			worker.WithFetchCooldown(*cooldown),
 			worker.WithSQLGroupBudget(*groupBudget),
+			worker.WithSQLGroups(*groups),
 			worker.WithMaxJobs(*maxJobs),
 			worker.WithMaxTime(time.Duration(*maxTime) * time.Second),
 			worker.WithShutdownGrace(time.Duration(*grace) * time.Second),
