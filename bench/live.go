@@ -257,6 +257,17 @@ func runLatency(ctx context.Context, o options, sys liveSystem) runOut {
 	if merr != nil {
 		return fail(merr)
 	}
+	if s, ok := sys.(interface {
+		startTimes(context.Context) (map[int64]time.Time, error)
+	}); ok { // a SQL handler's start, by its own clock on this machine
+		at, err := s.startTimes(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		for i := range n {
+			started[i].Store(int64(at[int64(i)].Sub(base)))
+		}
+	}
 	lat := make([]float64, n)
 	negative := 0
 	for i := range n {

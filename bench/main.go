@@ -7,6 +7,7 @@
 //	steady   2. producers dispatching and workers completing for -steady     pgq, River
 //	steady-small  2b. the same with -steady-small-batch jobs per call         pgq, River
 //	latency  3. dispatch commit → handler start, one job at a time, idle      pgq, River (defaults and tuned)
+//	latency-sql  3c. the same for a SQL handler (its start read from its table)  pgq only
 //	bulk     4. bulk dispatch of -jobs jobs from Go                           pgq, River (InsertMany, InsertManyFast)
 //	bulk-shape  4c. one dispatch of 20,000 and of 200,000 1 KiB payloads: time per payload   pgq only
 //	drain-sql, plain, retry, mw-overlap, mw-ratelimit, mw-throttle, mw-concurrency, mw-concurrency-off   pgq only: what the semantics cost
@@ -112,7 +113,7 @@ type options struct {
 
 var allScenarios = []string{"drain", "steady", "steady-small", "latency", "bulk", "bulk-shape", "drain-sql", "plain", "retry",
 	"mw-overlap", "mw-ratelimit", "mw-throttle", "mw-concurrency", "mw-concurrency-off", "drain-go", "drain-go-c50", "batch", "pressure",
-	"drain-sql-insert", "pgbench-insert", "starvation"}
+	"drain-sql-insert", "pgbench-insert", "latency-sql", "starvation"}
 
 const defaultScenarios = "drain,steady,steady-small,latency,bulk,drain-sql,plain,retry,mw-overlap,mw-ratelimit,mw-throttle"
 
@@ -421,6 +422,15 @@ func run() error {
 				}
 				if pe != nil {
 					record("pgq", scen, i, pe.bulkShape(ctx, o))
+				}
+			case "latency-sql":
+				for _, p := range []string{"p50", "p95", "p99"} {
+					t.define("lat-sql-"+p, fmt.Sprintf("3c. latency commit → SQL handler start, %s ms (pgq only, worker defaults)", p), true, 1)
+				}
+				if pe != nil {
+					out := runLatency(ctx, o, pe.liveSQL())
+					out.rename("lat-", "lat-sql-")
+					record("pgq", scen, i, out)
 				}
 			case "pgbench-insert":
 				t.define(scen, fmt.Sprintf("pgbench: the INSERT of drain-sql-insert, one transaction per row, %d clients (the worker's SQL connections), tps", max(1, o.poolSize-3)), false, 0)

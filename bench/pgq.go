@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgq-dev/pgq/pgq"
@@ -56,7 +57,10 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		CREATE FUNCTION bench.noop(payload jsonb) RETURNS void LANGUAGE sql AS $$ SELECT $$;
 		CREATE TABLE bench.sql_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL);
 		CREATE FUNCTION bench.insert_row(payload jsonb) RETURNS void LANGUAGE sql AS $$
-			INSERT INTO bench.sql_rows (payload) VALUES (payload) $$;`); err != nil {
+			INSERT INTO bench.sql_rows (payload) VALUES (payload) $$;
+		CREATE TABLE bench.sql_starts (seq bigint PRIMARY KEY, at timestamptz NOT NULL DEFAULT clock_timestamp());
+		CREATE FUNCTION bench.note_start(payload jsonb) RETURNS void LANGUAGE sql AS $$
+			INSERT INTO bench.sql_starts (seq) VALUES ((payload ->> 'seq')::bigint) $$;`); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("create bench.noop: %w", err)
 	}
@@ -65,6 +69,10 @@ func setupPgq(ctx context.Context, o options) (*pgqEnv, error) {
 		return nil, err
 	}
 	if err := e.client.DefineJob(ctx, "insert_sql", pgq.Handler("bench.insert_row")); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := e.client.DefineJob(ctx, "seq_sql", pgq.Handler("bench.note_start")); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -112,7 +120,7 @@ func (e *pgqEnv) workerPool(ctx context.Context, o options, concurrency int, fnS
 // vacuumed table, and the runs of one figure must measure the same thing.
 func (e *pgqEnv) truncate(ctx context.Context) error {
 	if _, err := e.pool.Exec(ctx, "TRUNCATE pgq.jobs, pgq.loads, pgq.attempts, pgq.failed_jobs, pgq.job_batches, pgq.batch_counts, pgq.job_chains, pgq.callbacks, pgq.job_ends, "+
-		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens, bench.sql_rows"); err != nil {
+		"pgq.overlap_locks, pgq.rate_limit_windows, pgq.circuits, pgq.unique_locks, pgq.debounce_tokens, bench.sql_rows, bench.sql_starts"); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	return nil
@@ -536,11 +544,64 @@ func (e *pgqEnv) bulk(ctx context.Context, o options, byCopy bool) runOut {
 // pgqLive runs pgq workers for the steady and latency scenarios.
 type pgqLive struct {
 	e           *pgqEnv
-	concurrency int // 0: the worker's default
-	workers     int // > 1: that many workers in this process share concurrency and the pool
+	concurrency int  // 0: the worker's default
+	workers     int  // > 1: that many workers in this process share concurrency and the pool
+	sql         bool // the jobs are seq_sql's: a SQL handler notes its start in bench.sql_starts
 }
 
 func (e *pgqEnv) live(concurrency int) *pgqLive { return &pgqLive{e: e, concurrency: concurrency} }
+
+// liveSQL runs SQL jobs (seq_sql) at the worker's defaults.
+func (e *pgqEnv) liveSQL() *pgqLive { return &pgqLive{e: e, sql: true} }
+
+// job is the class the live scenarios dispatch.
+func (l *pgqLive) job() string {
+	if l.sql {
+		return "seq_sql"
+	}
+	return "seq"
+}
+
+// startTimes reads when each SQL handler started, by seq (its own clock_timestamp()).
+func (l *pgqLive) startTimes(ctx context.Context) (map[int64]time.Time, error) {
+	rows, err := l.e.pool.Query(ctx, "SELECT seq, at FROM bench.sql_starts")
+	if err != nil {
+		return nil, err
+	}
+	at := map[int64]time.Time{}
+	var seq int64
+	var t time.Time
+	_, err = pgx.ForEachRow(rows, []any{&seq, &t}, func() error { at[seq] = t; return nil })
+	return at, err
+}
+
+// watchSQL calls onRun once for each seq a SQL handler committed, polling
+// bench.sql_starts every 10 ms from the lowest seq not seen yet (groups may commit out
+// of order), until ctx ends: the runs that the latency scenario waits for and verifies.
+func (l *pgqLive) watchSQL(ctx context.Context, onRun func(seq int64)) {
+	low, seen := int64(0), map[int64]bool{}
+	for ctx.Err() == nil {
+		rows, err := l.e.pool.Query(ctx, "SELECT seq FROM bench.sql_starts WHERE seq >= $1", low)
+		if err == nil {
+			var seq int64
+			_, err = pgx.ForEachRow(rows, []any{&seq}, func() error {
+				if !seen[seq] {
+					seen[seq] = true
+					onRun(seq)
+				}
+				return nil
+			})
+		}
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "watchSQL:", err)
+		}
+		for seen[low] {
+			delete(seen, low)
+			low++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 type seqArgs struct {
 	Seq int64 `json:"seq"`
@@ -588,6 +649,9 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 	var wg sync.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = w.Run(wctx) })
+	if l.sql {
+		wg.Go(func() { l.watchSQL(wctx, onRun) })
+	}
 	return func() (int, error) {
 		cancel()
 		wg.Wait()
@@ -601,14 +665,14 @@ func (l *pgqLive) start(ctx context.Context, o options, onRun func(seq int64)) (
 
 func (l *pgqLive) dispatch(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 1 {
-		_, err := l.e.client.Dispatch(ctx, "seq", seqArgs{seqs[0]})
+		_, err := l.e.client.Dispatch(ctx, l.job(), seqArgs{seqs[0]})
 		return err
 	}
 	args := make([]any, len(seqs))
 	for i, s := range seqs {
 		args[i] = seqArgs{s}
 	}
-	_, err := l.e.client.DispatchMany(ctx, "seq", args)
+	_, err := l.e.client.DispatchMany(ctx, l.job(), args)
 	return err
 }
 
@@ -648,7 +712,7 @@ func (l *pgqLive) completed(ctx context.Context) (int64, error) {
 }
 
 func (l *pgqLive) verifyDone(ctx context.Context, n int64) error {
-	return l.e.verify(ctx, "seq", int(n), 0)
+	return l.e.verify(ctx, l.job(), int(n), 0)
 }
 
 // printServerStats prints where PostgreSQL spent its time during the drain, from

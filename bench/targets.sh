@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every target of bench/RESULTS.md in one sitting (about 85 minutes on the 2-core VM),
+# Every target of bench/RESULTS.md in one sitting (about 90 minutes on the 2-core VM),
 # one benchmark binary, one log directory. Each step is a bench invocation whose full
 # output is kept in $out/<step>.log; the summary table of each is printed as it ends.
 #   drain        100k backlog (loads, the default), pgq and River tuned, 5 runs
@@ -10,6 +10,8 @@
 #   latency      one job about every 143 ms (7/s) for 30 s to idle workers, dispatch
 #                commit to handler start: pgq, River at defaults and River tuned, 5 runs
 #   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, concurrency_limited (and its reference), 3 runs
+#   sql          SQL handlers: a 20,000-job drain whose handler inserts a row, pgbench's same
+#                INSERT, the Go drain; a lone SQL job's dispatch to start at 50/s, 3 runs
 #   burst        $BURST_PAIRS pairs (default 3), alternating: 60 s clean, 60 s at 6x 5,000/s,
 #                60 s recovery (pgq); then the recovery's reference, 850,000 rows
 #                preloaded on a clean table. Prints each pair's ratio of the two
@@ -22,7 +24,7 @@
 set -euo pipefail
 out=${1:-/tmp/pgq-targets}
 shift || true
-steps=${*:-drain drain-rows bulk bulk-shape latency middleware burst tail pressure}
+steps=${*:-drain drain-rows bulk bulk-shape latency middleware sql burst tail pressure}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 bin=$out/bench
@@ -54,6 +56,7 @@ for step in $steps; do
     latency)
         run latency -runs 5 -scenarios latency -systems pgq,river -latency-rate 7 -latency-duration 30s ;;
     middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle,mw-concurrency,mw-concurrency-off -systems pgq ;;
+    sql) run sql -runs 3 -scenarios drain-sql-insert,pgbench-insert,drain-go,latency-sql -systems pgq -sql-jobs 20000 -jobs 20000 ;;
     burst)
         ratios=()
         for pair in $(seq "${BURST_PAIRS:-3}"); do
