@@ -9,7 +9,9 @@
 #                ByCopy: time per payload and the ratio of the two (1: linear), 3 runs
 #   latency      one job about every 143 ms (7/s) for 30 s to idle workers, dispatch
 #                commit to handler start: pgq, River at defaults and River tuned, 5 runs
-#   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, concurrency_limited (and its reference), 3 runs
+#   middleware   plain, without_overlapping, rate_limited, throttles_exceptions, 3 runs
+#   concurrency  concurrency_limited (one key, limit 40, 4 workers x 10) and the same drain
+#                without the limit, 3 runs
 #   sql          SQL handlers: a 20,000-job drain whose handler inserts a row, pgbench's same
 #                INSERT, the Go drain; a lone SQL job's dispatch to start at 50/s, 3 runs
 #   burst        $BURST_PAIRS pairs (default 3), alternating: 60 s clean, 60 s at 6x 5,000/s,
@@ -24,7 +26,7 @@
 set -euo pipefail
 out=${1:-/tmp/pgq-targets}
 shift || true
-steps=${*:-drain drain-rows bulk bulk-shape latency middleware sql burst tail pressure}
+steps=${*:-drain drain-rows bulk bulk-shape latency middleware concurrency sql burst tail pressure}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 bin=$out/bench
@@ -55,7 +57,8 @@ for step in $steps; do
     bulk-shape) run bulk-shape -runs 3 -scenarios bulk-shape -systems pgq -quiet-cores 0.2 -quiet-max 20s ;;
     latency)
         run latency -runs 5 -scenarios latency -systems pgq,river -latency-rate 7 -latency-duration 30s ;;
-    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle,mw-concurrency,mw-concurrency-off -systems pgq ;;
+    middleware) run middleware -runs 3 -scenarios plain,mw-overlap,mw-ratelimit,mw-throttle -systems pgq ;;
+    concurrency) run concurrency -runs 3 -scenarios mw-concurrency,mw-concurrency-off -systems pgq -extra-jobs 20000 -concurrency 40 ;;
     sql) run sql -runs 3 -scenarios drain-sql-insert,pgbench-insert,drain-go,latency-sql -systems pgq -sql-jobs 20000 -jobs 20000 ;;
     burst)
         ratios=()
