@@ -2485,15 +2485,17 @@ COMMENT ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) I
 --
 
 CREATE FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
+BEGIN
     DELETE FROM pgq.circuits c
     WHERE c.key = ANY (pgq._middleware_keys(p_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(p_breakers)]),
                                             p_breakers, p_payloads));
+END;
 $$;
 
 
@@ -6088,16 +6090,18 @@ COMMENT ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) IS 'Ends
 --
 
 CREATE FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
     AS $$
+BEGIN
     DELETE FROM pgq.unique_locks u USING unnest(p_unique, p_owners) AS l(key, owner)
     WHERE u.key = l.key AND u.owner = l.owner;
     DELETE FROM pgq.debounce_tokens d USING unnest(p_debounce, p_tokens) AS t(key, token)
     WHERE d.key = t.key AND d.token = t.token;
+END;
 $$;
 
 

@@ -68,14 +68,16 @@ COMMENT ON FUNCTION pgq._release_debounce(text, uuid) IS 'Deletes a debounce tok
 -- pgq._release_owned: the unique locks (keys, owner tokens) and debounce tokens (keys,
 -- tokens) of jobs that ended, each only where the job still owns it (S22, S24).
 CREATE OR REPLACE FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE  -- (plpgsql: its statements' plans are kept across calls; a SQL function's are not)
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, as pgq.complete
 AS $$
+BEGIN
     DELETE FROM pgq.unique_locks u USING unnest(p_unique, p_owners) AS l(key, owner)
     WHERE u.key = l.key AND u.owner = l.owner;
     DELETE FROM pgq.debounce_tokens d USING unnest(p_debounce, p_tokens) AS t(key, token)
     WHERE d.key = t.key AND d.token = t.token;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._release_owned(text[], uuid[], text[], uuid[]) IS

@@ -4,13 +4,15 @@
 -- (S29), for jobs with a breaker: their names, breakers and payloads. The keys are
 -- computed only for those jobs: the call costs more than the rest of a completion.
 CREATE OR REPLACE FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE  -- (plpgsql: its statement's plan is kept across calls; a SQL function's is not)
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, as pgq.complete
 AS $$
+BEGIN
     DELETE FROM pgq.circuits c
     WHERE c.key = ANY (pgq._middleware_keys(p_jobs, array_fill('throttles_exceptions'::text, ARRAY[cardinality(p_breakers)]),
                                             p_breakers, p_payloads));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._clear_circuits(text[], jsonb[], jsonb[]) IS 'Clears the throttles_exceptions circuits of jobs that succeeded (S29).';
