@@ -1445,8 +1445,8 @@ CREATE FUNCTION pgq._bury(p_job pgq.jobs, p_exception text, p_now timestamp with
     AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
-    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],  -- S21: released when it fails for good
+                               ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
@@ -1565,8 +1565,8 @@ CREATE FUNCTION pgq._cancel(p_job pgq.jobs, p_now timestamp with time zone, p_st
     AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
-    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],
+                               ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
         PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
@@ -3987,7 +3987,7 @@ CREATE FUNCTION pgq._handing_over(p_job pgq.jobs) RETURNS void
     AS $$
 BEGIN
     IF p_job.unique_until = 'processing' THEN
-        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token], NULL, NULL);
     END IF;
     IF p_job.debounce_key IS NOT NULL THEN
         UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
@@ -6014,25 +6014,6 @@ COMMENT ON FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[], p_
 
 
 --
--- Name: _release_debounce(text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
-    LANGUAGE sql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
-$$;
-
-
---
--- Name: FUNCTION _release_debounce(p_key text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) IS 'Deletes a debounce token if it is still its key''s current one (S24).';
-
-
---
 -- Name: _release_overlap(uuid[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6110,25 +6091,6 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) IS 'Deletes the unique locks and debounce tokens of ended jobs that they still own (S22, S24).';
-
-
---
--- Name: _release_unique(text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
-    LANGUAGE sql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
-$$;
-
-
---
--- Name: FUNCTION _release_unique(p_key text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._release_unique(p_key text, p_token uuid) IS 'Deletes a unique lock if the token still owns it (S22).';
 
 
 --
@@ -7132,8 +7094,8 @@ BEGIN
             CASE WHEN NOT p_drop THEN p_delay END);
     IF p_drop THEN
         DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
-        PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],
+                                   ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
         IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
             PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
                                      ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
@@ -13978,13 +13940,6 @@ REVOKE ALL ON FUNCTION pgq._reject(p_call text, p_uuids uuid[], p_tokens uuid[],
 
 
 --
--- Name: FUNCTION _release_debounce(p_key text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._release_debounce(p_key text, p_token uuid) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _release_overlap(p_uuids uuid[], p_keys text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13996,13 +13951,6 @@ REVOKE ALL ON FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) FROM 
 --
 
 REVOKE ALL ON FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _release_unique(p_key text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._release_unique(p_key text, p_token uuid) FROM PUBLIC;
 
 
 --

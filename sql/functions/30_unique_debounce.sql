@@ -25,16 +25,6 @@ $$;
 COMMENT ON FUNCTION pgq._take_unique(text, uuid, uuid, interval) IS
     'Takes (or takes over, when expired) the unique lock of a key for a new job; false when a live holder has it (S21).';
 
--- pgq._release_unique: deletes a unique lock only if the token still owns it (S22).
-CREATE OR REPLACE FUNCTION pgq._release_unique(p_key text, p_token uuid) RETURNS void
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    DELETE FROM pgq.unique_locks u WHERE u.key = p_key AND u.owner = p_token;
-$$;
-
-COMMENT ON FUNCTION pgq._release_unique(text, uuid) IS 'Deletes a unique lock if the token still owns it (S22).';
-
 -- pgq._take_debounce: makes token the current debounce token of key, for a new job
 -- (S24); every older job of the key is dropped at its pickup. Returns when the key's
 -- burst began (the first dispatch since a job of the key last started), which
@@ -54,19 +44,9 @@ $$;
 COMMENT ON FUNCTION pgq._take_debounce(text, uuid, uuid) IS
     'Makes a new job''s token the current debounce token of its key (S24); returns when the key''s burst began.';
 
--- pgq._release_debounce: deletes a debounce token only if it is still the key's current
--- one (a newer dispatch's token stays).
-CREATE OR REPLACE FUNCTION pgq._release_debounce(p_key text, p_token uuid) RETURNS void
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    DELETE FROM pgq.debounce_tokens d WHERE d.key = p_key AND d.token = p_token;
-$$;
-
-COMMENT ON FUNCTION pgq._release_debounce(text, uuid) IS 'Deletes a debounce token if it is still its key''s current one (S24).';
-
 -- pgq._release_owned: the unique locks (keys, owner tokens) and debounce tokens (keys,
--- tokens) of jobs that ended, each only where the job still owns it (S22, S24).
+-- tokens) of jobs, each only where the job still owns it (S22, S24): a newer dispatch's
+-- lock or token stays. NULL keys release nothing.
 CREATE OR REPLACE FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debounce text[], p_tokens uuid[]) RETURNS void
 LANGUAGE plpgsql VOLATILE  -- (plpgsql: its statements' plans are kept across calls; a SQL function's are not)
 SET search_path = pg_catalog, pg_temp

@@ -152,8 +152,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);  -- S21: released when it fails for good
-    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],  -- S21: released when it fails for good
+                               ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
     INSERT INTO pgq.failed_jobs
         (uuid, queue, payload, exception, failed_at, job, attempts, priority, handler, tries, backoff,
          max_exceptions, timeout, fail_on_timeout, retry_until, unique_key, unique_token, unique_until,
@@ -199,8 +199,8 @@ BEGIN
             CASE WHEN NOT p_drop THEN p_delay END);
     IF p_drop THEN
         DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
-        PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+        PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],
+                                   ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
         IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- ended without running (S74)
             PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],
                                      ARRAY[p_job.chain_step], 'dropped by ' || p_middleware || ': ' || p_note);
@@ -259,8 +259,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     DELETE FROM pgq.jobs j WHERE j.uuid = p_job.uuid;
-    PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
-    PERFORM pgq._release_debounce(p_job.debounce_key, p_job.debounce_token);
+    PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token],
+                               ARRAY[p_job.debounce_key], ARRAY[p_job.debounce_token]);
     PERFORM pgq._release_overlap(ARRAY[p_job.uuid], p_job.overlap_keys);
     IF p_job.batch_id IS NOT NULL OR p_job.chain_id IS NOT NULL THEN  -- its chain stops; its batch counts it (S74)
         PERFORM pgq._record_ends('cancelled', ARRAY[p_job.uuid], ARRAY[p_job.batch_id], ARRAY[p_job.chain_id],

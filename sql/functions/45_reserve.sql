@@ -39,7 +39,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_job.unique_until = 'processing' THEN
-        PERFORM pgq._release_unique(p_job.unique_key, p_job.unique_token);
+        PERFORM pgq._release_owned(ARRAY[p_job.unique_key], ARRAY[p_job.unique_token], NULL, NULL);
     END IF;
     IF p_job.debounce_key IS NOT NULL THEN
         UPDATE pgq.debounce_tokens d SET burst_started_at = NULL
