@@ -53,11 +53,12 @@ func TestS37WorkerSetsItsOwnTimeouts(t *testing.T) {
 
 // S13, S35: a SQL handler's timeout runs from its own start: the wait for its slot and
 // its connection is infrastructure's, not the handler's. With one SQL slot (a pool of 4
-// connections) and a concurrency of 2, the second of two 1.2 s handlers under a 2 s
-// timeout waits about 1.2 s for the first, then runs: both succeed. One timeout from the
-// reserve cut it off 0.8 s into its run, as a restart's refused connections did to
-// handlers at --tries 1 (the restart fault test). A third handler, of 3 s, still times
-// out: its 2 s are its own.
+// connections) and a concurrency of 2, the second of two 2.4 s handlers under a 4 s
+// timeout waits about 2.4 s for the first, then runs: both succeed. One timeout from the
+// reserve would cut it off 1.6 s into its run, as a restart's refused connections did to
+// handlers at --tries 1 (the restart fault test). A third handler, of 6 s, still times
+// out: its 4 s are its own. (Seconds, not less: on a loaded machine a handler's own
+// statements around its sleep take a good part of a second.)
 func TestS13S35SQLHandlerTimeoutRunsFromItsStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -67,9 +68,9 @@ func TestS13S35SQLHandlerTimeoutRunsFromItsStart(t *testing.T) {
 		    INSERT INTO public.naps VALUES ((p->>'n')::int, clock_timestamp());
 		    PERFORM pg_sleep((p->>'secs')::float8);
 		END $$`)
-	b.db.Exec(t, `SELECT pgq.define_job('nap', handler => 'public.nap', timeout => 2, tries => 1)`)
+	b.db.Exec(t, `SELECT pgq.define_job('nap', handler => 'public.nap', timeout => 4, tries => 1)`)
 	var ids []uuid.UUID
-	for _, payload := range []string{`{"n": 1, "secs": 1.2}`, `{"n": 2, "secs": 1.2}`, `{"n": 3, "secs": 3}`} {
+	for _, payload := range []string{`{"n": 1, "secs": 2.4}`, `{"n": 2, "secs": 2.4}`, `{"n": 3, "secs": 6}`} {
 		ids = append(ids, pgqtest.Scalar[uuid.UUID](t, b.db, `SELECT pgq.dispatch('nap', $1::jsonb)`, payload))
 	}
 	cfg, err := pgxpool.ParseConfig(b.db.WorkerURL)
@@ -85,11 +86,11 @@ func TestS13S35SQLHandlerTimeoutRunsFromItsStart(t *testing.T) {
 	require.NoError(t, w.Run(ctx))
 
 	require.Equal(t, []string{"succeeded"}, b.outcomes(t, ids[0]))
-	require.Equal(t, []string{"succeeded"}, b.outcomes(t, ids[1]), "the second handler waited for the slot, then had its 2 s")
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, ids[1]), "the second handler waited for the slot, then had its 4 s")
 	require.Equal(t, []string{"timed_out"}, b.outcomes(t, ids[2]))
 	require.Contains(t, b.failedException(t, ids[2]), "TimeoutExceeded: nap attempt 1 ran past its timeout")
 	waited := pgqtest.Scalar[float64](t, b.db, `SELECT extract(epoch FROM max(began) - min(began))::float8 FROM public.naps`)
-	require.Greater(t, waited, 1.15, "the second handler started after the first returned: its wait and its run outlast its timeout")
+	require.Greater(t, waited, 2.35, "the second handler started after the first returned: its wait and its run outlast its timeout")
 }
 
 // S36: a completion that PostgreSQL refuses for the moment (here a trigger raises a
