@@ -264,8 +264,10 @@ func runLatency(ctx context.Context, o options, sys liveSystem) runOut {
 		if err != nil {
 			return fail(err)
 		}
-		for i := range n {
-			started[i].Store(int64(at[int64(i)].Sub(base)))
+		for seq, t := range at {
+			if seq >= 0 && seq < int64(n) {
+				started[seq].Store(int64(t.Sub(base)))
+			}
 		}
 	}
 	lat := make([]float64, n)

@@ -562,8 +562,12 @@ func (l *pgqLive) job() string {
 	return "seq"
 }
 
-// startTimes reads when each SQL handler started, by seq (its own clock_timestamp()).
+// startTimes reads when each SQL handler started, by seq (its own clock_timestamp());
+// nil for Go jobs, whose start the handler reports.
 func (l *pgqLive) startTimes(ctx context.Context) (map[int64]time.Time, error) {
+	if !l.sql {
+		return nil, nil
+	}
 	rows, err := l.e.pool.Query(ctx, "SELECT seq, at FROM bench.sql_starts")
 	if err != nil {
 		return nil, err
