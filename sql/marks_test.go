@@ -333,6 +333,34 @@ func assertNoError(t *testing.T, err error) bool {
 	return true
 }
 
+// S78 for a SQL job's start: its plans cached while the job's slot held a few rows (as
+// when a bulk dispatch's first chunk fills an empty slot), the slot then grows to
+// 50,000 rows; a job whose row is at the end is still read by its key.
+func TestS78SQLJobStartPlannedOnAFewRowsStaysByKey(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.NewWithLoads(t, 0)
+	s := session(t, db)
+	db.Exec(t, `CREATE FUNCTION public.s78_noop(jsonb) RETURNS void LANGUAGE sql AS ''`)
+	db.Exec(t, `SELECT pgq.define_job('s78_sql', handler => 'public.s78_noop')`)
+	runSQLJob := func() string {
+		var id, token uuid.UUID
+		require.NoError(t, s.QueryRow(ctx, `SELECT uuid, lease_token FROM pgq.reserve('w', '{sql}', 1) WHERE pickup IS NULL`).Scan(&id, &token))
+		return fmt.Sprintf(`SELECT pgq.run_sql_job('%s', '%s')`, id, token)
+	}
+	db.Exec(t, `SELECT pgq.dispatch('s78_sql', '{}', queue => 'sql') FROM generate_series(1, 8)`)
+	db.Exec(t, `ANALYZE pgq.jobs`)
+	for range 8 { // past plpgsql's five custom plans: the generic plans are cached now
+		_, err := s.Exec(ctx, runSQLJob())
+		require.NoError(t, err)
+	}
+	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg('{}'::jsonb)) FROM generate_series(1, 50000)`)
+	db.Exec(t, `SELECT pgq.dispatch('s78_sql', '{}', queue => 'sql')`)
+	n := buffersTouched(t, s, runSQLJob())
+	pages := pgqtest.Scalar[int](t, db, `SELECT (sum(pg_relation_size(partition)) / 8192)::int FROM pgq.job_slots`)
+	t.Logf("pgq.run_sql_job touched %d buffers; pgq.jobs has %d pages", n, pages)
+	require.Less(t, n, pages/2, "pgq.run_sql_job scans pgq.jobs")
+}
+
 // With an idle transaction holding the xmin horizon, the buffers a reserve touches do
 // not grow with the jobs finished since: reserve starts at its marks (the pick) and
 // where its last sweep stopped (the leases), where before S77 it walked every dead

@@ -4091,6 +4091,7 @@ COMMENT ON FUNCTION pgq._held(p_call text, p_uuid uuid, p_token uuid, p_now time
 CREATE FUNCTION pgq._held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job text, OUT handler regprocedure, OUT payload jsonb, OUT reserved_by text, OUT attempts integer, OUT overlap_keys text[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     CASE (pgq._token_slots(ARRAY[p_token]))[1]

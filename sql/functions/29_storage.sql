@@ -394,6 +394,9 @@ CREATE OR REPLACE FUNCTION pgq._held_job(p_uuid uuid, p_token uuid,
     OUT reserved_by text, OUT attempts int, OUT overlap_keys text[])
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+-- By key only (S78): a plan made while a bulk dispatch's first chunks fill an empty
+-- slot would scan its partition for every job after.
+SET enable_seqscan = off
 AS $$
 BEGIN
     CASE (pgq._token_slots(ARRAY[p_token]))[1]
