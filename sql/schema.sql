@@ -4094,7 +4094,7 @@ CREATE FUNCTION pgq._held_job(p_uuid uuid, p_token uuid, OUT id bigint, OUT job 
     SET enable_seqscan TO 'off'
     AS $$
 BEGIN
-    CASE (pgq._token_slots(ARRAY[p_token]))[1]
+    CASE pgq._token_slot(p_token)
         WHEN 0 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
                     FROM pgq.jobs_0 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
         WHEN 1 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
@@ -6917,9 +6917,13 @@ COMMENT ON FUNCTION pgq._token_id_mask() IS 'The bits of a job''s id a lease tok
 --
 
 CREATE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT (pgq._token_slots(ARRAY[p_token]))[1] $$;
+    AS $$
+BEGIN
+    RETURN (pgq._token_slots(ARRAY[p_token]))[1];
+END;
+$$;
 
 
 --
@@ -6937,10 +6941,24 @@ CREATE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_seen boolean[] := '{f,f,f,f}';  -- by slot + 1
+    v_out  smallint[] := '{}';
+    v_slot int;
+    t      uuid;
 BEGIN
-    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
-                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
-           || '{NULL,NULL,NULL,NULL}'::smallint[];
+    FOREACH t IN ARRAY p_tokens LOOP
+        v_slot := get_byte(uuid_send(t), 10) >> 4;
+        IF v_slot <= 3 THEN
+            v_seen[v_slot + 1] := true;
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. 4 LOOP
+        IF v_seen[i] THEN
+            v_out := v_out || (i - 1)::smallint;
+        END IF;
+    END LOOP;
+    RETURN v_out || '{NULL,NULL,NULL,NULL}'::smallint[];
 END;
 $$;
 

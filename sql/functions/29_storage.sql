@@ -101,15 +101,30 @@ COMMENT ON FUNCTION pgq._lease_call_range(uuid) IS 'The range of the lease token
 -- pgq._token_slots: the slots these lease tokens name, each once, in order, as four
 -- elements (NULL past the last; no slot for a token pgq did not issue). A statement
 -- that compares slot with the four prunes the other partitions when it runs, under a
--- generic plan too: slot = ANY (array) does not.
+-- generic plan too: slot = ANY (array) does not. Expressions only, no statement: it is
+-- called for every completion and every SQL job's start.
 CREATE OR REPLACE FUNCTION pgq._token_slots(p_tokens uuid[]) RETURNS smallint[]
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_seen boolean[] := '{f,f,f,f}';  -- by slot + 1
+    v_out  smallint[] := '{}';
+    v_slot int;
+    t      uuid;
 BEGIN
-    RETURN ARRAY(SELECT DISTINCT (get_byte(uuid_send(t), 10) >> 4)::smallint s FROM unnest(p_tokens) t
-                 WHERE get_byte(uuid_send(t), 10) >> 4 <= 3 ORDER BY s)
-           || '{NULL,NULL,NULL,NULL}'::smallint[];
+    FOREACH t IN ARRAY p_tokens LOOP
+        v_slot := get_byte(uuid_send(t), 10) >> 4;
+        IF v_slot <= 3 THEN
+            v_seen[v_slot + 1] := true;
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. 4 LOOP
+        IF v_seen[i] THEN
+            v_out := v_out || (i - 1)::smallint;
+        END IF;
+    END LOOP;
+    RETURN v_out || '{NULL,NULL,NULL,NULL}'::smallint[];
 END;
 $$;
 
@@ -118,9 +133,13 @@ COMMENT ON FUNCTION pgq._token_slots(uuid[]) IS 'The slots of pgq.jobs these lea
 -- pgq._token_slot: the slot one lease token names, NULL for a token pgq did not issue.
 -- IMMUTABLE, so that a statement planned for its token reads, and locks, that one slot.
 CREATE OR REPLACE FUNCTION pgq._token_slot(p_token uuid) RETURNS smallint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT (pgq._token_slots(ARRAY[p_token]))[1] $$;
+AS $$
+BEGIN
+    RETURN (pgq._token_slots(ARRAY[p_token]))[1];
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token names; NULL for a token pgq did not issue.';
 
@@ -399,7 +418,7 @@ SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
 AS $$
 BEGIN
-    CASE (pgq._token_slots(ARRAY[p_token]))[1]
+    CASE pgq._token_slot(p_token)
         WHEN 0 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
                     FROM pgq.jobs_0 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
         WHEN 1 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
