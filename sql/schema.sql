@@ -1033,15 +1033,19 @@ COMMENT ON FUNCTION pgq._admit_rate(p_ord integer[], p_name text[], p_cfg jsonb[
 --
 
 CREATE FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) RETURNS pgq.admission[]
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
-                                  format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
-                                         jsonb_array_length(u.m), (pgq._middleware_bounds()).entries),
-                                  NULL, NULL)::pgq.admission), '{}')
-    FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
-    WHERE jsonb_array_length(u.m) > (pgq._middleware_bounds()).entries;
+DECLARE
+    v_max int := (pgq._middleware_bounds()).entries;
+BEGIN
+    RETURN (SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
+                                          format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
+                                                 jsonb_array_length(u.m), v_max),
+                                          NULL, NULL)::pgq.admission), '{}')
+            FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
+            WHERE jsonb_array_length(u.m) > v_max);  -- plan kept (see pgq.dispatch)
+END;
 $$;
 
 
@@ -5167,9 +5171,13 @@ COMMENT ON FUNCTION pgq._notify(queue text) IS 'Wakes napping workers of a queue
 --
 
 CREATE FUNCTION pgq._overlap_gen() RETURNS smallint
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+    AS $$
+BEGIN
+    RETURN (SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current');  -- plan kept (see pgq.dispatch)
+END;
+$$;
 
 
 --
@@ -5888,16 +5896,21 @@ COMMENT ON FUNCTION pgq._proc_search_path(p_proc regprocedure) IS 'The search_pa
 --
 
 CREATE FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp with time zone, p_exception text DEFAULT NULL::text, p_delay integer DEFAULT NULL::integer, p_final boolean DEFAULT false, p_started boolean DEFAULT true, p_detail text DEFAULT NULL::text, p_hint text DEFAULT NULL::text) RETURNS pgq.attempts
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_row pgq.attempts;
+BEGIN
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
          finished_at, outcome, exception, delay, final, exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
             p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
             p_exception, p_delay, p_final, nullif(p_detail, ''), nullif(p_hint, ''))
-    RETURNING *;
+    RETURNING * INTO v_row;  -- plan kept (see pgq.dispatch)
+    RETURN v_row;
+END;
 $$;
 
 
@@ -6947,7 +6960,7 @@ DECLARE
     v_slot int;
     t      uuid;
 BEGIN
-    FOREACH t IN ARRAY p_tokens LOOP
+    FOREACH t IN ARRAY coalesce(p_tokens, '{}') LOOP
         v_slot := get_byte(uuid_send(t), 10) >> 4;
         IF v_slot <= 3 THEN
             v_seen[v_slot + 1] := true;
@@ -7173,6 +7186,9 @@ DECLARE
     -- a bulk dispatch finds its jobs' uuids by adding to its first one's.
     v_start bigint := ('x' || substr(v_rand, 20, 12))::bit(48)::bigint & 140737488355327 | 281474976710656;  -- & (2^47 - 1) | 2^48
 BEGIN
+    IF p_count = 1 THEN  -- a single dispatch: an expression costs less than the statement
+        RETURN ARRAY[(v_head || substr(to_hex(v_start + 1), 2, 12))::uuid];
+    END IF;
     RETURN ARRAY(SELECT (v_head || substr(to_hex(v_start + i), 2, 12))::uuid
                  FROM generate_series(1, p_count) i ORDER BY i);
 END;
@@ -7727,15 +7743,23 @@ COMMENT ON FUNCTION pgq.define_queue(name text, retry_after integer, paused bool
 --
 
 CREATE FUNCTION pgq.dispatch(job text, payload jsonb DEFAULT '{}'::jsonb, queue text DEFAULT NULL::text, delay interval DEFAULT NULL::interval, tries integer DEFAULT NULL::integer, backoff integer[] DEFAULT NULL::integer[], retry_until timestamp with time zone DEFAULT NULL::timestamp with time zone, max_exceptions integer DEFAULT NULL::integer, timeout integer DEFAULT NULL::integer, fail_on_timeout boolean DEFAULT NULL::boolean, priority integer DEFAULT 0, unique_key text DEFAULT NULL::text, unique_for interval DEFAULT NULL::interval, unique_until text DEFAULT NULL::text, debounce_key text DEFAULT NULL::text, debounce_for interval DEFAULT NULL::interval, debounce_max_wait interval DEFAULT NULL::interval, middleware jsonb DEFAULT NULL::jsonb, retry_for interval DEFAULT NULL::interval, traceparent text DEFAULT NULL::text, tracestate text DEFAULT NULL::text) RETURNS uuid
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
-                             dispatch.tries, dispatch.backoff, dispatch.retry_until,
-                             dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
-                             dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
-                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
+-- plpgsql, which keeps its statement's plan for the session: a LANGUAGE sql function
+-- that is not inlined (none with SET is) parses and plans its body in every transaction.
+DECLARE
+    v_uuid uuid;
+BEGIN
+    SELECT d INTO v_uuid
+    FROM pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
+                           dispatch.tries, dispatch.backoff, dispatch.retry_until,
+                           dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
+                           dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
+                           dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
+                           dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate) d;
+    RETURN v_uuid;
+END;
 $$;
 
 

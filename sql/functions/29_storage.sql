@@ -113,7 +113,7 @@ DECLARE
     v_slot int;
     t      uuid;
 BEGIN
-    FOREACH t IN ARRAY p_tokens LOOP
+    FOREACH t IN ARRAY coalesce(p_tokens, '{}') LOOP
         v_slot := get_byte(uuid_send(t), 10) >> 4;
         IF v_slot <= 3 THEN
             v_seen[v_slot + 1] := true;
@@ -145,9 +145,13 @@ COMMENT ON FUNCTION pgq._token_slot(uuid) IS 'The slot of pgq.jobs a lease token
 
 -- pgq._overlap_gen: the generation of pgq.overlap_locks new leases go to (S81).
 CREATE OR REPLACE FUNCTION pgq._overlap_gen() RETURNS smallint
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current' $$;
+AS $$
+BEGIN
+    RETURN (SELECT g.gen FROM pgq.overlap_gens g WHERE g.state = 'current');  -- plan kept (see pgq.dispatch)
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._overlap_gen() IS 'The generation of pgq.overlap_locks that new leases go to (pgq.overlap_gens, state current).';
 

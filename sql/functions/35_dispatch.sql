@@ -474,15 +474,23 @@ CREATE OR REPLACE FUNCTION pgq.dispatch(
     traceparent     text DEFAULT NULL,
     tracestate      text DEFAULT NULL
 ) RETURNS uuid
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
-                             dispatch.tries, dispatch.backoff, dispatch.retry_until,
-                             dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
-                             dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
-                             dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
-                             dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate);
+-- plpgsql, which keeps its statement's plan for the session: a LANGUAGE sql function
+-- that is not inlined (none with SET is) parses and plans its body in every transaction.
+DECLARE
+    v_uuid uuid;
+BEGIN
+    SELECT d INTO v_uuid
+    FROM pgq.dispatch_many(dispatch.job, ARRAY[dispatch.payload], dispatch.queue, dispatch.delay,
+                           dispatch.tries, dispatch.backoff, dispatch.retry_until,
+                           dispatch.max_exceptions, dispatch.timeout, dispatch.fail_on_timeout,
+                           dispatch.priority, dispatch.unique_key, dispatch.unique_for, dispatch.unique_until,
+                           dispatch.debounce_key, dispatch.debounce_for, dispatch.debounce_max_wait,
+                           dispatch.middleware, dispatch.retry_for, dispatch.traceparent, dispatch.tracestate) d;
+    RETURN v_uuid;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq.dispatch(text, jsonb, text, interval, int, int[], timestamptz, int, int, boolean, int, text, interval, text, text, interval, interval, jsonb, interval, text, text) IS

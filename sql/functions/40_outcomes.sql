@@ -29,16 +29,21 @@ CREATE OR REPLACE FUNCTION pgq._record(
     p_exception text DEFAULT NULL, p_delay int DEFAULT NULL, p_final boolean DEFAULT false,
     p_started boolean DEFAULT true, p_detail text DEFAULT NULL, p_hint text DEFAULT NULL
 ) RETURNS pgq.attempts
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_row pgq.attempts;
+BEGIN
     INSERT INTO pgq.attempts
         (job_uuid, job, queue, attempt, worker, lease_token, reserved_at, started_at,
          finished_at, outcome, exception, delay, final, exception_detail, exception_hint)
     VALUES (p_job.uuid, p_job.job, p_job.queue, p_job.attempts, p_job.reserved_by, p_job.lease_token,
             p_job.reserved_at, CASE WHEN p_started THEN p_job.started_at END, p_now, p_outcome,
             p_exception, p_delay, p_final, nullif(p_detail, ''), nullif(p_hint, ''))
-    RETURNING *;
+    RETURNING * INTO v_row;  -- plan kept (see pgq.dispatch)
+    RETURN v_row;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._record(pgq.jobs, text, timestamptz, text, int, boolean, boolean, text, text) IS 'Appends one attempt row for a job as it is now (S19), with its exception''s DETAIL and HINT (S88).';

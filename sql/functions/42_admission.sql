@@ -5,15 +5,19 @@
 -- may (stored before the bound held, or from a class defined then), failed: they fail
 -- alone, so that none lengthens a reserve call for the batch's other jobs (S98).
 CREATE OR REPLACE FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) RETURNS pgq.admission[]
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
-                                  format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
-                                         jsonb_array_length(u.m), (pgq._middleware_bounds()).entries),
-                                  NULL, NULL)::pgq.admission), '{}')
-    FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
-    WHERE jsonb_array_length(u.m) > (pgq._middleware_bounds()).entries;
+DECLARE
+    v_max int := (pgq._middleware_bounds()).entries;
+BEGIN
+    RETURN (SELECT coalesce(array_agg(ROW(u.ord, NULL, NULL, NULL, false, NULL,
+                                          format('middleware could not be evaluated: %s entries, more than the %s a job may carry',
+                                                 jsonb_array_length(u.m), v_max),
+                                          NULL, NULL)::pgq.admission), '{}')
+            FROM unnest(p_middleware) WITH ORDINALITY u(m, ord)
+            WHERE jsonb_array_length(u.m) > v_max);  -- plan kept (see pgq.dispatch)
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._admit_unbounded(jsonb[]) IS 'The jobs of a reserve batch whose middleware is past the bound of a dispatch, failed (S98).';
