@@ -316,6 +316,34 @@ func TestS27S34ReserveSaysHowLongOverlapLeasesNeedRenewing(t *testing.T) {
 	}
 }
 
+// S28: a rate limit's budget goes to a batch's jobs in pick order, also when some of
+// them pass pickup checks first (a unique lock held until processing) and the others go
+// straight to admission.
+func TestS28BudgetInPickOrderAcrossPickupChecks(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('three', 3, '1 minute')`)
+	var order []uuid.UUID
+	for i := range 6 {
+		unique := ""
+		if i%2 == 0 {
+			unique = fmt.Sprintf(`unique_key => 'u%d', unique_until => 'processing',`, i)
+		}
+		order = append(order, dispatch(t, db, fmt.Sprintf(`'call', '{}', %s
+		    middleware => '[{"rate_limited": {"limit": "three"}}]'`, unique)))
+	}
+	got := reserveOn(t, session(t, db), "w", clock())
+	require.Len(t, got, 6)
+	for i, p := range got {
+		require.Equal(t, order[i], p.UUID, "reported in pick order")
+		if i < 3 {
+			require.Nil(t, p.Pickup, "job %d is within the budget", i)
+		} else {
+			require.Equal(t, "turned_away", *p.Pickup, "job %d is past the budget", i)
+		}
+	}
+}
+
 // S28: a named limit is one budget for every worker; over budget the job is released
 // until the window resets plus 3 s, without its handler; the count is exact under
 // concurrency.

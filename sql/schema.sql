@@ -488,10 +488,16 @@ DECLARE
     v_tids   tid[];
     v_held   text[];
     v_expire int[];
+    v_jobs   text[];                    -- the jobs' fields admission reads, one pass over them
+    v_payloads jsonb[];
+    v_mw     jsonb[];
+    v_keys   jsonb[];
+    v_uuids  uuid[];
+    v_tokens uuid[];
+    v_over   boolean[];                 -- per job: pgq._handing_over has work (S23, a debounce burst)
     v_adm    pgq.admission[];
     v_a      pgq.admission;
     v_job    pgq.jobs;
-    i        int := 0;
 BEGIN
     IF cardinality(p_batch.admit) = 0 THEN
         RETURN p_batch;
@@ -501,18 +507,24 @@ BEGIN
     v_tids := p_batch.tids;
     v_held := p_batch.held;
     v_expire := p_batch.expire;
-    v_adm := ARRAY(
-        SELECT a FROM pgq._admit(ARRAY(SELECT u.job FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 ARRAY(SELECT u.payload FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 ARRAY(SELECT u.middleware FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 ARRAY(SELECT u.middleware_keys FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 ARRAY(SELECT u.uuid FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 ARRAY(SELECT u.lease_token FROM unnest(v_admit) WITH ORDINALITY u ORDER BY u.ordinality),
-                                 p_worker, p_now) a
-        ORDER BY a.ord);
-    FOREACH v_job IN ARRAY v_admit LOOP
-        i := i + 1;
+    SELECT array_agg(u.job), array_agg(u.payload), array_agg(u.middleware), array_agg(u.middleware_keys),
+           array_agg(u.uuid), array_agg(u.lease_token),
+           array_agg(u.unique_until = 'processing' OR u.debounce_key IS NOT NULL)
+    INTO v_jobs, v_payloads, v_mw, v_keys, v_uuids, v_tokens, v_over
+    FROM (SELECT * FROM unnest(v_admit) WITH ORDINALITY ORDER BY ordinality) u;  -- aggregates keep this order
+    v_adm := ARRAY(SELECT a FROM pgq._admit(v_jobs, v_payloads, v_mw, v_keys, v_uuids, v_tokens, p_worker, p_now) a
+                   ORDER BY a.ord);
+    FOR i IN 1 .. cardinality(v_adm) LOOP
         v_a := v_adm[i];
+        IF v_a.turned_by IS NULL AND v_a.error IS NULL AND v_a.busy IS NOT TRUE THEN  -- admitted
+            IF v_over[i] THEN
+                PERFORM pgq._handing_over(v_admit[i]);
+            END IF;
+            v_held[v_places[i]] := CASE WHEN cardinality(v_a.held) > 0 THEN v_a.held::text END;
+            v_expire[v_places[i]] := v_a.held_expire_after;
+            CONTINUE;
+        END IF;
+        v_job := v_admit[i];
         IF v_a.busy THEN
             p_batch.busy := true;
         ELSIF v_a.error IS NOT NULL THEN
@@ -526,16 +538,11 @@ BEGIN
             UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => v_a.delay), waits_on = v_a.held[1]
             WHERE j.uuid = v_job.uuid AND j.slot = p_batch.slot;
             p_batch.turned := p_batch.turned || v_job.id;
-        ELSIF v_a.turned_by IS NOT NULL THEN
+        ELSE
             PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);
             p_batch.report_places := p_batch.report_places || v_places[i];
             p_batch.turned := p_batch.turned || v_job.id;
-        ELSE
-            PERFORM pgq._handing_over(v_job);
-            v_held[v_places[i]] := CASE WHEN cardinality(v_a.held) > 0 THEN v_a.held::text END;
-            v_expire[v_places[i]] := v_a.held_expire_after;
-            CONTINUE;
         END IF;
         v_tids[v_places[i]] := NULL;
     END LOOP;
@@ -568,10 +575,10 @@ CREATE FUNCTION pgq._admit(p_jobs text[], p_payloads jsonb[], p_middleware jsonb
 DECLARE
     v_n     int := coalesce(cardinality(p_jobs), 0);
     v_steps int;
-    v_alive boolean[];                  -- per job: not turned away or failed yet
-    v_held  text[];                     -- per job: overlap keys leased so far (a text[] as text)
-    v_exp   int[];                      -- per job: the largest expire_after of its leases so far, -1 once one has none
-    v_out   pgq.admission[] := '{}';    -- the jobs turned away, failed or left waiting
+    v_alive boolean[] := array_fill(true, ARRAY[v_n]);     -- per job: not turned away or failed yet
+    v_held  text[] := array_fill(NULL::text, ARRAY[v_n]);  -- per job: overlap keys leased so far (a text[] as text)
+    v_exp   int[] := array_fill(NULL::int, ARRAY[v_n]);    -- per job: the largest expire_after of its leases so far, -1 once one has none
+    v_out   pgq.admission[] := pgq._admit_unbounded(p_middleware);  -- the jobs turned away, failed or left waiting
     v_dec   pgq.admission[];            -- decided at this position
     v_ord   int[];                      -- this position's middleware of each job still in: place, name, settings, key
     v_name  text[];
@@ -580,16 +587,13 @@ DECLARE
     v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_ov    record;                     -- the leases without_overlapping or concurrency_limited won
     v_kind  text;
+    v_max   int := (pgq._middleware_bounds()).entries;
 BEGIN
-    v_alive := array_fill(true, ARRAY[v_n]);
-    v_out := pgq._admit_unbounded(p_middleware);
     FOR i IN 1 .. cardinality(v_out) LOOP
         v_alive[v_out[i].ord] := false;
     END LOOP;
     SELECT max(jsonb_array_length(m)) INTO v_steps FROM unnest(p_middleware) m
-    WHERE jsonb_array_length(m) <= (pgq._middleware_bounds()).entries;
-    v_held := array_fill(NULL::text, ARRAY[v_n]);
-    v_exp := array_fill(NULL::int, ARRAY[v_n]);
+    WHERE jsonb_array_length(m) <= v_max;
     FOR v_pos IN 0 .. coalesce(v_steps, 0) - 1 LOOP
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
@@ -5788,27 +5792,38 @@ DECLARE
     v_tokens uuid[] := pgq._lease_tokens(p_base, array_fill(p_pick.slot, ARRAY[v_n]), p_pick.ids);
     v_rep   pgq.reservation[] := '{}';
     v_rep_places int[] := '{}';
-    v_admit pgq.jobs[] := '{}';
-    v_ords  int[] := '{}';
+    v_jobs  pgq.jobs[];                   -- the rows read, as reserved, with their places,
+    v_ords  int[];
+    v_checked boolean[];                  -- and whether a check other than admission applies
+    v_admit pgq.jobs[] := '{}';           -- to admission, with their places
+    v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
-    r       record;
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    FOR r IN
-        SELECT j AS job, p.ord::int AS ord
-        FROM pgq.jobs j
-        JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
-        WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids)
-          AND (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
-               OR j.unique_until = 'processing' OR j.middleware IS NOT NULL
-               OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
-               OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
-                   AND j.attempts + 1 > coalesce(j.tries, p_default_tries)))
-        ORDER BY p.ord
-    LOOP
-        v_job := pgq._as_reserved(r.job, p_now, p_lease, p_worker, v_tokens[r.ord]);
+    SELECT array_agg(pgq._as_reserved(x.job, p_now, p_lease, p_worker, v_tokens[x.ord])), array_agg(x.ord),
+           array_agg(x.checked)
+    INTO v_jobs, v_ords, v_checked
+    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
+          FROM pgq.jobs j
+          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
+          CROSS JOIN LATERAL (
+              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
+                      OR j.unique_until = 'processing'
+                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
+                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
+                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
+          ) c
+          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
+          ORDER BY p.ord) x;  -- the aggregates keep this order
+    FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
+        IF NOT v_checked[i] THEN  -- middleware only: straight to admission
+            v_admit := v_admit || v_jobs[i];
+            v_admit_ords := v_admit_ords || v_ords[i];
+            CONTINUE;
+        END IF;
+        v_job := v_jobs[i];
         IF v_job.cancel_requested_at IS NULL AND v_job.batch_id IS NOT NULL
            AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL) THEN
             v_job.cancel_requested_at := p_now;
@@ -5839,20 +5854,20 @@ BEGIN
             v_rep := v_rep || pgq._reported(v_job, 'exhausted', v_why);
         ELSIF v_job.middleware IS NOT NULL THEN
             v_admit := v_admit || v_job;
-            v_ords := v_ords || r.ord;
+            v_admit_ords := v_admit_ords || v_ords[i];
             CONTINUE;
         ELSE
             PERFORM pgq._handing_over(v_job);
             CONTINUE;
         END IF;
-        v_rep_places := v_rep_places || r.ord;
-        v_tids[r.ord] := NULL;
+        v_rep_places := v_rep_places || v_ords[i];
+        v_tids[v_ords[i]] := NULL;
     END LOOP;
     v_b.tids := v_tids;
     v_b.held := array_fill(NULL::text, ARRAY[v_n]);
     v_b.expire := array_fill(NULL::int, ARRAY[v_n]);
     v_b.admit := v_admit;
-    v_b.admit_ords := v_ords;
+    v_b.admit_ords := v_admit_ords;
     v_b.reports := v_rep;
     v_b.report_places := v_rep_places;
     v_b.turned := '{}';

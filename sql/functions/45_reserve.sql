@@ -146,27 +146,38 @@ DECLARE
     v_tokens uuid[] := pgq._lease_tokens(p_base, array_fill(p_pick.slot, ARRAY[v_n]), p_pick.ids);
     v_rep   pgq.reservation[] := '{}';
     v_rep_places int[] := '{}';
-    v_admit pgq.jobs[] := '{}';
-    v_ords  int[] := '{}';
+    v_jobs  pgq.jobs[];                   -- the rows read, as reserved, with their places,
+    v_ords  int[];
+    v_checked boolean[];                  -- and whether a check other than admission applies
+    v_admit pgq.jobs[] := '{}';           -- to admission, with their places
+    v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
-    r       record;
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    FOR r IN
-        SELECT j AS job, p.ord::int AS ord
-        FROM pgq.jobs j
-        JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
-        WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids)
-          AND (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
-               OR j.unique_until = 'processing' OR j.middleware IS NOT NULL
-               OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
-               OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
-                   AND j.attempts + 1 > coalesce(j.tries, p_default_tries)))
-        ORDER BY p.ord
-    LOOP
-        v_job := pgq._as_reserved(r.job, p_now, p_lease, p_worker, v_tokens[r.ord]);
+    SELECT array_agg(pgq._as_reserved(x.job, p_now, p_lease, p_worker, v_tokens[x.ord])), array_agg(x.ord),
+           array_agg(x.checked)
+    INTO v_jobs, v_ords, v_checked
+    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
+          FROM pgq.jobs j
+          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
+          CROSS JOIN LATERAL (
+              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
+                      OR j.unique_until = 'processing'
+                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
+                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
+                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
+          ) c
+          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
+          ORDER BY p.ord) x;  -- the aggregates keep this order
+    FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
+        IF NOT v_checked[i] THEN  -- middleware only: straight to admission
+            v_admit := v_admit || v_jobs[i];
+            v_admit_ords := v_admit_ords || v_ords[i];
+            CONTINUE;
+        END IF;
+        v_job := v_jobs[i];
         IF v_job.cancel_requested_at IS NULL AND v_job.batch_id IS NOT NULL
            AND EXISTS (SELECT FROM pgq.job_batches b WHERE b.id = v_job.batch_id AND b.cancelled_at IS NOT NULL) THEN
             v_job.cancel_requested_at := p_now;
@@ -197,20 +208,20 @@ BEGIN
             v_rep := v_rep || pgq._reported(v_job, 'exhausted', v_why);
         ELSIF v_job.middleware IS NOT NULL THEN
             v_admit := v_admit || v_job;
-            v_ords := v_ords || r.ord;
+            v_admit_ords := v_admit_ords || v_ords[i];
             CONTINUE;
         ELSE
             PERFORM pgq._handing_over(v_job);
             CONTINUE;
         END IF;
-        v_rep_places := v_rep_places || r.ord;
-        v_tids[r.ord] := NULL;
+        v_rep_places := v_rep_places || v_ords[i];
+        v_tids[v_ords[i]] := NULL;
     END LOOP;
     v_b.tids := v_tids;
     v_b.held := array_fill(NULL::text, ARRAY[v_n]);
     v_b.expire := array_fill(NULL::int, ARRAY[v_n]);
     v_b.admit := v_admit;
-    v_b.admit_ords := v_ords;
+    v_b.admit_ords := v_admit_ords;
     v_b.reports := v_rep;
     v_b.report_places := v_rep_places;
     v_b.turned := '{}';
