@@ -621,8 +621,7 @@ BEGIN
                 v_ov := pgq._admit_concurrency(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
             END IF;
             v_dec := v_dec || v_ov.turned;
-            -- Element assignments to local arrays: O(1) each, where a join of arrays gets
-            -- a nested loop, and a subscript of a record's array field walks it.
+            -- O(1) element assignments in local arrays (a record's array field is walked).
             v_w_ord := v_ov.won_ord;
             v_w_key := v_ov.won_key;
             v_w_exp := v_ov.won_exp;
@@ -646,15 +645,12 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
-
-    -- A job turned away, failed or left waiting gives back the leases earlier middleware
-    -- took for it.
+    -- Jobs turned away, failed or left waiting give back the leases earlier ones took.
     IF cardinality(v_out) > 0 THEN
         DELETE FROM pgq.overlap_locks o
         USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
         WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
-
     -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] would read the
     -- arrays from their start for each job.
     RETURN QUERY
@@ -1069,30 +1065,39 @@ COMMENT ON FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) IS 'The jobs of a
 
 
 --
--- Name: _as_reserved(pgq.jobs, timestamp with time zone, integer, text, uuid); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _as_reserved(pgq.jobs[], integer[], uuid[], timestamp with time zone, integer, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) RETURNS pgq.jobs
+CREATE FUNCTION pgq._as_reserved(p_jobs pgq.jobs[], p_places integer[], p_tokens uuid[], p_now timestamp with time zone, p_lease integer, p_worker text) RETURNS pgq.jobs[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_until timestamptz := p_now + make_interval(secs => p_lease);
+    v_out   pgq.jobs[] := '{}';
+    v_job   pgq.jobs;
+    i       int := 0;
 BEGIN
-    p_job.attempts := p_job.attempts + 1;
-    p_job.reserved_at := p_now;
-    p_job.reserved_until := p_now + make_interval(secs => p_lease);
-    p_job.reserved_by := p_worker;
-    p_job.lease_token := p_token;
-    p_job.started_at := p_now;
-    RETURN p_job;
+    FOREACH v_job IN ARRAY coalesce(p_jobs, '{}') LOOP
+        i := i + 1;
+        v_job.attempts := v_job.attempts + 1;
+        v_job.reserved_at := p_now;
+        v_job.reserved_until := v_until;
+        v_job.reserved_by := p_worker;
+        v_job.lease_token := p_tokens[p_places[i]];
+        v_job.started_at := p_now;
+        v_out := v_out || v_job;
+    END LOOP;
+    RETURN v_out;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _as_reserved(p_jobs pgq.jobs[], p_places integer[], p_tokens uuid[], p_now timestamp with time zone, p_lease integer, p_worker text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) IS 'A picked job as its reservation makes it (attempt counted, leased), for the reserve''s stages to record.';
+COMMENT ON FUNCTION pgq._as_reserved(p_jobs pgq.jobs[], p_places integer[], p_tokens uuid[], p_now timestamp with time zone, p_lease integer, p_worker text) IS 'Picked jobs as their reservation makes them (attempt counted, leased), for the reserve''s stages to record.';
 
 
 SET default_table_access_method = heap;
@@ -5810,9 +5815,7 @@ DECLARE
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    SELECT array_agg(pgq._as_reserved(x.job, p_now, p_lease, p_worker, v_tokens[x.ord])), array_agg(x.ord),
-           array_agg(x.checked)
-    INTO v_jobs, v_ords, v_checked
+    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO v_jobs, v_ords, v_checked
     FROM (SELECT j AS job, p.ord::int AS ord, c.checked
           FROM pgq.jobs j
           JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
@@ -5825,6 +5828,7 @@ BEGIN
           ) c
           WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
           ORDER BY p.ord) x;  -- the aggregates keep this order
+    v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission
             v_admit := v_admit || v_jobs[i];
@@ -13133,10 +13137,10 @@ REVOKE ALL ON FUNCTION pgq._admit_unbounded(p_middleware jsonb[]) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _as_reserved(p_jobs pgq.jobs[], p_places integer[], p_tokens uuid[], p_now timestamp with time zone, p_lease integer, p_worker text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamp with time zone, p_lease integer, p_worker text, p_token uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._as_reserved(p_jobs pgq.jobs[], p_places integer[], p_tokens uuid[], p_now timestamp with time zone, p_lease integer, p_worker text) FROM PUBLIC;
 
 
 --

@@ -1,26 +1,40 @@
 -- Writing an attempt's outcome: history rows (S19), fencing (S15), failing for good (S17), turn-aways.
 
--- pgq._as_reserved: the job as its pickup makes it: its attempt counted (S5), leased to
--- p_worker from p_now for p_lease seconds with p_token (S14, S15), started. A reserve's
+-- pgq._as_reserved: picked jobs as their pickup makes them: each one's attempt counted
+-- (S5), leased to p_worker from p_now for p_lease seconds with the token at its place
+-- in p_tokens (p_places: each job's place in the pick; S14, S15), started. A reserve's
 -- stages record and end a picked job in this form before (or instead of) reserving its
--- row, so its history says which attempt and lease it was.
-CREATE OR REPLACE FUNCTION pgq._as_reserved(p_job pgq.jobs, p_now timestamptz, p_lease int, p_worker text, p_token uuid)
-RETURNS pgq.jobs
+-- row, so its history says which attempt and lease it was. One call for a batch: each
+-- call of a function that pins its search_path sets and restores it, which costs more
+-- than this function's work for one job.
+CREATE OR REPLACE FUNCTION pgq._as_reserved(p_jobs pgq.jobs[], p_places int[], p_tokens uuid[],
+                                            p_now timestamptz, p_lease int, p_worker text)
+RETURNS pgq.jobs[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_until timestamptz := p_now + make_interval(secs => p_lease);
+    v_out   pgq.jobs[] := '{}';
+    v_job   pgq.jobs;
+    i       int := 0;
 BEGIN
-    p_job.attempts := p_job.attempts + 1;
-    p_job.reserved_at := p_now;
-    p_job.reserved_until := p_now + make_interval(secs => p_lease);
-    p_job.reserved_by := p_worker;
-    p_job.lease_token := p_token;
-    p_job.started_at := p_now;
-    RETURN p_job;
+    FOREACH v_job IN ARRAY coalesce(p_jobs, '{}') LOOP
+        i := i + 1;
+        v_job.attempts := v_job.attempts + 1;
+        v_job.reserved_at := p_now;
+        v_job.reserved_until := v_until;
+        v_job.reserved_by := p_worker;
+        v_job.lease_token := p_tokens[p_places[i]];
+        v_job.started_at := p_now;
+        v_out := v_out || v_job;
+    END LOOP;
+    RETURN v_out;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._as_reserved(pgq.jobs, timestamptz, int, text, uuid) IS 'A picked job as its reservation makes it (attempt counted, leased), for the reserve''s stages to record.';
+COMMENT ON FUNCTION pgq._as_reserved(pgq.jobs[], int[], uuid[], timestamptz, int, text) IS
+    'Picked jobs as their reservation makes them (attempt counted, leased), for the reserve''s stages to record.';
 
 -- pgq._record: appends one attempt row for a job as it is now (S19), with its
 -- exception's DETAIL and HINT when it had them (S88).

@@ -74,6 +74,9 @@ COMMENT ON FUNCTION pgq._admit_missing_keys(int[], text[], jsonb[], text[], text
 -- advisory locks tried without waiting, and rate-limit windows are waited for only by
 -- the first call of a transaction that needs any, in (limit, key) order (S82); a later
 -- call leaves the jobs of a window another transaction holds waiting (busy).
+-- The joins here are of a batch's arrays with each other and with small keyed tables;
+-- as nested loops (pgq.reserve's callers turn hash and merge joins off for pgq.jobs,
+-- S78) they would cost n². The same for pgq._release_overlap.
 CREATE OR REPLACE FUNCTION pgq._admit(
     p_jobs text[], p_payloads jsonb[], p_middleware jsonb[], p_keys jsonb[], p_uuids uuid[], p_tokens uuid[],
     p_worker text, p_now timestamptz
@@ -81,10 +84,7 @@ CREATE OR REPLACE FUNCTION pgq._admit(
 RETURNS SETOF pgq.admission
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
--- The joins here are of a batch's arrays with each other and with small keyed tables;
--- as nested loops (pgq.reserve's callers turn hash and merge joins off for pgq.jobs,
--- S78) they would cost n². The same for pgq._release_overlap.
-SET enable_hashjoin = on SET enable_mergejoin = on
+SET enable_hashjoin = on SET enable_mergejoin = on  -- see above
 AS $$
 DECLARE
     v_n     int := coalesce(cardinality(p_jobs), 0);
@@ -135,8 +135,7 @@ BEGIN
                 v_ov := pgq._admit_concurrency(v_ord, v_name, v_cfg, v_key, p_uuids, p_tokens, p_worker, p_now);
             END IF;
             v_dec := v_dec || v_ov.turned;
-            -- Element assignments to local arrays: O(1) each, where a join of arrays gets
-            -- a nested loop, and a subscript of a record's array field walks it.
+            -- O(1) element assignments in local arrays (a record's array field is walked).
             v_w_ord := v_ov.won_ord;
             v_w_key := v_ov.won_key;
             v_w_exp := v_ov.won_exp;
@@ -160,15 +159,12 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
-
-    -- A job turned away, failed or left waiting gives back the leases earlier middleware
-    -- took for it.
+    -- Jobs turned away, failed or left waiting give back the leases earlier ones took.
     IF cardinality(v_out) > 0 THEN
         DELETE FROM pgq.overlap_locks o
         USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
         WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
     END IF;
-
     -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] would read the
     -- arrays from their start for each job.
     RETURN QUERY

@@ -156,9 +156,7 @@ DECLARE
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    SELECT array_agg(pgq._as_reserved(x.job, p_now, p_lease, p_worker, v_tokens[x.ord])), array_agg(x.ord),
-           array_agg(x.checked)
-    INTO v_jobs, v_ords, v_checked
+    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO v_jobs, v_ords, v_checked
     FROM (SELECT j AS job, p.ord::int AS ord, c.checked
           FROM pgq.jobs j
           JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
@@ -171,6 +169,7 @@ BEGIN
           ) c
           WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
           ORDER BY p.ord) x;  -- the aggregates keep this order
+    v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission
             v_admit := v_admit || v_jobs[i];
