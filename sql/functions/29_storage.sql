@@ -422,7 +422,7 @@ SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
 AS $$
 BEGIN
-    CASE pgq._token_slot(p_token)
+    CASE (pgq._token_slots(ARRAY[p_token]))[1]  -- (one call: each sets and restores the search_path)
         WHEN 0 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys
                     FROM pgq.jobs_0 j WHERE j.uuid = p_uuid AND j.lease_token = p_token;
         WHEN 1 THEN SELECT j.id, j.job, j.handler, j.payload, j.reserved_by, j.attempts, j.overlap_keys INTO id, job, handler, payload, reserved_by, attempts, overlap_keys

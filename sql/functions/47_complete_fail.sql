@@ -554,16 +554,17 @@ BEGIN
             USING ERRCODE = '42883',
                   HINT = 'Keep handlers with CREATE OR REPLACE; after a DROP, define the class again and retry the failed jobs (pgq.retry_failed takes the class''s handler).';
     END IF;
-    FOR v_key IN
-        SELECT o.key FROM pgq.overlap_locks o
-        WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = p_uuid AND o.expire_after IS NULL
-          AND v_job.overlap_keys IS NOT NULL  -- (most jobs have none: then no scan)
-    LOOP
-        IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
-            RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
-                USING ERRCODE = 'PQ002';
-        END IF;
-    END LOOP;
+    IF v_job.overlap_keys IS NOT NULL THEN  -- (most jobs have none: then no statement)
+        FOR v_key IN
+            SELECT o.key FROM pgq.overlap_locks o
+            WHERE o.key = ANY (v_job.overlap_keys) AND o.job_uuid = p_uuid AND o.expire_after IS NULL
+        LOOP
+            IF NOT pgq._overlap_key_lock(pgq._overlap_lock_id(v_key)) THEN
+                RAISE EXCEPTION 'pgq: overlap key % is still held by a handler whose lease ended', v_key
+                    USING ERRCODE = 'PQ002';
+            END IF;
+        END LOOP;
+    END IF;
     handler := v_job.handler;
     payload := v_job.payload;
     worker := v_job.reserved_by;
