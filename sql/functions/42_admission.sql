@@ -289,11 +289,13 @@ COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], u
 -- lists of a batch (as pgq._admit_overlap). A key whose limit is N has N places; a
 -- running job holds one by an overlap lease on the place ('#' key '#' i), so that it
 -- has S34's guarantees: renewed by its worker's heartbeats, ended with its attempt,
--- free within the overlap TTL when its worker is gone. The batch's jobs of a key are
--- offered the places no live lease holds, in batch order, through pgq._admit_overlap;
--- a place that another reserve is taking at that moment (its advisory lock held) is
--- passed over for the next one, and each call starts at a place of its own, so that
--- reserves running together seldom offer the same ones.
+-- free within the overlap TTL when its worker is gone. Each key's places are offered in
+-- an order of this call's own (reserves running together seldom start at the same
+-- place): the places no live lease holds are locked without waiting, in that order,
+-- until as many are locked as the key has jobs, in one statement; a place another
+-- reserve is taking (its lock held) is passed over. The places locked go to the key's
+-- jobs in batch order through pgq._admit_overlap, which checks their leases again
+-- after the locks; a place leased meanwhile sends its job on to the next ones.
 -- A job that gets none waits uncounted: turned_by concurrency_limited, its key in held,
 -- and delay the seconds until the first of the key's leases could run out (at least 1).
 -- A named limit dropped after dispatch admits its jobs.
@@ -309,15 +311,17 @@ DECLARE
     v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
     v_key   text[];
     v_lim   int[];
+    v_k_key text[];                     -- per key: the key, its limit, where its places start in v_p_*,
+    v_k_lim int[];                      -- and the next of them to offer
+    v_k_at  int[]; v_k_next int[];
+    v_p_name text[];                    -- every place of the batch's keys, in offer order: name, lock id, leased
+    v_p_id  bigint[]; v_p_live boolean[];
+    v_h_name text[];                    -- the places a live lease holds: name, the lease's end
+    v_h_end timestamptz[];
+    v_l_key int[]; v_l_at int[];        -- the places locked in a round: key (index), place (index)
     v_o_ord int[];                      -- the jobs offered a place, and the place
     v_place text[];
-    v_p_key text[];                     -- every place of the batch's keys: its key, its name
-    v_p_name text[];
-    v_h_name text[];                    -- the places a live lease holds: name, key, the lease's end
-    v_h_key text[];
-    v_h_end timestamptz[];
-    v_tried text[] := '{}';             -- the places offered so far
-    v_spin  int := floor(random() * 1000)::int;  -- where this call starts among a key's places
+    v_spin  int := floor(random() * 1000)::int;
     v_ov    record;
 BEGIN
     SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
@@ -330,46 +334,68 @@ BEGIN
     IF v_ord IS NULL THEN
         RETURN;
     END IF;
-    -- The places of each key (its limit, as its first job in the batch has it), then
-    -- those a live lease holds, by one index scan of their names: a join with the
-    -- leases gets planned as a scan of every generation.
-    SELECT array_agg(k.key ORDER BY k.key, (i + v_spin) % k.lim), array_agg('#' || k.key || '#' || i ORDER BY k.key, (i + v_spin) % k.lim)
-    INTO v_p_key, v_p_name
-    FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) k,
-         generate_series(1, k.lim) i;
-    SELECT array_agg(o.key), array_agg(v_p_key[array_position(v_p_name, o.key)]), array_agg(o.expires_at)
-    INTO v_h_name, v_h_key, v_h_end
+    -- Each key (its limit, as its first job in the batch has it) and its places, those
+    -- of a key together; then which a live lease holds, by one index scan of their names
+    -- (a join with the leases gets planned as a scan of every generation).
+    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.at) INTO v_k_key, v_k_lim, v_k_at
+    FROM (SELECT f.key, f.lim, 1 + (sum(f.lim) OVER (ORDER BY f.key) - f.lim)::int AS at
+          FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) f
+          ORDER BY f.key) k;
+    v_k_next := v_k_at;
+    v_p_name := ARRAY(SELECT '#' || k.key || '#' || (1 + (i + v_spin) % k.lim)
+                      FROM unnest(v_k_key, v_k_lim) WITH ORDINALITY k(key, lim, n), generate_series(0, k.lim - 1) i
+                      ORDER BY k.n, i);
+    v_p_id := pgq._overlap_lock_ids(v_p_name);
+    SELECT array_agg(o.key), array_agg(o.expires_at) INTO v_h_name, v_h_end
     FROM pgq.overlap_locks o
     WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
+    SELECT array_agg(h.name IS NOT NULL ORDER BY p.n) INTO v_p_live
+    FROM unnest(v_p_name) WITH ORDINALITY p(name, n) LEFT JOIN unnest(v_h_name) h(name) ON h.name = p.name;
     LOOP
+        -- Per key, its free places from the next not yet offered, locked without waiting
+        -- until as many are locked as it has jobs without one: the LIMIT stops the
+        -- locking there (the lateral scan evaluates its filter row by row).
+        SELECT array_agg(k.n ORDER BY k.n, c.i), array_agg(c.i ORDER BY k.n, c.i) INTO v_l_key, v_l_at
+        FROM (SELECT n, count(*) AS jobs
+              FROM unnest(v_key, v_ord) j(key, ord), array_position(v_k_key, j.key) n
+              WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
+              GROUP BY n) k
+        CROSS JOIN LATERAL (
+            SELECT i FROM generate_series(v_k_next[k.n], v_k_at[k.n] + v_k_lim[k.n] - 1) i
+            WHERE NOT v_p_live[i] AND pg_try_advisory_xact_lock(v_p_id[i])
+            LIMIT k.jobs) c;
+        EXIT WHEN v_l_key IS NULL;
+        -- The next round offers each key the places after its last one locked here.
+        FOR i IN 1 .. cardinality(v_l_key) LOOP
+            v_k_next[v_l_key[i]] := v_l_at[i] + 1;
+        END LOOP;
         WITH jobs AS (
-            SELECT j.ord, j.key, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
+            SELECT j.ord, array_position(v_k_key, j.key) AS k, row_number() OVER (PARTITION BY j.key ORDER BY j.ord) AS n
             FROM unnest(v_ord, v_key) j(ord, key)
             WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
         ), places AS (
-            SELECT p.key, p.place, row_number() OVER (PARTITION BY p.key ORDER BY p.i) AS n
-            FROM unnest(v_p_key, v_p_name) WITH ORDINALITY p(key, place, i)
-            WHERE p.place <> ALL (coalesce(v_h_name, '{}')) AND p.place <> ALL (v_tried)
+            SELECT l.k, l.at, row_number() OVER (PARTITION BY l.k ORDER BY l.at) AS n
+            FROM unnest(v_l_key, v_l_at) l(k, at)
         )
-        SELECT array_agg(j.ord ORDER BY j.ord), array_agg(p.place ORDER BY j.ord) INTO v_o_ord, v_place
-        FROM jobs j JOIN places p ON p.key = j.key AND p.n = j.n;
-        EXIT WHEN v_o_ord IS NULL;
+        SELECT array_agg(j.ord ORDER BY j.ord), array_agg(v_p_name[p.at] ORDER BY j.ord) INTO v_o_ord, v_place
+        FROM jobs j JOIN places p ON p.k = j.k AND p.n = j.n;
         v_ov := pgq._admit_overlap(v_o_ord, array_fill('without_overlapping'::text, ARRAY[cardinality(v_o_ord)]),
                                    array_fill('{}'::jsonb, ARRAY[cardinality(v_o_ord)]), v_place, p_uuids, p_tokens, p_worker, p_now);
         won_ord := won_ord || v_ov.won_ord;
         won_key := won_key || v_ov.won_key;
         won_exp := won_exp || v_ov.won_exp;
-        v_tried := v_tried || v_place;
+        EXIT WHEN cardinality(won_ord) = cardinality(v_ord);
     END LOOP;
     -- A job left waiting is ready again when the first of its key's leases could run
     -- out: one held before this call, or else one it took.
     turned := ARRAY(
         SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
                    greatest(1, ceil(extract(epoch FROM coalesce(
-                       (SELECT min(h.e) FROM unnest(v_h_key, v_h_end) h(key, e) WHERE h.key = j.key),
+                       (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
+                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_lim[k.n] - 1])),
                        pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
                    false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
-        FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim)
+        FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
 END;
 $$;
