@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,7 +76,7 @@ func (c *Client) DispatchMany(ctx context.Context, job string, args []any, opts 
 	if collect(opts).byCopy {
 		return c.dispatchCopy(ctx, nil, job, args, opts)
 	}
-	return dispatchMany(ctx, c.q, job, args, opts)
+	return c.dispatchMany(ctx, nil, job, args, opts)
 }
 
 // DispatchManyTx is DispatchMany inside tx.
@@ -86,7 +87,7 @@ func (c *Client) DispatchManyTx(ctx context.Context, tx pgx.Tx, job string, args
 	if collect(opts).byCopy {
 		return c.dispatchCopy(ctx, tx, job, args, opts)
 	}
-	return dispatchMany(ctx, c.q.WithTx(tx), job, args, opts)
+	return c.dispatchMany(ctx, tx, job, args, opts)
 }
 
 // stagedTable is the staging table pgq.stage_dispatch makes in the session (S68).
@@ -96,7 +97,7 @@ var stagedTable = pgx.Identifier{"pg_temp", "pgq_staged_payloads"}
 // in tx, or in a transaction of its own when tx is nil (ByCopy). Arguments carrying
 // unique or debounce keys cannot go this way: a dropped duplicate has no uuid to put in
 // the array pgq.dispatch_staged returns.
-func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args []any, opts []Option) (ids []uuid.UUID, err error) {
+func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args []any, opts []Option) ([]uuid.UUID, error) {
 	if len(args) > 0 {
 		opts = append(argOptions(args[0]), opts...)
 	}
@@ -104,8 +105,7 @@ func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args [
 	if err := s.dispatchOnly("dispatch"); err != nil {
 		return nil, err
 	}
-	if s.uniqueKey != nil || s.uniqueFor != nil || s.uniqueUntil != nil || s.uniqueBy != nil ||
-		s.debounceKey != nil || s.debounceFor != nil || s.debounceBy != nil || s.debounceMaxWait != nil {
+	if s.keyed() {
 		return nil, fmt.Errorf("dispatch %s: %w: ByCopy cannot be combined with unique or debounce options", job, ErrInvalidArgument)
 	}
 	if len(args) == 0 {
@@ -119,20 +119,11 @@ func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args [
 		}
 		payloads[i] = p
 	}
-	if tx == nil {
-		if tx, err = c.pool.Begin(ctx); err != nil {
-			return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
-		}
-		defer func() {
-			if err != nil {
-				_ = tx.Rollback(ctx)
-				return
-			}
-			if err = tx.Commit(ctx); err != nil {
-				ids, err = nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
-			}
-		}()
-	}
+	return c.inTx(ctx, tx, job, func(tx pgx.Tx) ([]uuid.UUID, error) { return c.copyStaged(ctx, tx, job, payloads, s) })
+}
+
+// copyStaged stages payloads by COPY in tx and queues them (pgq.dispatch_staged).
+func (c *Client) copyStaged(ctx context.Context, tx pgx.Tx, job string, payloads []json.RawMessage, s settings) ([]uuid.UUID, error) {
 	q := c.q.WithTx(tx)
 	if _, err := q.JobStageDispatch(ctx); err != nil {
 		return nil, fmt.Errorf("dispatch %s: stage: %w", job, MapError(err))
@@ -142,7 +133,7 @@ func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args [
 	})); err != nil {
 		return nil, fmt.Errorf("dispatch %s: copy: %w", job, MapError(err))
 	}
-	ids, err = q.JobDispatchStaged(ctx, dbsqlc.JobDispatchStagedParams{
+	ids, err := q.JobDispatchStaged(ctx, dbsqlc.JobDispatchStagedParams{
 		Job:           job,
 		Queue:         s.queue,
 		Delay:         s.delay,
@@ -162,6 +153,58 @@ func (c *Client) dispatchCopy(ctx context.Context, tx pgx.Tx, job string, args [
 		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
 	}
 	return ids, nil
+}
+
+// inTx runs dispatch in tx, or in a transaction of its own, committed after it, when tx
+// is nil.
+func (c *Client) inTx(ctx context.Context, tx pgx.Tx, job string, dispatch func(pgx.Tx) ([]uuid.UUID, error)) (ids []uuid.UUID, err error) {
+	if tx != nil {
+		return dispatch(tx)
+	}
+	if tx, err = c.pool.Begin(ctx); err != nil {
+		return nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return
+		}
+		if err = tx.Commit(ctx); err != nil {
+			ids, err = nil, fmt.Errorf("dispatch %s: %w", job, MapError(err))
+		}
+	}()
+	return dispatch(tx)
+}
+
+// dispatchPart is the most payloads one pgq.dispatch_many call of DispatchMany carries,
+// as pgq.dispatch_staged's calls do (pgq._staged_batch): each function an array
+// argument passes through walks and copies it whole, and the time per payload of that
+// grows with the array, so a larger dispatch goes in parts of one transaction (S124).
+const dispatchPart = 16384
+
+// dispatchMany queues args in tx (nil: the pool's), in parts of at most dispatchPart of
+// about equal size and in a transaction of its own when there are several, unless they
+// carry unique or debounce keys: a key stays with the whole dispatch.
+func (c *Client) dispatchMany(ctx context.Context, tx pgx.Tx, job string, args []any, opts []Option) ([]uuid.UUID, error) {
+	q := c.q
+	if tx != nil {
+		q = q.WithTx(tx)
+	}
+	parts := (len(args) + dispatchPart - 1) / dispatchPart
+	if parts <= 1 || collect(opts).keyed() || len(argOptions(args[0])) > 0 {
+		return dispatchMany(ctx, q, job, args, opts)
+	}
+	return c.inTx(ctx, tx, job, func(tx pgx.Tx) ([]uuid.UUID, error) {
+		ids := make([]uuid.UUID, 0, len(args))
+		for part := range slices.Chunk(args, (len(args)+parts-1)/parts) {
+			got, err := dispatchBatch(ctx, c.q.WithTx(tx), job, part, opts)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, got...)
+		}
+		return ids, nil
+	})
 }
 
 func dispatchOne(ctx context.Context, q *dbsqlc.Queries, job string, args any, opts []Option) (uuid.UUID, error) {

@@ -2,6 +2,8 @@ package pgq_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -216,4 +218,47 @@ func TestS90S92CeilingsFromGo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = producer.Dispatch(ctx, "capped", nil, pgq.MaxTries(0))
 	require.ErrorIs(t, err, pgq.ErrInvalidArgument, "a ceiling is the class's, not a dispatch's")
+}
+
+// S124: a DispatchMany of more than 16,384 payloads goes in parts, all in one
+// transaction, in argument order.
+func TestS124LargeDispatchManyGoesInPartsOfOneTransaction(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	ctx := context.Background()
+	client, err := pgq.NewClient(db.Pool)
+	require.NoError(t, err)
+
+	const n = 2*16384 + 5 // three parts
+	args := make([]any, n)
+	for i := range args {
+		args[i] = map[string]int{"k": i}
+	}
+	ids, err := client.DispatchMany(ctx, "parts", args, pgq.Queue("parts"))
+	require.NoError(t, err)
+	require.Len(t, ids, n)
+	require.Equal(t, n, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM unnest($1::uuid[]) WITH ORDINALITY u(id, n)
+	    JOIN pgq.live_jobs j ON j.uuid = u.id AND (j.payload ->> 'k')::int = u.n - 1`, ids), "uuids in argument order")
+	require.Equal(t, n, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM (
+	    SELECT (payload ->> 'k')::int AS k, row_number() OVER (ORDER BY id) - 1 AS place FROM pgq.live_jobs WHERE queue = 'parts') q
+	    WHERE k = place`), "the jobs queue in argument order")
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(DISTINCT xmin::text)::int FROM pgq.loads WHERE queue = 'parts'`),
+		"every part written by one transaction")
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(DISTINCT left(u::text, 24))::int FROM unnest($1::uuid[]) u`, ids),
+		"in three calls (the uuids of one call share all but their last 48 bits)")
+
+	// A bad payload in the last part queues none of the parts before it.
+	bad := slices.Clone(args)
+	bad[n-1] = json.RawMessage(`{"k":`)
+	_, err = client.DispatchMany(ctx, "parts", bad, pgq.Queue("parts-bad"))
+	require.Error(t, err)
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs WHERE queue = 'parts-bad'`), "nothing queued")
+
+	// Inside the caller's transaction, the parts go with it.
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = client.DispatchManyTx(ctx, tx, "parts", args, pgq.Queue("parts-tx"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 0, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs WHERE queue = 'parts-tx'`), "rolled back with it")
 }

@@ -50,6 +50,13 @@ func collect(opts []Option) settings {
 	return s
 }
 
+// keyed tells whether the settings give a unique or debounce key, which belongs to a
+// dispatch as a whole.
+func (s settings) keyed() bool {
+	return s.uniqueKey != nil || s.uniqueFor != nil || s.uniqueUntil != nil || s.uniqueBy != nil ||
+		s.debounceKey != nil || s.debounceFor != nil || s.debounceBy != nil || s.debounceMaxWait != nil
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // Queue sends the job to the named queue instead of its class's (default "default").

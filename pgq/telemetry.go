@@ -200,10 +200,8 @@ func (c *Client) tracedMany(ctx context.Context, tx pgx.Tx, job string, args []a
 	switch {
 	case collect(opts).byCopy:
 		ids, err = c.dispatchCopy(ctx, tx, job, args, opts)
-	case tx != nil:
-		ids, err = dispatchMany(ctx, c.q.WithTx(tx), job, args, opts)
 	default:
-		ids, err = dispatchMany(ctx, c.q, job, args, opts)
+		ids, err = c.dispatchMany(ctx, tx, job, args, opts)
 	}
 	sent, attrs := sentOf(ids)
 	end(err, attrs...)
