@@ -43,10 +43,10 @@ run() {
     grep -E '^\| [0-9]|^\| pgq only|^FAILED|verify' "$out/$step.log" | cut -c1-260 || true
 }
 
-# recovery_drain LOG: the rate at which the recovery phase of a pressure log drained
-# its backlog (the figure "draining at N jobs/s" of that phase).
-recovery_drain() {
-    grep -o 'recovery: [^|]*' "$1" | grep -o 'draining at [0-9]*' | grep -o '[0-9]*$' || true
+# drain_in PHASE LOG: the rate at which that phase of a pressure log drained its backlog
+# (its figure "draining at N jobs/s"); none when no 10 s window of it ended with one.
+drain_in() {
+    grep -o "$1: [^|]*" "$2" | grep -o 'draining at [0-9]*' | grep -o '[0-9]*$' || true
 }
 
 for step in $steps; do
@@ -69,10 +69,18 @@ for step in $steps; do
             run burst-ref-$pair -runs 1 -scenarios pressure -systems pgq -db bench_pgq_burst -pgq-load-min 0 \
                 -pressure-phases recovery -pressure-preload 850000 -pressure-rate 5000 -pressure-phase 90s \
                 -quiet-cores 0.3 -quiet-max 30s
-            after=$(recovery_drain "$out/burst-$pair.log")
-            clean=$(recovery_drain "$out/burst-ref-$pair.log")
-            ratios+=("$(awk -v a="$after" -v c="$clean" 'BEGIN { if (c > 0) printf "%.3f", a / c; else print "none" }')")
-            echo "   burst pair $pair: recovery draining at ${after:-?} jobs/s, clean backlog at ${clean:-?}: ${ratios[-1]}"
+            # The burst's backlog as the recovery drains it; when the workers drained it
+            # while the burst still arrived (no recovery window ended with a backlog),
+            # as the high-load phase drained it.
+            phase=recovery
+            after=$(drain_in recovery "$out/burst-$pair.log")
+            if [ -z "$after" ]; then
+                phase=high-load
+                after=$(drain_in high-load "$out/burst-$pair.log")
+            fi
+            clean=$(drain_in recovery "$out/burst-ref-$pair.log")
+            ratios+=("$(awk -v a="$after" -v c="$clean" 'BEGIN { if (a > 0 && c > 0) printf "%.3f", a / c; else print "none" }')")
+            echo "   burst pair $pair: $phase draining at ${after:-?} jobs/s, clean backlog at ${clean:-?}: ${ratios[-1]}"
         done
         # A pair whose log gave no rate ("none") is left out of the median, and the count says so.
         printf '%s\n' "${ratios[@]}" | awk '/^[0-9.]+$/' | sort -g |
