@@ -112,3 +112,62 @@ func TestS15LeaseTokensAreFreshPerReservation(t *testing.T) {
 		seen[r.Token] = true
 	}
 }
+
+// S125: a session that sets pgq.async_reserve (the worker does on its connections)
+// commits a reserve without waiting for its WAL flush only when every job it took is a
+// plain job of a Go handler, from rows or from a chunk; a SQL handler's job, a job that
+// middleware admitted and a session without the setting keep the reserve durable.
+func TestS125OnlyPlainGoJobsReserveWithoutWaitingForTheFlush(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.NewWithLoads(t, 10)
+	db.Exec(t, `CREATE FUNCTION public.noop(p jsonb) RETURNS void LANGUAGE sql AS ''`)
+	db.Exec(t, `SELECT pgq.define_job('sql', handler => 'public.noop')`)
+	db.Exec(t, `SELECT pgq.define_job('kept', middleware => '[{"without_overlapping": {"key": "k"}}]')`)
+	conn := db.ConnAs(t, "postgres")
+	// commitMode reserves up to max jobs in a transaction and tells the commit mode the
+	// reserve left for it, and how many jobs it took; the transaction rolls back.
+	commitMode := func(async bool, max int) (string, int) {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+		_, err = tx.Exec(ctx, `SELECT set_config('pgq.async_reserve', $1, true)`, map[bool]string{true: "on", false: "off"}[async])
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*)::int FROM pgq.reserve('w', '{default}', $1)`, max).Scan(&n))
+		var mode string
+		require.NoError(t, tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&mode))
+		return mode, n
+	}
+	clear := func() { db.Exec(t, `DELETE FROM pgq.jobs`); db.Exec(t, `DELETE FROM pgq.loads`) }
+
+	dispatch(t, db, `'go'`)
+	mode, n := commitMode(true, 10)
+	require.Equal(t, []any{"off", 1}, []any{mode, n}, "a plain Go job's row")
+	mode, _ = commitMode(false, 10)
+	require.Equal(t, "on", mode, "a session without pgq.async_reserve")
+
+	dispatch(t, db, `'sql'`)
+	mode, n = commitMode(true, 10)
+	require.Equal(t, []any{"on", 2}, []any{mode, n}, "a SQL job's row beside the Go job")
+	clear()
+
+	db.Exec(t, `SELECT pgq.dispatch_many('go', array_fill('{}'::jsonb, ARRAY[20]))`)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "the Go jobs are a chunk")
+	mode, n = commitMode(true, 5)
+	require.Equal(t, []any{"off", 5}, []any{mode, n}, "a chunk of Go jobs")
+	clear()
+	db.Exec(t, `SELECT pgq.dispatch_many('sql', array_fill('{}'::jsonb, ARRAY[20]))`)
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.loads`), "the SQL jobs are a chunk")
+	mode, n = commitMode(true, 5)
+	require.Equal(t, []any{"on", 5}, []any{mode, n}, "a chunk of SQL jobs")
+	clear()
+
+	dispatch(t, db, `'kept'`)
+	mode, n = commitMode(true, 10)
+	require.Equal(t, []any{"on", 1}, []any{mode, n}, "a without_overlapping job: its overlap lease must outlive a crash (S34)")
+
+	clear()
+	mode, n = commitMode(true, 10)
+	require.Equal(t, []any{"off", 0}, []any{mode, n}, "an empty reserve")
+}
