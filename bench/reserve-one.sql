@@ -1,9 +1,8 @@
 -- pgbench script: one job dispatched, reserved and completed, each its own transaction,
 -- as an idle worker meets it. In a migrated database with the class defined:
 --   psql -c "SELECT pgq.define_job('noop')"
---   PGOPTIONS='-c pgq.async_reserve=on' pgbench -n -r -f bench/reserve-one.sql -T 10
--- (pgq.async_reserve as the worker sets it, S125; -c track_functions=all too, for
--- pg_stat_user_functions' time per stage).
+--   pgbench -n -r -f bench/reserve-one.sql -T 10
+-- (with PGOPTIONS='-c track_functions=all', pg_stat_user_functions times each stage).
 SELECT pgq.dispatch('noop', '{}');
 SELECT r.uuid AS ru, r.lease_token AS tok FROM pgq.reserve('w1', '{default}', 100, 1, NULL, gen_random_uuid()) r \gset
 SELECT count(*) FROM pgq.complete(ARRAY[':ru']::uuid[], ARRAY[':tok']::uuid[]);

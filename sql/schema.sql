@@ -6322,29 +6322,6 @@ COMMENT ON FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp wit
 
 
 --
--- Name: _rows_run_sql(smallint, tid[]); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._rows_run_sql(p_slot smallint, p_tids tid[]) RETURNS boolean
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
-BEGIN
-    RETURN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = p_slot AND j.ctid = ANY (p_tids) AND j.handler IS NOT NULL);
-END;
-$$;
-
-
---
--- Name: FUNCTION _rows_run_sql(p_slot smallint, p_tids tid[]); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._rows_run_sql(p_slot smallint, p_tids tid[]) IS 'Whether any of these picked rows has a SQL handler (S125).';
-
-
---
 -- Name: _schedule_grace(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -9072,9 +9049,6 @@ DECLARE
     v_places int[];
     v_taken  int;
     v_pass   int := greatest(reserve.max, 1000);  -- the most jobs a queue's turn passes over (S122)
-    -- The worker commits this call on its own: plain Go jobs' reserve need not wait for
-    -- its WAL flush (S125).
-    v_async  boolean := current_setting('pgq.async_reserve', true) = 'on';
 BEGIN
     IF reserve.max IS NULL OR reserve.max < 1 THEN
         RAISE EXCEPTION 'pgq: reserve max must be >= 1, got %', reserve.max USING ERRCODE = '22023';
@@ -9093,7 +9067,6 @@ BEGIN
             v_pick := CASE WHEN v_fair THEN pgq._pick_fair(v_cursor, v_queue, v_left, v_now, v_skip)
                            ELSE pgq._pick(v_cursor, v_queue, v_left, v_now, v_skip) END;
             IF (v_pick.chunk).first_id IS NOT NULL THEN
-                v_async := v_async AND (v_pick.chunk).handler IS NULL;
                 RETURN QUERY SELECT * FROM pgq._take_chunk(v_pick.chunk, v_left, v_now, v_lease, reserve.worker, v_base);
                 GET DIAGNOSTICS v_taken = ROW_COUNT;
                 v_left := v_left - v_taken;
@@ -9103,7 +9076,6 @@ BEGIN
             EXIT WHEN coalesce(cardinality(v_pick.tids), 0) = 0;
             IF false <> ALL (v_pick.plain) THEN
                 -- Plain jobs only, as a chunk's: no pickup check or admission applies.
-                v_async := v_async AND NOT pgq._rows_run_sql(v_pick.slot, v_pick.tids);
                 RETURN QUERY
                 SELECT (t.reserved).*
                 FROM pgq._take_rows(v_pick.slot, v_pick.tids,
@@ -9114,7 +9086,6 @@ BEGIN
                 EXIT WHEN v_pick.last OR v_left <= 0;
                 CONTINUE;
             END IF;
-            v_async := false;  -- leases of overlap keys and places, limits' counts, outcomes
             v_batch := pgq._admission(pgq._pickup_checks(v_pick, v_base, v_now, v_lease, reserve.worker, reserve.default_tries),
                                       v_now, reserve.worker);
             -- Taken and reported, in pick order.
@@ -9137,9 +9108,6 @@ BEGIN
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
     v_cursor := pgq._pick_end(v_cursor);
-    IF v_async THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
 END;
 $$;
 
@@ -14106,13 +14074,6 @@ REVOKE ALL ON FUNCTION pgq._retry_window(p_tries integer, p_backoff integer[], p
 --
 
 REVOKE ALL ON FUNCTION pgq._rotate_overlap_gens(p_bytes bigint, p_now timestamp with time zone) FROM PUBLIC;
-
-
---
--- Name: FUNCTION _rows_run_sql(p_slot smallint, p_tids tid[]); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._rows_run_sql(p_slot smallint, p_tids tid[]) FROM PUBLIC;
 
 
 --

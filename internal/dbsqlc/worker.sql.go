@@ -759,8 +759,7 @@ func (q *Queries) SessionSetJobTimeout(ctx context.Context, milliseconds string)
 const sessionSetProtocolLimits = `-- name: SessionSetProtocolLimits :exec
 SELECT set_config('statement_timeout', $1::text, false),
        set_config('lock_timeout', $2::text, false),
-       set_config('idle_in_transaction_session_timeout', $3::text, false),
-       set_config('pgq.async_reserve', 'on', false)
+       set_config('idle_in_transaction_session_timeout', $3::text, false)
 `
 
 type SessionSetProtocolLimitsParams struct {
@@ -771,8 +770,7 @@ type SessionSetProtocolLimitsParams struct {
 
 // For every connection the worker uses: its own bounds on the protocol calls, whatever
 // the role's or database's settings say (a role-level statement_timeout of 1 ms would
-// stall them: S35, S37); and pgq.async_reserve, since the worker's reserve is a
-// transaction of its own (S125).
+// stall them: S35, S37).
 func (q *Queries) SessionSetProtocolLimits(ctx context.Context, arg SessionSetProtocolLimitsParams) error {
 	_, err := q.db.Exec(ctx, sessionSetProtocolLimits, arg.StatementMilliseconds, arg.LockMilliseconds, arg.IdleMilliseconds)
 	return err

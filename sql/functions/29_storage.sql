@@ -669,21 +669,6 @@ $$;
 COMMENT ON FUNCTION pgq._take_chunk(pgq.loads, int, timestamptz, int, text, text) IS
     'Reserve: the next jobs of a picked chunk of a bulk dispatch become reserved rows (S5, S14, S85); returns them in order.';
 
--- pgq._rows_run_sql: whether any of these rows of slot p_slot (locked by pgq._pick) has
--- a SQL handler, whose reserve must be durable (S125).
-CREATE OR REPLACE FUNCTION pgq._rows_run_sql(p_slot smallint, p_tids tid[]) RETURNS boolean
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off  -- by TID only (S78)
-SET plan_cache_mode = force_generic_plan
-AS $$
-BEGIN
-    RETURN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = p_slot AND j.ctid = ANY (p_tids) AND j.handler IS NOT NULL);
-END;
-$$;
-
-COMMENT ON FUNCTION pgq._rows_run_sql(smallint, tid[]) IS 'Whether any of these picked rows has a SQL handler (S125).';
-
 -- pgq._take_rows: reserves rows that pgq._pick returned (NULL tids: left out), for
 -- p_worker at p_now, for p_lease seconds: the attempt counted (S5), the lease token and
 -- the overlap keys given for each (p_held: a text[] as text, or NULL), txid stamped

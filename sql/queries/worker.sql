@@ -86,12 +86,10 @@ SELECT set_config('statement_timeout', @milliseconds::text, true),
 -- name: SessionSetProtocolLimits :exec
 -- For every connection the worker uses: its own bounds on the protocol calls, whatever
 -- the role's or database's settings say (a role-level statement_timeout of 1 ms would
--- stall them: S35, S37); and pgq.async_reserve, since the worker's reserve is a
--- transaction of its own (S125).
+-- stall them: S35, S37).
 SELECT set_config('statement_timeout', @statement_milliseconds::text, false),
        set_config('lock_timeout', @lock_milliseconds::text, false),
-       set_config('idle_in_transaction_session_timeout', @idle_milliseconds::text, false),
-       set_config('pgq.async_reserve', 'on', false);
+       set_config('idle_in_transaction_session_timeout', @idle_milliseconds::text, false);
 
 -- name: ListenJobs :exec
 LISTEN pgq_jobs;
