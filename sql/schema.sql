@@ -712,6 +712,7 @@ COMMENT ON FUNCTION pgq._admit_circuit(p_ord integer[], p_name text[], p_key tex
 CREATE FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
     AS $$
@@ -855,6 +856,7 @@ COMMENT ON FUNCTION pgq._admit_missing_keys(p_ord integer[], p_name text[], p_cf
 CREATE FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
     AS $$
@@ -4841,6 +4843,7 @@ COMMENT ON FUNCTION pgq._load_split(p_uuid uuid) IS 'Takes one job out of its ch
 CREATE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
     IF p_load.next + p_count = p_load.n THEN
@@ -6711,6 +6714,7 @@ COMMENT ON FUNCTION pgq._sweep_from(p_cursor jsonb, p_queues text[], p_now times
 CREATE FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamp with time zone) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'

@@ -259,6 +259,7 @@ COMMENT ON VIEW pgq.load_jobs IS 'The jobs of bulk dispatches still in chunks of
 CREATE OR REPLACE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count int) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 AS $$
 BEGIN
     IF p_load.next + p_count = p_load.n THEN

@@ -192,6 +192,7 @@ CREATE OR REPLACE FUNCTION pgq._admit_overlap(
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
 AS $$
 DECLARE
@@ -305,6 +306,7 @@ CREATE OR REPLACE FUNCTION pgq._admit_concurrency(
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
 AS $$
 DECLARE

@@ -62,6 +62,7 @@ COMMENT ON FUNCTION pgq._handing_over(pgq.jobs) IS 'A picked job''s handler will
 CREATE OR REPLACE FUNCTION pgq._sweep_leases(p_cursor jsonb, p_queues text[], p_now timestamptz) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only, however stale the cached plan (S78)
 AS $$
 DECLARE
