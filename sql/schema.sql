@@ -856,7 +856,6 @@ COMMENT ON FUNCTION pgq._admit_missing_keys(p_ord integer[], p_name text[], p_cf
 CREATE FUNCTION pgq._admit_overlap(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
     SET enable_hashjoin TO 'on'
     SET enable_mergejoin TO 'on'
     AS $$
@@ -889,7 +888,9 @@ BEGIN
     -- transaction holds (a SQL handler still running after its lease ran out, another
     -- reserve taking it now) is taken too. So a reserve never waits for another over a
     -- key, and two cannot deadlock on keys they meet in different orders. Whether any
-    -- key has a live lease is asked first, in one scan: most often none has.
+    -- key has a live lease is asked first, in one scan: most often none has. (Planned
+    -- per call: for a batch of unknown size the per-key probe's generic plan hashes
+    -- every lease of every generation.)
     v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_t_ord, v_t_key, v_t_exp

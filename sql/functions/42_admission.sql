@@ -192,7 +192,6 @@ CREATE OR REPLACE FUNCTION pgq._admit_overlap(
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
 SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
 AS $$
 DECLARE
@@ -224,7 +223,9 @@ BEGIN
     -- transaction holds (a SQL handler still running after its lease ran out, another
     -- reserve taking it now) is taken too. So a reserve never waits for another over a
     -- key, and two cannot deadlock on keys they meet in different orders. Whether any
-    -- key has a live lease is asked first, in one scan: most often none has.
+    -- key has a live lease is asked first, in one scan: most often none has. (Planned
+    -- per call: for a batch of unknown size the per-key probe's generic plan hashes
+    -- every lease of every generation.)
     v_live := EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = ANY (v_f_key) AND o.expires_at > p_now);
     SELECT array_agg(f.ord), array_agg(f.key), array_agg(f.expire_after)
     INTO v_t_ord, v_t_key, v_t_exp
