@@ -4845,6 +4845,7 @@ CREATE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) RETURNS vo
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     IF p_load.next + p_count = p_load.n THEN

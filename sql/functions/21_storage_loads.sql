@@ -260,6 +260,7 @@ CREATE OR REPLACE FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count int) RET
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
+SET enable_seqscan = off  -- by the chunk's uuid, however stale the cached plan (S78)
 AS $$
 BEGIN
     IF p_load.next + p_count = p_load.n THEN
