@@ -22,7 +22,9 @@ import (
 // takes a connection, opens one transaction and runs the queued jobs one after the
 // other, each in its own savepoint with its own statement_timeout, until no job waits,
 // the time budget is spent or the subtransactions near PostgreSQL's cache of 64 per
-// backend; then it commits once. A lone job is run at once: no leader waits for more.
+// backend; then it commits once. The jobs waiting when it looks go to the server
+// together, in one round trip (a round), as many as their recent run times fit in the
+// budget. A lone job is run at once: no leader waits for more.
 
 const (
 	// defaultSQLGroupBudget is WithSQLGroupBudget's default.
@@ -152,6 +154,47 @@ func (g *sqlGroups) pop() *sqlCall {
 	return nil
 }
 
+// take adds the jobs waiting, oldest first, to round while it holds fewer than max
+// jobs and the recent runs of its jobs' classes add up to less than budget.
+func (g *sqlGroups) take(round []*sqlCall, max int, budget time.Duration) []*sqlCall {
+	var est time.Duration
+	for _, c := range round {
+		est += g.estimate(c.a.row.Job)
+	}
+	for len(round) < max && est < budget {
+		c := g.pop()
+		if c == nil {
+			break
+		}
+		round = append(round, c)
+		est += g.estimate(c.a.row.Job)
+	}
+	return round
+}
+
+// estimate is how long a handler of class job ran recently (0 when unknown).
+func (g *sqlGroups) estimate(job string) time.Duration {
+	if d, ok := g.durations.Load(job); ok {
+		return time.Duration(d.(*atomic.Int64).Load())
+	}
+	return 0
+}
+
+// ranInRound records the runs of a round of jobs that took d in all. The server
+// answers a round at once, so each job is known only to have run no longer than d:
+// within longSQLJobs budgets, each is recorded with its share; past them, which job ran
+// long is not known, and each is recorded with d. A short class charged so runs alone
+// once its estimate is past the bound, and its first run alone sets it back.
+func (g *sqlGroups) ranInRound(round []*sqlCall, d, budget time.Duration) {
+	share := d
+	if d <= longSQLJobs*budget {
+		share = d / time.Duration(len(round))
+	}
+	for _, c := range round {
+		g.ran(c.a.row.Job, share)
+	}
+}
+
 // runGrouped queues a's SQL job for a group and returns its outcome, leading groups
 // while fewer than WithSQLGroups are open, a SQL slot is free and the job still waits.
 // wait bounds the wait for a slot, as runAlone's does: a job no group took by then was
@@ -192,10 +235,12 @@ func (e *executor) lead(wait context.Context) {
 }
 
 // runGroup runs first and the jobs waiting after it in one transaction, completes the
-// ones that ran with one pgq.complete and commits. A job that raises, times out or is
-// refused is rolled back to its savepoint and gets its outcome at once; the others get
-// theirs when the commit answers: completed with their effects, or, when the
-// transaction ended without a commit, given back (S111).
+// ones that ran with one pgq.complete and commits. The jobs go to the server in rounds:
+// those waiting when a round starts, each in its own savepoint, sent together in one
+// round trip. A job that raises, times out or is refused is rolled back to its
+// savepoint and gets its outcome at once; the others get theirs when the commit
+// answers: completed with their effects, or, when the transaction ended without a
+// commit, given back (S111).
 func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 	bctx, cancel := context.WithTimeout(context.Background(), groupCallTimeout)
 	defer cancel()
@@ -205,23 +250,29 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 		return
 	}
 	start := time.Now()
-	var ran []*sqlCall // ran and released their savepoints: their outcome is the commit's
-	subxacts := 0
+	var ran []*sqlCall // ran, their savepoints kept: their outcome is the commit's
 	var lost error
-	for c := first; c != nil; {
-		kept, err := e.runInGroup(bctx, tx, c, c == first)
-		if kept {
-			ran = append(ran, c)
-			subxacts += subxactsPerJob
-		}
+	var st groupState
+	room := maxGroupSubxacts / subxactsPerJob // jobs the group may still keep
+	for round := []*sqlCall{first}; len(round) > 0; {
+		round = e.groups.take(round, room-len(ran), e.groups.budget-time.Since(start))
+		kept, rest, err := e.runRound(bctx, tx, round, &st)
+		ran = append(ran, kept...)
 		if err != nil {
 			lost = err
+			for _, c := range rest {
+				c.done <- notRun(c)
+			}
 			break
 		}
-		if time.Since(start) >= e.groups.budget || subxacts+subxactsPerJob > maxGroupSubxacts {
-			break
+		// Jobs a failed one stopped were taken already: they run next, whatever the
+		// budget says; others join while the budget lasts.
+		round = rest
+		if len(round) == 0 && time.Since(start) < e.groups.budget && len(ran) < room {
+			if c := e.groups.pop(); c != nil {
+				round = append(round, c)
+			}
 		}
-		c = e.groups.pop()
 	}
 	if lost == nil && len(ran) > 0 {
 		lost = e.completeGroup(bctx, tx, ran)
@@ -238,6 +289,16 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 			c.done <- errCompletedInTx
 		}
 	}
+}
+
+// notRun is the outcome of a job of a group that was lost before the job ran: run it
+// alone, unless its own context ended (a stop, a lost lease), whose ending the
+// reporter reads.
+func notRun(c *sqlCall) error {
+	if c.ctx.Err() != nil {
+		return context.Cause(c.ctx)
+	}
+	return errRunAlone
 }
 
 // completeGroup completes the jobs that ran in the group, in its transaction and under
@@ -262,59 +323,122 @@ func (e *executor) completeGroup(ctx context.Context, tx pgx.Tx, ran []*sqlCall)
 	return nil
 }
 
-// runInGroup runs c's job in its own savepoint of tx: kept tells that it ran and its
-// effects and completion wait for the group's commit. Any other outcome is sent to c
-// at once. A non-nil error means the group's transaction is lost: c is then among the
-// jobs given back, unless the worker itself cancelled it.
-func (e *executor) runInGroup(bctx context.Context, tx pgx.Tx, c *sqlCall, first bool) (kept bool, lost error) {
-	a := c.a
-	if c.ctx.Err() != nil { // a lost lease, a stop: the reporter reads which from its context
-		c.done <- context.Cause(c.ctx)
-		return false, nil
-	}
-	timeout := e.timeoutOf(a.row)
-	b := &pgx.Batch{}
-	q := dbsqlc.New(batchQueue{b})
-	skip := 0
-	if first {
-		_ = q.SessionSetGroupLimits(c.ctx, milliseconds(idleInTransaction))
-		skip = 1
-	}
-	_ = q.GroupSavepoint(c.ctx)
-	_ = q.SessionSetJobTimeout(c.ctx, milliseconds(timeout))
-	_ = q.JobRunSQLGrouped(c.ctx, dbsqlc.JobRunSQLGroupedParams{Uuid: a.row.Uuid, Token: a.token})
-	_ = q.GroupReleaseSavepoint(c.ctx)
-	var t *time.Timer
-	if timeout > 0 {
-		t = time.AfterFunc(timeout+sqlTimeoutSlack, func() { e.cancel(a, errTimeout) })
-	}
-	began := time.Now()
-	br := tx.SendBatch(c.ctx, b)
-	failed, err := stmtNone, error(nil)
-	for i := range b.Len() {
-		if _, ierr := br.Exec(); ierr != nil && failed == stmtNone {
-			failed, err = i-skip, ierr
+// groupState is what a group's transaction has set so far.
+type groupState struct {
+	limits    bool   // the group's limits are set (SessionSetGroupLimits)
+	timeoutMs string // the statement_timeout in force; "" before the first job's
+}
+
+// groupStmt is one statement of a round: what it is, and whose (an index in the round).
+type groupStmt struct{ kind, job int }
+
+// The statements of a round, in order: the group's limits before its first job, then
+// per job its savepoint, its timeout when it differs from the one in force, its call;
+// and the end of the round's batch.
+const (
+	stmtLimits = iota
+	stmtSavepoint
+	stmtTimeout
+	stmtRun
+	stmtClose
+)
+
+// runRound runs the jobs of round in tx, each in its own savepoint and as its own
+// statement under its own statement_timeout (S110), sent together in one batch. kept:
+// the jobs that ran, whose effects and completion wait for the group's commit. rest:
+// jobs after one that failed, which did not run; the group runs them next. Every other
+// job gets its outcome here. A non-nil error means the group's transaction is lost:
+// the jobs of rest then never ran.
+//
+// A job that ran keeps its savepoint open (the next job's nests in it, and the commit
+// ends them all): two statements a job, with its timeout set between them only when it
+// differs from the one in force. A job that failed is rolled back to its savepoint,
+// which also restores the timeout in force before it.
+//
+// A job whose context ends while the round runs (a stop, a lost lease) ends the round's
+// call, and with it the connection and the group; so does the worker's own timer, the
+// round's timeouts and a slack past its start, for a server that does not answer.
+func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, st *groupState) (kept, rest []*sqlCall, lost error) {
+	var live []*sqlCall
+	for _, c := range round {
+		if c.ctx.Err() != nil {
+			c.done <- context.Cause(c.ctx)
+		} else {
+			live = append(live, c)
 		}
 	}
-	if cerr := br.Close(); cerr != nil && failed == stmtNone {
-		failed, err = stmtRelease, cerr
+	if len(live) == 0 {
+		return nil, nil, nil
 	}
-	if t != nil {
-		t.Stop()
+	// Not bounded by bctx: a job's statement runs until its own timeout.
+	rctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	b := &pgx.Batch{}
+	q := dbsqlc.New(batchQueue{b})
+	var stmts []groupStmt
+	if !st.limits {
+		_ = q.SessionSetGroupLimits(rctx, milliseconds(idleInTransaction))
+		stmts = append(stmts, groupStmt{stmtLimits, 0})
 	}
+	before := make([]string, len(live)) // the timeout in force before each job's savepoint
+	inForce, total := st.timeoutMs, sqlTimeoutSlack
+	for i, c := range live {
+		before[i] = inForce
+		_ = q.GroupSavepoint(rctx)
+		stmts = append(stmts, groupStmt{stmtSavepoint, i})
+		timeout := e.timeoutOf(c.a.row)
+		if ms := milliseconds(timeout); ms != inForce {
+			_ = q.SessionSetJobTimeout(rctx, ms)
+			stmts = append(stmts, groupStmt{stmtTimeout, i})
+			inForce = ms
+		}
+		_ = q.JobRunSQLGrouped(rctx, dbsqlc.JobRunSQLGroupedParams{Uuid: c.a.row.Uuid, Token: c.a.token})
+		stmts = append(stmts, groupStmt{stmtRun, i})
+		if total > 0 && timeout > 0 {
+			total += timeout
+		} else {
+			total = 0 // a job without a timeout: no timer
+		}
+		defer context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })()
+	}
+	if total > 0 {
+		defer time.AfterFunc(total, func() { cancel(errTimeout) }).Stop()
+	}
+	began := time.Now()
+	br := tx.SendBatch(rctx, b)
+	failed, err := -1, error(nil)
+	for i := range stmts {
+		if _, ierr := br.Exec(); ierr != nil && failed < 0 {
+			failed, err = i, ierr
+		}
+	}
+	if cerr := br.Close(); cerr != nil && failed < 0 {
+		stmts = append(stmts, groupStmt{stmtClose, len(live) - 1})
+		failed, err = len(stmts)-1, cerr
+	}
+	if failed < 0 {
+		st.limits, st.timeoutMs = true, inForce
+		e.groups.ranInRound(live, time.Since(began), e.groups.budget)
+		return live, nil, nil
+	}
+	f := stmts[failed]
+	kept, c, rest := live[:f.job], live[f.job], live[f.job+1:]
 	var pgErr *pgconn.PgError
 	switch {
-	case failed == stmtNone:
-		e.groups.ran(a.row.Job, time.Since(began))
-		return true, nil
-	case failed < stmtTimeout:
-		// The group's limits or the job's savepoint failed: the job never ran, and the
-		// transaction is lost with the jobs that ran in it.
-		c.done <- errRunAlone
-		return false, err
-	case !errors.As(err, &pgErr) || failed == stmtRelease || pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC":
-		return e.lostWith(c, err)
+	case f.kind == stmtLimits:
+		return nil, live, err // nothing ran
+	case f.kind == stmtSavepoint:
+		c.done <- notRun(c) // the job never ran, and the transaction is lost
+		return kept, rest, err
+	case f.kind == stmtClose:
+		return live, nil, err
+	case !errors.As(err, &pgErr) || pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC":
+		if errors.Is(context.Cause(rctx), errTimeout) {
+			e.cancel(c.a, errTimeout) // the job running when the worker's timer ran out
+		}
+		return e.lostWith(kept, c, rest, err)
 	}
+	st.limits = true
 	// The job's own outcome: back to its savepoint, and the group goes on.
 	rq := dbsqlc.New(simpleQueries{tx})
 	rerr := rq.GroupRollbackSavepoint(bctx)
@@ -322,42 +446,34 @@ func (e *executor) runInGroup(bctx context.Context, tx pgx.Tx, c *sqlCall, first
 		rerr = rq.GroupReleaseSavepoint(bctx)
 	}
 	if rerr != nil && pgErr.Code != "PQ100" {
-		return e.lostWith(c, err) // what ended the job ended the transaction too
+		return e.lostWith(kept, c, rest, err) // what ended the job ended the transaction too
 	}
+	st.timeoutMs = before[f.job]
 	switch {
-	case failed == stmtTimeout:
+	case f.kind == stmtTimeout:
 		c.done <- setupOutcome(c.ctx, err)
 	case pgErr.Code == "PQ003":
 		if strings.Contains(pgErr.Detail, "isolated") {
-			e.groups.isolated.Store(a.row.Job, time.Now().Add(isolatedRecheck))
+			e.groups.isolated.Store(c.a.row.Job, time.Now().Add(isolatedRecheck))
 		}
 		c.done <- errRunAlone
 	default:
 		c.done <- sqlOutcome(c.ctx, err)
 	}
-	return false, rerr
+	return kept, rest, rerr
 }
 
-// The statements of a grouped job, in order (the group's limits come before the first
-// job's).
-const (
-	stmtNone = iota - 2
-	stmtLimits
-	stmtSavepoint
-	stmtTimeout
-	stmtRun
-	stmtRelease
-)
-
-// lostWith ends a group whose transaction a job's statement took down: the job is given
-// back with the others (S111), unless the worker itself cancelled it (a timeout past
-// the server's, a lost lease, a stop), whose ending the reporter reads from its context.
-func (e *executor) lostWith(c *sqlCall, err error) (kept bool, lost error) {
+// lostWith ends a round whose statement of job c took the group's transaction down: c
+// is given back with the jobs that ran (S111), unless the worker itself cancelled it (a
+// timeout past the server's, a lost lease, a stop), whose ending the reporter reads
+// from its context. The jobs after c never ran.
+func (e *executor) lostWith(kept []*sqlCall, c *sqlCall, rest []*sqlCall, err error) ([]*sqlCall, []*sqlCall, error) {
 	if c.ctx.Err() != nil {
 		c.done <- sqlOutcome(c.ctx, err)
-		return false, err
+	} else {
+		kept = append(kept, c)
 	}
-	return true, fmt.Errorf("job %s: %w", c.a.row.Uuid, err)
+	return kept, rest, fmt.Errorf("job %s: %w", c.a.row.Uuid, err)
 }
 
 // simpleQueries runs sqlc's :exec queries with the simple protocol, which an aborted
