@@ -494,7 +494,7 @@ func (q simpleQueries) QueryRow(context.Context, string, ...any) pgx.Row {
 }
 
 // batchQueue queues the statements of sqlc's :exec queries into a batch, so that a
-// grouped job's savepoint, timeout, call and release go to the server in one round trip.
+// round's statements (each job's savepoint, timeout and call) go in one round trip.
 type batchQueue struct{ b *pgx.Batch }
 
 func (q batchQueue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
