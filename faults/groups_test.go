@@ -2,6 +2,9 @@ package faults
 
 import (
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,4 +73,80 @@ SELECT pgq.define_job('effect', handler => 'app.effect');`)
 		WHERE outcome = 'lease_expired' AND exception NOT LIKE '%attempt given back'`), "lease ends charged as attempts")
 	require.Equal(t, f.jobs, f.done)
 	require.Less(t, groups, jobs*3/4, "jobs shared transactions")
+}
+
+// S111, S35: a round the server does not answer is the group's loss, not the running
+// job's. A grouped job's backend is stopped (SIGSTOP) while its handler sleeps, so its
+// statement_timeout cannot fire; the worker's own timer (the round's timeouts and a
+// second) ends the round, the job is given back uncounted, runs alone next and
+// succeeds on its first counted attempt, its effect committed once.
+func TestS111RoundTheServerDoesNotAnswerIsGivenBack(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("stopping a PostgreSQL backend takes root (the server runs as postgres)")
+	}
+	c := pgcluster.Start(t)
+	db := c.CreateDB(t, "faults")
+	db.Exec(t, `
+CREATE SCHEMA app;
+CREATE TABLE app.stalls (n int, query text);
+CREATE FUNCTION app.stall(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO app.stalls VALUES ((p->>'n')::int, current_query());
+    PERFORM pg_sleep((p->>'secs')::float);
+END $$;
+SELECT pgq.define_queue('default', retry_after => 30);
+SELECT pgq.define_job('stall', handler => 'app.stall', timeout => 1, tries => 1);`)
+	startFleet(t, sqlWorker, db, 1, false, "--concurrency", "4", "--sleep", "0.1")
+	ran := func(n int) bool {
+		return pgcluster.Scalar[int](t, db, `SELECT count(*)::int FROM app.stalls WHERE n = $1`, n) == 1
+	}
+	dispatch := func(n int, secs float64) string {
+		return pgcluster.Scalar[string](t, db, `SELECT pgq.dispatch('stall', jsonb_build_object('n', $1::int, 'secs', $2::float))::text`, n, secs)
+	}
+	sleeping := func(grouped bool) int {
+		p, err := pgcluster.Try[int](db, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+			WHERE wait_event = 'PgSleep' AND (NOT $1 OR query LIKE '%JobRunSQLGrouped%')`, grouped)
+		require.NoError(t, err)
+		return p
+	}
+	// The class's first job runs alone, the next ones in groups once one has run short
+	// (on a loaded machine a run can take long, and the next runs alone too): short jobs
+	// until one runs in a group, then one that sleeps half a second, until it sleeps in
+	// a group.
+	var id string
+	var pid, n int
+	for pid == 0 {
+		for {
+			n++
+			require.Less(t, n, 50, "no job of the class ran in a group")
+			dispatch(n, 0)
+			waitUntil(t, 10*time.Second, fmt.Sprintf("job %d ran", n), func() bool { return ran(n) })
+			if strings.Contains(pgcluster.Scalar[string](t, db, `SELECT query FROM app.stalls WHERE n = $1`, n), "JobRunSQLGrouped") {
+				break
+			}
+		}
+		n++
+		id = dispatch(n, 0.5)
+		waitUntil(t, 10*time.Second, fmt.Sprintf("job %d sleeps", n), func() bool { return sleeping(false) > 0 })
+		if pid = sleeping(true); pid == 0 {
+			waitUntil(t, 10*time.Second, fmt.Sprintf("job %d ran", n), func() bool { return ran(n) })
+		}
+	}
+	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the cluster stops
+	time.Sleep(4 * time.Second)                                  // past the worker's timer: 1 s of timeout and 1 s of slack
+	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+
+	waitUntil(t, 20*time.Second, "the stopped job ended", func() bool {
+		n, err := pgcluster.Try[int](db, `SELECT count(*)::int FROM pgq.live_jobs WHERE uuid = $1::uuid`, id)
+		return err == nil && n == 0
+	})
+	outcomes := pgcluster.Scalar[[]string](t, db, `SELECT array_agg(outcome || ':' || attempt ORDER BY finished_at) FROM pgq.attempts WHERE job_uuid = $1::uuid`, id)
+	require.Equal(t, []string{"interrupted:1", "succeeded:1"}, outcomes, "given back uncounted, then run")
+	require.Contains(t, pgcluster.Scalar[string](t, db, `SELECT exception FROM pgq.attempts WHERE job_uuid = $1::uuid AND outcome = 'interrupted'`, id),
+		"did not answer")
+	require.True(t, ran(n), "its effect committed once")
+	require.Contains(t, pgcluster.Scalar[string](t, db, `SELECT query FROM app.stalls WHERE n = $1`, n), "JobRunSQL :exec",
+		"its next attempt ran alone")
 }

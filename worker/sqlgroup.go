@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ const (
 // own: pgq.run_sql_job refused it in a group (PQ003: its class is isolated, or its last
 // attempt was lost with its group), or its group could not begin.
 var errRunAlone = errors.New("the SQL job runs alone")
+
+// errRoundUnanswered ends a round of a group that the server has not answered within
+// its jobs' timeouts and a slack.
+var errRoundUnanswered = errors.New("the server did not answer the group's round within its jobs' timeouts")
 
 // groupLostError ends the attempt of a SQL job whose group's transaction ended without a
 // commit after the job ran in it (S111): its job is given back uncounted, and its next
@@ -356,8 +361,10 @@ const (
 // which also restores the timeout in force before it.
 //
 // A job whose context ends while the round runs (a stop, a lost lease) ends the round's
-// call, and with it the connection and the group; so does the worker's own timer, the
-// round's timeouts and a slack past its start, for a server that does not answer.
+// call, and with it the connection and the group. So does the worker's own timer, the
+// sum of the round's timeouts and a slack past its start: a server that answers ends
+// every job by its statement_timeout before, so one that has not answered by then is
+// not the running job's fault, and the round's jobs are given back (S35, S111).
 func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, st *groupState) (kept, rest []*sqlCall, lost error) {
 	var live []*sqlCall
 	for _, c := range round {
@@ -402,7 +409,7 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		defer context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })()
 	}
 	if total > 0 {
-		defer time.AfterFunc(total, func() { cancel(errTimeout) }).Stop()
+		defer time.AfterFunc(total, func() { cancel(errRoundUnanswered) }).Stop()
 	}
 	began := time.Now()
 	br := tx.SendBatch(rctx, b)
@@ -422,9 +429,20 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		return live, nil, nil
 	}
 	f := stmts[failed]
-	kept, c, rest := live[:f.job], live[f.job], live[f.job+1:]
+	kept, c, rest := slices.Clone(live[:f.job]), live[f.job], live[f.job+1:]
 	var pgErr *pgconn.PgError
 	switch {
+	case !errors.As(err, &pgErr):
+		// The connection ended, or the round's call was ended: the server sends a
+		// round's results at its end, so which of the jobs from the first unanswered
+		// one on ran is not known, and each counts as having run.
+		if rctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", context.Cause(rctx), err) // what ended the call
+		}
+		for _, c := range live[f.job:] {
+			kept, _, _ = e.lostWith(kept, c, nil, err)
+		}
+		return kept, nil, err
 	case f.kind == stmtLimits:
 		return nil, live, err // nothing ran
 	case f.kind == stmtSavepoint:
@@ -432,11 +450,8 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		return kept, rest, err
 	case f.kind == stmtClose:
 		return live, nil, err
-	case !errors.As(err, &pgErr) || pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC":
-		if errors.Is(context.Cause(rctx), errTimeout) {
-			e.cancel(c.a, errTimeout) // the job running when the worker's timer ran out
-		}
-		return e.lostWith(kept, c, rest, err)
+	case pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC":
+		return e.lostWith(kept, c, rest, err) // the server stopped at c
 	}
 	st.limits = true
 	// The job's own outcome: back to its savepoint, and the group goes on.
