@@ -80,7 +80,7 @@ SELECT pgq.define_job('effect', handler => 'app.effect');`)
 // statement_timeout cannot fire; the worker's own timer (the round's timeouts and a
 // second) ends the round, the job is given back uncounted, runs alone next and
 // succeeds on its first counted attempt, its effect committed once.
-func TestS111RoundTheServerDoesNotAnswerIsGivenBack(t *testing.T) {
+func TestS111S35RoundTheServerDoesNotAnswerIsGivenBack(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("stopping a PostgreSQL backend takes root (the server runs as postgres)")
