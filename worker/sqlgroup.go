@@ -190,9 +190,9 @@ func (g *sqlGroups) estimate(job string) time.Duration {
 // within longSQLJobs budgets, each is recorded with its share; past them, which job ran
 // long is not known, and each is recorded with d. A short class charged so runs alone
 // once its estimate is past the bound, and its first run alone sets it back.
-func (g *sqlGroups) ranInRound(round []*sqlCall, d, budget time.Duration) {
+func (g *sqlGroups) ranInRound(round []*sqlCall, d time.Duration) {
 	share := d
-	if d <= longSQLJobs*budget {
+	if d <= longSQLJobs*g.budget {
 		share = d / time.Duration(len(round))
 	}
 	for _, c := range round {
@@ -425,7 +425,7 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 	}
 	if failed < 0 {
 		st.limits, st.timeoutMs = true, inForce
-		e.groups.ranInRound(live, time.Since(began), e.groups.budget)
+		e.groups.ranInRound(live, time.Since(began))
 		return live, nil, nil
 	}
 	f := stmts[failed]
