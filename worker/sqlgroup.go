@@ -120,8 +120,8 @@ func (g *sqlGroups) groupable(job string) bool {
 	if until, ok := g.isolated.Load(job); ok && time.Now().Before(until.(time.Time)) {
 		return false
 	}
-	d, ok := g.durations.Load(job)
-	return ok && time.Duration(d.(*atomic.Int64).Load()) <= longSQLJobs*g.budget
+	d, ok := g.estimate(job)
+	return ok && d <= longSQLJobs*g.budget
 }
 
 // ran records a run of a handler of class job that took d.
@@ -164,7 +164,8 @@ func (g *sqlGroups) pop() *sqlCall {
 func (g *sqlGroups) take(round []*sqlCall, max int, budget time.Duration) []*sqlCall {
 	var est time.Duration
 	for _, c := range round {
-		est += g.estimate(c.a.row.Job)
+		d, _ := g.estimate(c.a.row.Job)
+		est += d
 	}
 	for len(round) < max && est < budget {
 		c := g.pop()
@@ -172,17 +173,20 @@ func (g *sqlGroups) take(round []*sqlCall, max int, budget time.Duration) []*sql
 			break
 		}
 		round = append(round, c)
-		est += g.estimate(c.a.row.Job)
+		d, _ := g.estimate(c.a.row.Job)
+		est += d
 	}
 	return round
 }
 
-// estimate is how long a handler of class job ran recently (0 when unknown).
-func (g *sqlGroups) estimate(job string) time.Duration {
-	if d, ok := g.durations.Load(job); ok {
-		return time.Duration(d.(*atomic.Int64).Load())
+// estimate is how long a handler of class job ran recently; ok is false (and d 0)
+// when no run of the class has been recorded.
+func (g *sqlGroups) estimate(job string) (d time.Duration, ok bool) {
+	v, ok := g.durations.Load(job)
+	if !ok {
+		return 0, false
 	}
-	return 0
+	return time.Duration(v.(*atomic.Int64).Load()), true
 }
 
 // ranInRound records the runs of a round of jobs that took d in all. The server
