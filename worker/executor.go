@@ -359,7 +359,7 @@ func (e *executor) cancel(a *active, cause error) {
 		grace = min(grace, overlapGrace)
 	}
 	time.AfterFunc(grace, func() {
-		if a.state.CompareAndSwap(running, abandoned) {
+		if !a.ranInGroup.Load() && a.state.CompareAndSwap(running, abandoned) {
 			e.active.forget(a)
 			select {
 			case e.stuck <- a.row.Uuid:

@@ -48,9 +48,9 @@ const (
 	// runs alone. More than one: a busy server stretches every statement, and short
 	// handlers must still share commits then.
 	longSQLJobs = 4
-	// groupCallTimeout bounds the calls of a group that belong to no job (BEGIN, a
-	// rollback to a savepoint, COMMIT): past it the connection is given up and the group
-	// is lost (S111).
+	// groupCallTimeout bounds each call of a group that belongs to no job (BEGIN, a
+	// rollback to a savepoint, the completion, COMMIT): past it the connection is given
+	// up and the group is lost (S111).
 	groupCallTimeout = 30 * time.Second
 )
 
@@ -204,35 +204,60 @@ func (g *sqlGroups) ranInRound(round []*sqlCall, d time.Duration) {
 	}
 }
 
-// runGrouped queues a's SQL job for a group and returns its outcome, leading groups
-// while fewer than WithSQLGroups are open, a SQL slot is free and the job still waits.
-// wait bounds the wait for a slot, as runAlone's does: a job no group took by then was
-// never started (S35). errRunAlone sends the job to runAlone.
+// runGrouped queues a's SQL job for a group and returns its outcome. While the job
+// waits and fewer than WithSQLGroups groups are open, it starts a leader, one at a time:
+// a goroutine that takes a SQL slot and a connection and runs a group of the jobs
+// waiting, which may leave a's to another leader. No handler goroutine leads, so a
+// handler that is cancelled never waits for a group of other jobs. wait bounds the wait
+// for a slot, as runAlone's does: a job no group took by then was never started (S35).
+// errRunAlone sends the job to runAlone.
 func (e *executor) runGrouped(ctx, wait context.Context, a *active) error {
 	c := &sqlCall{a: a, ctx: ctx, done: make(chan error, 1)}
 	e.groups.push(c)
-	for c.state.Load() == callPending {
+	var led chan error // from the leader this job started: what kept it from leading
+	for {
+		var leaders chan struct{} // nil: start no leader
+		if led == nil && c.state.Load() == callPending {
+			leaders = e.groups.leaders // one leader at a time, while the job waits
+		}
 		select {
-		case e.groups.leaders <- struct{}{}:
-			select {
-			case e.sqlSlots <- struct{}{}:
-				e.lead(wait)
-				<-e.sqlSlots
-			case <-wait.Done():
+		case err := <-c.done:
+			return err
+		case leaders <- struct{}{}:
+			if c.state.Load() != callPending {
+				<-e.groups.leaders // a group took the job meanwhile
+				continue
 			}
-			<-e.groups.leaders
+			led = make(chan error, 1)
+			go e.lead(wait, led)
+		case err := <-led:
+			led = nil
+			if err != nil && wait.Err() == nil && c.state.CompareAndSwap(callPending, callAbandoned) {
+				return errRunAlone // no connection for a group: alone, the job meets the same
+			}
 		case <-wait.Done():
 			if c.state.CompareAndSwap(callPending, callAbandoned) {
 				return notStarted(wait, context.Cause(wait))
 			}
+			return <-c.done // a group took it: its outcome comes with the group's
 		}
 	}
-	return <-c.done
 }
 
 // lead runs one group of the jobs waiting, on a connection of its own, holding a SQL
-// slot. When no connection can be had the jobs wait on, each bounded by its own wait.
-func (e *executor) lead(wait context.Context) {
+// slot and the place in WithSQLGroups its starter took, and then sends on led what kept
+// it from leading (nil when nothing did). wait bounds its wait for a slot and a
+// connection.
+func (e *executor) lead(wait context.Context, led chan<- error) {
+	var err error
+	defer func() { led <- err }()
+	defer func() { <-e.groups.leaders }()
+	select {
+	case e.sqlSlots <- struct{}{}:
+		defer func() { <-e.sqlSlots }()
+	case <-wait.Done():
+		return
+	}
 	conn, err := e.acquireForHandler(wait)
 	if err != nil {
 		return
@@ -251,9 +276,9 @@ func (e *executor) lead(wait context.Context) {
 // answers: completed with their effects, or, when the transaction ended without a
 // commit, given back (S111).
 func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
-	bctx, cancel := context.WithTimeout(context.Background(), groupCallTimeout)
-	defer cancel()
+	bctx, cancel := groupCall()
 	tx, err := conn.Begin(bctx)
+	cancel()
 	if err != nil {
 		first.done <- errRunAlone
 		return
@@ -265,7 +290,10 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 	room := maxGroupSubxacts / subxactsPerJob // jobs the group may still keep
 	for round := []*sqlCall{first}; len(round) > 0; {
 		round = e.groups.take(round, room-len(ran), e.groups.budget-time.Since(start))
-		kept, rest, err := e.runRound(bctx, tx, round, &st)
+		kept, rest, err := e.runRound(tx, round, &st)
+		for _, c := range kept {
+			c.a.ranInGroup.Store(true)
+		}
 		ran = append(ran, kept...)
 		if err != nil {
 			lost = err
@@ -284,12 +312,14 @@ func (e *executor) runGroup(conn *pgxpool.Conn, first *sqlCall) {
 		}
 	}
 	if lost == nil && len(ran) > 0 {
-		lost = e.completeGroup(bctx, tx, ran)
+		lost = e.completeGroup(tx, ran)
 	}
+	ctx, cancel := groupCall()
+	defer cancel()
 	if lost == nil {
-		lost = tx.Commit(bctx)
+		lost = tx.Commit(ctx)
 	} else {
-		_ = tx.Rollback(bctx)
+		_ = tx.Rollback(ctx)
 	}
 	for _, c := range ran {
 		if lost != nil {
@@ -310,10 +340,17 @@ func notRun(c *sqlCall) error {
 	return errRunAlone
 }
 
+// groupCall is the context of one call of a group that belongs to no job.
+func groupCall() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), groupCallTimeout)
+}
+
 // completeGroup completes the jobs that ran in the group, in its transaction and under
 // the worker's own statement_timeout (the last job's is in force). A job not completed
 // lost its lease meanwhile: its effects must not commit, so the whole group is lost.
-func (e *executor) completeGroup(ctx context.Context, tx pgx.Tx, ran []*sqlCall) error {
+func (e *executor) completeGroup(tx pgx.Tx, ran []*sqlCall) error {
+	ctx, cancel := groupCall()
+	defer cancel()
 	q := dbsqlc.New(tx)
 	if err := q.SessionSetJobTimeout(ctx, milliseconds(protocolStatementTimeout)); err != nil {
 		return err
@@ -334,16 +371,14 @@ func (e *executor) completeGroup(ctx context.Context, tx pgx.Tx, ran []*sqlCall)
 
 // groupState is what a group's transaction has set so far.
 type groupState struct {
-	limits    bool   // the group's limits are set (SessionSetGroupLimits)
-	timeoutMs string // the statement_timeout in force; "" before the first job's
+	limits bool // the group's limits are set (SessionSetGroupLimits)
 }
 
 // groupStmt is one statement of a round: what it is, and whose (an index in the round).
 type groupStmt struct{ kind, job int }
 
 // The statements of a round, in order: the group's limits before its first job, then
-// per job its savepoint, its timeout when it differs from the one in force, its call;
-// and the end of the round's batch.
+// per job its savepoint, its timeout and its call; and the end of the round's batch.
 const (
 	stmtLimits = iota
 	stmtSavepoint
@@ -360,16 +395,16 @@ const (
 // the jobs of rest then never ran.
 //
 // A job that ran keeps its savepoint open (the next job's nests in it, and the commit
-// ends them all): two statements a job, with its timeout set between them only when it
-// differs from the one in force. A job that failed is rolled back to its savepoint,
-// which also restores the timeout in force before it.
+// ends them all), and so do the settings its handler made for its transaction: each
+// job sets its own timeout, whatever the job before it left in force. A job that
+// failed is rolled back to its savepoint.
 //
 // A job whose context ends while the round runs (a stop, a lost lease) ends the round's
 // call, and with it the connection and the group. So does the worker's own timer, the
 // sum of the round's timeouts and a slack past its start: a server that answers ends
 // every job by its statement_timeout before, so one that has not answered by then is
 // not the running job's fault, and the round's jobs are given back (S35, S111).
-func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, st *groupState) (kept, rest []*sqlCall, lost error) {
+func (e *executor) runRound(tx pgx.Tx, round []*sqlCall, st *groupState) (kept, rest []*sqlCall, lost error) {
 	var live []*sqlCall
 	for _, c := range round {
 		if c.ctx.Err() != nil {
@@ -381,7 +416,7 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 	if len(live) == 0 {
 		return nil, nil, nil
 	}
-	// Not bounded by bctx: a job's statement runs until its own timeout.
+	// A job's statement runs until its own timeout.
 	rctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	b := &pgx.Batch{}
@@ -391,18 +426,12 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		_ = q.SessionSetGroupLimits(rctx, milliseconds(idleInTransaction))
 		stmts = append(stmts, groupStmt{stmtLimits, 0})
 	}
-	before := make([]string, len(live)) // the timeout in force before each job's savepoint
-	inForce, total := st.timeoutMs, sqlTimeoutSlack
+	total := sqlTimeoutSlack
 	for i, c := range live {
-		before[i] = inForce
 		_ = q.GroupSavepoint(rctx)
-		stmts = append(stmts, groupStmt{stmtSavepoint, i})
 		timeout := e.timeoutOf(c.a.row)
-		if ms := milliseconds(timeout); ms != inForce {
-			_ = q.SessionSetJobTimeout(rctx, ms)
-			stmts = append(stmts, groupStmt{stmtTimeout, i})
-			inForce = ms
-		}
+		_ = q.SessionSetJobTimeout(rctx, milliseconds(timeout))
+		stmts = append(stmts, groupStmt{stmtSavepoint, i}, groupStmt{stmtTimeout, i})
 		_ = q.JobRunSQLGrouped(rctx, dbsqlc.JobRunSQLGroupedParams{Uuid: c.a.row.Uuid, Token: c.a.token})
 		stmts = append(stmts, groupStmt{stmtRun, i})
 		if total > 0 && timeout > 0 {
@@ -428,7 +457,7 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		failed, err = len(stmts)-1, cerr
 	}
 	if failed < 0 {
-		st.limits, st.timeoutMs = true, inForce
+		st.limits = true
 		e.groups.ranInRound(live, time.Since(began))
 		return live, nil, nil
 	}
@@ -459,15 +488,16 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 	}
 	st.limits = true
 	// The job's own outcome: back to its savepoint, and the group goes on.
+	ctx, cancelCall := groupCall()
+	defer cancelCall()
 	rq := dbsqlc.New(simpleQueries{tx})
-	rerr := rq.GroupRollbackSavepoint(bctx)
+	rerr := rq.GroupRollbackSavepoint(ctx)
 	if rerr == nil {
-		rerr = rq.GroupReleaseSavepoint(bctx)
+		rerr = rq.GroupReleaseSavepoint(ctx)
 	}
 	if rerr != nil && pgErr.Code != "PQ100" {
 		return e.lostWith(kept, c, rest, err) // what ended the job ended the transaction too
 	}
-	st.timeoutMs = before[f.job]
 	switch {
 	case f.kind == stmtTimeout:
 		c.done <- setupOutcome(c.ctx, err)
@@ -477,6 +507,9 @@ func (e *executor) runRound(bctx context.Context, tx pgx.Tx, round []*sqlCall, s
 		}
 		c.done <- errRunAlone
 	default:
+		if pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout") {
+			e.groups.ran(c.a.row.Job, e.timeoutOf(c.a.row)) // a class that runs past its timeout runs alone
+		}
 		c.done <- sqlOutcome(c.ctx, err)
 	}
 	return kept, rest, rerr

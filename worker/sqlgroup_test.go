@@ -32,14 +32,14 @@ func setupGroups(t *testing.T) groupBundle {
 
 // oneSlotWorker runs a worker whose pool leaves one SQL slot (MaxConns - 3), so that
 // every SQL job goes through one connection and the jobs waiting for it form groups.
-func (b groupBundle) oneSlotWorker(t *testing.T, opts ...worker.Option) {
+func (b groupBundle) oneSlotWorker(t *testing.T, opts ...worker.Option) (stop func() error) {
 	t.Helper()
-	b.slotsWorker(t, 1, append([]worker.Option{worker.WithSQLGroupBudget(time.Minute)}, opts...)...)
+	return b.slotsWorker(t, 1, append([]worker.Option{worker.WithSQLGroupBudget(time.Minute)}, opts...)...)
 }
 
 // slotsWorker runs a worker on a pool of its own that leaves it slots SQL slots
 // (MaxConns - 3): the SQL jobs it holds beyond them wait for a slot and form groups.
-func (b groupBundle) slotsWorker(t *testing.T, slots int32, opts ...worker.Option) {
+func (b groupBundle) slotsWorker(t *testing.T, slots int32, opts ...worker.Option) (stop func() error) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(b.db.WorkerURL)
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func (b groupBundle) slotsWorker(t *testing.T, slots int32, opts ...worker.Optio
 	t.Cleanup(pool.Close)
 	w, err := worker.New(pool, append([]worker.Option{worker.WithLogger(quiet), worker.WithSleep(50 * time.Millisecond)}, opts...)...)
 	require.NoError(t, err)
-	start(t, w)
+	return start(t, w)
 }
 
 // dispatchN dispatches jobs {"n": from} .. {"n": to} of class job in one call and
@@ -462,4 +462,112 @@ func TestS26S99S109OneGroupHoldsOneJobOfAnOverlapKey(t *testing.T) {
 	t.Logf("%d groups ran a job of each overlap key, %d ran 3 jobs of the concurrency key", both, full)
 	require.Positive(t, both, "groups held jobs of both overlap keys")
 	require.Positive(t, full, "a group held the concurrency key's 3 places")
+}
+
+// S110, S109: a handler that sets statement_timeout for its transaction does not set
+// it for the job after it in its group: that job runs under its own timeout. The
+// setter runs for a while, so the other job, dispatched meanwhile, runs in the next
+// round of its group, in the same transaction.
+func TestS110S109HandlerSettingDoesNotOverrideTheNextJobsTimeout(t *testing.T) {
+	t.Parallel()
+	b := setupGroups(t)
+	b.db.Exec(t, `ALTER TABLE public.runs ADD COLUMN timeout text DEFAULT current_setting('statement_timeout')`)
+	b.db.Exec(t, `CREATE FUNCTION public.setter(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    PERFORM set_config('statement_timeout', '0', true);
+		    INSERT INTO public.runs (job, n) VALUES ('setter', (p->>'n')::int);
+		    PERFORM pg_sleep((p->>'secs')::float);
+		END $$`)
+	b.db.Exec(t, `CREATE FUNCTION public.reader(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.runs (job, n) VALUES ('reader', (p->>'n')::int);
+		END $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('setter', handler => 'public.setter', timeout => 7)`)
+	b.db.Exec(t, `SELECT pgq.define_job('reader', handler => 'public.reader', timeout => 7)`)
+	b.oneSlotWorker(t)
+	dispatch := func(job string, n int, secs float64) {
+		_, err := b.client.Dispatch(context.Background(), job, map[string]any{"n": n, "secs": secs})
+		require.NoError(t, err)
+	}
+	dispatch("setter", 0, 0) // each class's first job runs alone
+	dispatch("reader", 0, 0)
+	b.waitEnded(t, "setter", 1)
+	b.waitEnded(t, "reader", 1)
+
+	dispatch("setter", 1, 0.5)
+	time.Sleep(100 * time.Millisecond)
+	dispatch("reader", 1, 0)
+	b.waitEnded(t, "setter", 2)
+	b.waitEnded(t, "reader", 2)
+	require.Equal(t, pgqtest.Scalar[string](t, b.db, `SELECT xact::text FROM public.runs WHERE job = 'setter' AND n = 1`),
+		pgqtest.Scalar[string](t, b.db, `SELECT xact::text FROM public.runs WHERE job = 'reader' AND n = 1`),
+		"the two jobs ran in one group")
+	require.Equal(t, "7s", pgqtest.Scalar[string](t, b.db, `SELECT timeout FROM public.runs WHERE job = 'reader' AND n = 1`),
+		"the reader ran under its own timeout, not the setter's 0")
+}
+
+// S110, S109, S111: a grouped job that runs longer than any one call of its group may
+// take (30 s) but within its own timeout still commits with its group: each of the
+// group's own calls (the completion, the commit) gets its time, and nothing is given
+// back.
+func TestS110S109S111LongGroupedJobCommitsWithItsGroup(t *testing.T) {
+	t.Parallel()
+	b := setupGroups(t)
+	b.db.Exec(t, `CREATE FUNCTION public.long(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.runs (job, n) VALUES ('long', (p->>'n')::int);
+		    IF (p->>'n')::int = 2 THEN PERFORM pg_sleep(31); END IF;
+		END $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('long', handler => 'public.long', tries => 1, timeout => 60)`)
+	b.oneSlotWorker(t)
+	b.dispatchN(t, "long", 0, 0)
+	b.waitEnded(t, "long", 1)
+	ids := b.dispatchN(t, "long", 1, 3)
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[int](t, b.db, `SELECT count(*)::int FROM pgq.live_jobs WHERE job = 'long'`) == 0
+	}, 2*time.Minute, 100*time.Millisecond)
+	for n, id := range ids {
+		require.Equal(t, []string{"succeeded"}, b.outcomes(t, id), "job %d", n)
+	}
+	require.Equal(t, 1, pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT xact)::int FROM public.runs WHERE n > 0`),
+		"the three jobs committed in one group")
+}
+
+// S113, S13, S40: a grouped job cancelled after it ran, while its group runs a slower
+// job in a later round, waits for its group's commit without being taken for a stuck
+// handler: the worker keeps running (a stuck handler would stop it with
+// ErrHandlerStuck after its 1 s grace), and both jobs commit.
+func TestS113S13S40CancelledGroupedJobWaitsForItsGroup(t *testing.T) {
+	t.Parallel()
+	b := setupGroups(t)
+	b.db.Exec(t, `CREATE FUNCTION public.pair(p jsonb) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+		    INSERT INTO public.runs (job, n) VALUES ('pair', (p->>'n')::int);
+		    PERFORM pg_sleep((p->>'secs')::float);
+		END $$`)
+	b.db.Exec(t, `SELECT pgq.define_job('pair', handler => 'public.pair', tries => 1)`)
+	stop := b.oneSlotWorker(t, worker.WithTimeoutGrace(time.Second))
+	dispatch := func(n int, secs float64) uuid.UUID {
+		id, err := b.client.Dispatch(context.Background(), "pair", map[string]any{"n": n, "secs": secs})
+		require.NoError(t, err)
+		return id
+	}
+	dispatch(0, 0)
+	b.waitEnded(t, "pair", 1)
+	first := dispatch(1, 0.5)
+	time.Sleep(200 * time.Millisecond)
+	second := dispatch(2, 5) // waits for the group's next round
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[bool](t, b.db, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE wait_event = 'PgSleep' AND query LIKE '%JobRunSQLGrouped%' AND backend_xid IS NOT NULL
+			AND datname = current_database()) AND (SELECT count(*) FROM public.runs WHERE n > 0) = 0`)
+	}, 10*time.Second, 20*time.Millisecond, "a grouped job sleeps")
+	time.Sleep(time.Second) // the first job has run; the second sleeps in the next round
+	b.db.Exec(t, `SELECT pgq.cancel($1)`, first)
+	b.waitEnded(t, "pair", 3)
+	require.NoError(t, stop(), "the worker ran on")
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, first))
+	require.Equal(t, []string{"succeeded"}, b.outcomes(t, second))
+	require.Equal(t, 1, pgqtest.Scalar[int](t, b.db, `SELECT count(DISTINCT xact)::int FROM public.runs WHERE n > 0`),
+		"both committed in one group")
 }
