@@ -175,3 +175,61 @@ func TestS99EndsWakeWaitingJobsWithoutWaiting(t *testing.T) {
 		`SELECT array_agg(waits_on IS NULL ORDER BY id) FROM pgq.jobs WHERE uuid IN ($1, $2)`, first, second),
 		"the locked first waiting job still waits, the second is woken")
 }
+
+// S99: two concurrency_limited entries that count one key would each find the other's
+// place taken, so their jobs would wait for ever: define_job and dispatch refuse them.
+// Entries on different keys (a class's own limit per account, and a named limit) go
+// together, and a job holding both places runs.
+func TestS99TwoEntriesOnOneKeyAreRefused(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`)
+	for _, mw := range []string{
+		`[{"concurrency_limited": {"limit": 1}}, {"concurrency_limited": {"limit": 2}}]`,
+		`[{"concurrency_limited": {"limit": "vendor"}}, {"concurrency_limited": {"limit": "vendor"}}]`,
+		`[{"concurrency_limited": {"limit": 1, "by": ["a"]}}, {"without_overlapping": {"by": ["a"]}}, {"concurrency_limited": {"limit": 3, "by": ["a"]}}]`,
+	} {
+		_, err := db.Pool.Exec(ctx, `SELECT pgq.define_job('dup', middleware => $1::jsonb)`, mw)
+		require.Equal(t, "22023", pgCode(err), mw)
+		require.ErrorContains(t, err, "count the same key")
+		_, err = db.Pool.Exec(ctx, `SELECT pgq.dispatch('dup', '{"a": 1}', middleware => $1::jsonb)`, mw)
+		require.Equal(t, "22023", pgCode(err), mw)
+	}
+	both := `'[{"concurrency_limited": {"limit": 1, "by": ["a"]}}, {"concurrency_limited": {"limit": "vendor"}}]'`
+	db.Exec(t, `SELECT pgq.define_job('two', middleware => `+both+`)`)
+	dispatch(t, db, `'two', '{"a": 1}'`)
+	got := runnable(reserveOn(t, db.Pool, "w", clock()))
+	require.Len(t, got, 1)
+	require.Len(t, got[0].Overlap, 2, "one place of each key")
+	require.Equal(t, "#two:[1]#1", got[0].Overlap[0])
+	require.Contains(t, []string{"#vendor#1", "#vendor#2"}, got[0].Overlap[1])
+}
+
+// S99: a job that waited for a place and then got one without being woken (its
+// holder's lease ran out) no longer waits on its key: released with a delay later, an
+// end of another job of its key does not cut its delay short.
+func TestS99AdmittedJobNoLongerWaitsOnItsKey(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	mw := `middleware => '[{"concurrency_limited": {"limit": 1}}]'`
+	dispatch(t, db, `'one', `+mw)
+	w := dispatch(t, db, `'one', `+mw)
+	now := clock()
+	require.Len(t, runnable(reserveOn(t, db.Pool, "dead", now)), 1)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w", now)))
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NOT NULL`, w))
+	later := now.Add(11 * time.Second)
+	got := runnable(reserveOn(t, db.Pool, "w", later))
+	require.Len(t, got, 1)
+	require.Equal(t, w, got[0].UUID)
+	require.Zero(t, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NOT NULL`, w), "it holds a place now")
+	release(t, db, reserved{UUID: w, Token: *got[0].Token}, 300, later)
+
+	x := dispatch(t, db, `'one', `+mw)
+	next := runnable(reserveOn(t, db.Pool, "w", later))
+	require.Len(t, next, 1)
+	require.Equal(t, x, next[0].UUID)
+	require.True(t, complete(t, db, reserved{UUID: x, Token: *next[0].Token}))
+	require.True(t, pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, w).After(later.Add(299*time.Second)),
+		"its 300 s delay holds")
+}

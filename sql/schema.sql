@@ -2293,6 +2293,21 @@ BEGIN
             PERFORM pgq._check_regex(v_cfg -> 'when');
         END IF;
     END LOOP;
+    -- Two concurrency_limited entries that count one key (one named limit, or the
+    -- class's own, by the same key or fields) would each find the other's place taken,
+    -- and their job would wait for ever (S99).
+    SELECT string_agg(c.entry::text, ' and ') INTO v_bad
+    FROM (SELECT m -> 'concurrency_limited' AS entry,
+                 count(*) OVER (PARTITION BY CASE jsonb_typeof(m #> '{concurrency_limited,limit}')
+                                                  WHEN 'string' THEN m #>> '{concurrency_limited,limit}' END,
+                                             m #> '{concurrency_limited,key}', m #> '{concurrency_limited,by}') AS n
+          FROM jsonb_array_elements(p_middleware) m
+          WHERE m ? 'concurrency_limited') c
+    WHERE c.n > 1;
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: concurrency_limited entries % count the same key: give one entry for it', v_bad
+            USING ERRCODE = '22023';
+    END IF;
 END;
 $$;
 
@@ -6855,6 +6870,7 @@ BEGIN
             lease_token = t.token,
             started_at = p_now,
             overlap_keys = t.held::text[],
+            waits_on = NULL,  -- no longer waits for a place (S99), however it got one
             txid = pg_current_xact_id()
         FROM unnest(p_tids, p_tokens, p_held, p_expire) WITH ORDINALITY t(tid, token, held, expire, ord)
         WHERE j.slot = p_slot
@@ -7194,6 +7210,7 @@ BEGIN
     END IF;
     UPDATE pgq.jobs j
     SET attempts = p_job.attempts, available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        waits_on = NULL,  -- it waits for its delay, not for a place: no end of a key wakes it (S99)
         turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
         reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
     WHERE j.uuid = p_job.uuid;

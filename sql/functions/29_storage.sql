@@ -697,6 +697,7 @@ BEGIN
             lease_token = t.token,
             started_at = p_now,
             overlap_keys = t.held::text[],
+            waits_on = NULL,  -- no longer waits for a place (S99), however it got one
             txid = pg_current_xact_id()
         FROM unnest(p_tids, p_tokens, p_held, p_expire) WITH ORDINALITY t(tid, token, held, expire, ord)
         WHERE j.slot = p_slot

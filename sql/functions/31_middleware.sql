@@ -153,6 +153,21 @@ BEGIN
             PERFORM pgq._check_regex(v_cfg -> 'when');
         END IF;
     END LOOP;
+    -- Two concurrency_limited entries that count one key (one named limit, or the
+    -- class's own, by the same key or fields) would each find the other's place taken,
+    -- and their job would wait for ever (S99).
+    SELECT string_agg(c.entry::text, ' and ') INTO v_bad
+    FROM (SELECT m -> 'concurrency_limited' AS entry,
+                 count(*) OVER (PARTITION BY CASE jsonb_typeof(m #> '{concurrency_limited,limit}')
+                                                  WHEN 'string' THEN m #>> '{concurrency_limited,limit}' END,
+                                             m #> '{concurrency_limited,key}', m #> '{concurrency_limited,by}') AS n
+          FROM jsonb_array_elements(p_middleware) m
+          WHERE m ? 'concurrency_limited') c
+    WHERE c.n > 1;
+    IF v_bad IS NOT NULL THEN
+        RAISE EXCEPTION 'pgq: concurrency_limited entries % count the same key: give one entry for it', v_bad
+            USING ERRCODE = '22023';
+    END IF;
 END;
 $$;
 

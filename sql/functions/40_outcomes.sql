@@ -228,6 +228,7 @@ BEGIN
     END IF;
     UPDATE pgq.jobs j
     SET attempts = p_job.attempts, available_at = p_now + make_interval(secs => p_delay), wait_reason = 'turned_away',
+        waits_on = NULL,  -- it waits for its delay, not for a place: no end of a key wakes it (S99)
         turn_aways = jsonb_set(j.turn_aways, ARRAY[p_middleware], to_jsonb(coalesce((j.turn_aways ->> p_middleware)::int, 0) + 1)),
         reserved_at = NULL, reserved_until = NULL, reserved_by = NULL, lease_token = NULL, started_at = NULL
     WHERE j.uuid = p_job.uuid;

@@ -433,7 +433,9 @@ COMMENT ON FUNCTION pgq.drop_limit(text) IS
 -- pgq.define_concurrency: creates or updates a named concurrency limit (S99): at most
 -- "limit" handlers (1 to 1,000) of each of its keys run at once across every worker, for
 -- every job class whose concurrency_limited middleware names it. Lowering it lets the
--- handlers running finish; no new one starts until fewer than the limit run.
+-- handlers running finish; a new one starts only in one of the first "limit" places,
+-- so while handlers started under the higher limit hold places above them, up to that
+-- limit run (S99).
 CREATE OR REPLACE FUNCTION pgq.define_concurrency(name text, "limit" int) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
