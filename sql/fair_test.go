@@ -460,3 +460,87 @@ func TestS123FairTurnReadsItsKeyOnly(t *testing.T) {
 	n := fetched() - before
 	require.Less(t, n, 2000, "the turns fetched %d rows by index: a key's turn read other keys' jobs", n)
 }
+
+// S114, S115: a change of fair_by waits for the transactions storing jobs in the queue
+// under the old one, so that their jobs are keyed anew with the others and each key
+// has a turn: a plain queue made fair, and a fair queue keyed by another field, while a
+// dispatch is open.
+func TestS114S115FairByChangeWaitsForOpenDispatches(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_queue('exports', fair_by => 'tenant')`)
+	dispatchTenant(t, db, "t1", 1, 0)
+	db.Exec(t, `SELECT pgq.define_queue('plain')`)
+	for _, tc := range []struct{ queue, by string }{{"exports", "org"}, {"plain", "tenant"}} {
+		tx, err := db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(ctx) }) // before the database goes, when the test fails
+		var open string
+		require.NoError(t, tx.QueryRow(ctx, `SELECT pgq.dispatch('export', '{"tenant": "t1", "org": "o1"}', queue => $1)::text`,
+			tc.queue).Scan(&open))
+		redefined := make(chan error, 1)
+		go func() {
+			_, err := db.Pool.Exec(ctx, `SELECT pgq.define_queue($1, fair_by => $2)`, tc.queue, tc.by)
+			redefined <- err
+		}()
+		select {
+		case err := <-redefined:
+			t.Fatalf("define_queue(%s) did not wait for the open dispatch: %v", tc.queue, err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		require.NoError(t, tx.Commit(ctx))
+		require.NoError(t, <-redefined)
+		want := map[string]string{"org": "o1", "tenant": "t1"}[tc.by]
+		require.Equal(t, want, pgqtest.Scalar[string](t, db, `SELECT fair_key FROM pgq.jobs WHERE uuid = $1::uuid`, open),
+			"the open dispatch's job is keyed by %s", tc.by)
+		require.Zero(t, count(t, db, `pgq.jobs j WHERE j.queue = $1 AND NOT EXISTS
+			(SELECT FROM pgq.fair_turns f WHERE f.queue = j.queue AND f.key = j.fair_key)`, tc.queue),
+			"every key of %s has a turn", tc.queue)
+	}
+}
+
+// S116, S117: a key's weight lets a reserve take up to that many of its jobs a round,
+// but one that takes fewer locks no more than it takes: a reserve of one job in an open
+// transaction leaves the key's next job to a concurrent reserve, which takes them in
+// order.
+func TestS116S117WeightedKeyLocksOnlyWhatItTakes(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.set_fair_weight('exports', 'a', 5)`)
+	dispatchTenant(t, db, "a", 6, 0)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	first, err := reserveFairOn(t, tx.Conn(), "w1", 1)
+	require.NoError(t, err)
+	require.Equal(t, []taken{{"a", 1}}, first)
+	second := make(chan []taken, 1)
+	go func() {
+		c, err := db.Pool.Acquire(ctx)
+		if err != nil {
+			second <- nil
+			return
+		}
+		defer c.Release()
+		got, _ := reserveFairOn(t, c.Conn(), "w2", 1)
+		second <- got
+	}()
+	time.Sleep(200 * time.Millisecond) // the second reserve picks while the first holds its rows
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, []taken{{"a", 2}}, <-second, "the key's next job, in order")
+}
+
+// S114: a fair key is at most 1000 bytes; a dispatch whose fair_by field is longer is
+// refused with 22023 and stores nothing.
+func TestS114FairKeyLengthIsBounded(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	_, err := db.Pool.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', repeat('x', 1001)), queue => 'exports')`)
+	require.Equal(t, "22023", pgCode(err))
+	require.ErrorContains(t, err, "at most 1000 bytes")
+	require.Zero(t, count(t, db, `pgq.jobs`))
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', repeat('x', 1000)), queue => 'exports')`)
+	require.Equal(t, 1, count(t, db, `pgq.jobs`))
+}

@@ -3657,6 +3657,28 @@ COMMENT ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text tex
 
 
 --
+-- Name: _fair_by(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_by(p_queue text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair_by'), hashtext(p_queue));
+    RETURN (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_queue);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_by(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_by(p_queue text) IS 'A queue''s fair_by, read under its ''fair_by'' lock held shared until the transaction ends (S114).';
+
+
+--
 -- Name: _fair_enter(text, text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3856,7 +3878,7 @@ BEGIN
                       AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
                       AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
                     ORDER BY p.available_at, p.id  -- jobs_fair_idx
-                    LIMIT t.weight
+                    LIMIT least(t.weight, p_want)  -- a row locked and not taken would pass its key's FIFO order (S116)
                     FOR UPDATE SKIP LOCKED) l) j
           LIMIT p_want) x;
     -- The keys that gave their whole share may have more; the turns walked before the
@@ -4948,6 +4970,7 @@ CREATE FUNCTION pgq._lock_space(p_space text) RETURNS integer
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
         WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
         WHEN 'fair' THEN 1297339926            -- hashtext('pgq.fair')
+        WHEN 'fair_by' THEN 2130150743         -- hashtext('pgq.fair_by')
     END;
 $$;
 
@@ -4956,7 +4979,7 @@ $$;
 -- Name: FUNCTION _lock_space(p_space text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair.';
+COMMENT ON FUNCTION pgq._lock_space(p_space text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair, fair_by.';
 
 
 --
@@ -6216,6 +6239,8 @@ DECLARE
     v_chains  uuid[];
     v_steps   int[];
 BEGIN
+    -- Their queues' fair_by is read under its lock (pgq._fair_by, S114).
+    PERFORM pgq._fair_by(f.queue) FROM (SELECT DISTINCT f.queue FROM pgq.failed_jobs f WHERE f.id = ANY (p_ids) ORDER BY 1) f;
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
         WHERE f.id = ANY (p_ids)
@@ -6640,10 +6665,14 @@ CREATE FUNCTION pgq._store(p_job pgq.jobs, p_payloads jsonb[], p_uuids uuid[], p
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
-    v_fair_by text := (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_job.queue);
+    v_fair_by text := pgq._fair_by(p_job.queue);
 BEGIN
     p_job.slot := pgq._slot();
     IF v_fair_by IS NOT NULL THEN
+        IF EXISTS (SELECT FROM unnest(p_payloads) p WHERE octet_length(p ->> v_fair_by) > 1000) THEN
+            RAISE EXCEPTION 'pgq: the fair key of queue % (payload field %) is at most 1000 bytes', p_job.queue, v_fair_by
+                USING ERRCODE = '22023';
+        END IF;
         PERFORM pgq._fair_enter(p_job.queue, ARRAY(SELECT coalesce(p ->> v_fair_by, '') FROM unnest(p_payloads) p));
     ELSIF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
        AND p_job.available_at <= now() AND p_job.middleware IS NULL
@@ -7789,6 +7818,11 @@ BEGIN
     IF define_queue.fair_by IS NOT NULL AND (define_queue.fair_by = '' OR octet_length(define_queue.fair_by) > 200) THEN
         RAISE EXCEPTION 'pgq: fair_by must name a payload field (1 to 200 bytes), got %', quote_literal(define_queue.fair_by)
             USING ERRCODE = '22023';
+    END IF;
+    -- A new fair_by waits for the transactions storing jobs in the queue under the old
+    -- one (pgq._fair_by), so that the rekey below sees their jobs.
+    IF define_queue.fair_by IS DISTINCT FROM (SELECT q.fair_by FROM pgq.queues q WHERE q.name = define_queue.name) THEN
+        PERFORM pg_advisory_xact_lock(pgq._lock_space('fair_by'), hashtext(define_queue.name));
     END IF;
     SELECT q.fair_by INTO v_was FROM pgq.queues q WHERE q.name = define_queue.name FOR UPDATE;
     INSERT INTO pgq.queues AS q (name, retry_after, paused, fair_by)
@@ -13537,6 +13571,13 @@ REVOKE ALL ON FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp wi
 --
 
 REVOKE ALL ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text text, p_now timestamp with time zone, p_detail text, p_hint text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_by(p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_by(p_queue text) FROM PUBLIC;
 
 
 --

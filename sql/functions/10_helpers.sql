@@ -80,7 +80,9 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 -- napping session, S31), 'dispatching' (held shared by a dispatching transaction) or
 -- 'fair' (the second key is one of 256 a fair queue's key hashes to, pgq._fair_lock:
 -- held shared by a transaction that stores jobs of that key, taken alone by a reserve
--- that ends the key's turn, S115).
+-- that ends the key's turn, S115) or 'fair_by' (held shared by a transaction that
+-- stores jobs in the queue, pgq._fair_by, taken alone by a pgq.define_queue that
+-- changes its fair_by, S114).
 CREATE OR REPLACE FUNCTION pgq._lock_space(p_space text) RETURNS int
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -89,10 +91,11 @@ AS $$
         WHEN 'nap' THEN 776776852              -- hashtext('pgq.nap')
         WHEN 'dispatching' THEN -1140850413    -- hashtext('pgq.dispatching')
         WHEN 'fair' THEN 1297339926            -- hashtext('pgq.fair')
+        WHEN 'fair_by' THEN 2130150743         -- hashtext('pgq.fair_by')
     END;
 $$;
 
-COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair.';
+COMMENT ON FUNCTION pgq._lock_space(text) IS 'First key of pgq''s two-key advisory lock spaces: nap, dispatching, fair, fair_by.';
 
 -- pgq._lock_ids: one-key advisory lock ids in pgq's space: 'pgq.' || name, hashed, for
 -- each name, in one call. The one definition of the ids.

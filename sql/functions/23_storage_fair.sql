@@ -120,7 +120,7 @@ BEGIN
                       AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
                       AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
                     ORDER BY p.available_at, p.id  -- jobs_fair_idx
-                    LIMIT t.weight
+                    LIMIT least(t.weight, p_want)  -- a row locked and not taken would pass its key's FIFO order (S116)
                     FOR UPDATE SKIP LOCKED) l) j
           LIMIT p_want) x;
     -- The keys that gave their whole share may have more; the turns walked before the

@@ -169,10 +169,14 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_fair_by text := (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_job.queue);
+    v_fair_by text := pgq._fair_by(p_job.queue);
 BEGIN
     p_job.slot := pgq._slot();
     IF v_fair_by IS NOT NULL THEN
+        IF EXISTS (SELECT FROM unnest(p_payloads) p WHERE octet_length(p ->> v_fair_by) > 1000) THEN
+            RAISE EXCEPTION 'pgq: the fair key of queue % (payload field %) is at most 1000 bytes', p_job.queue, v_fair_by
+                USING ERRCODE = '22023';
+        END IF;
         PERFORM pgq._fair_enter(p_job.queue, ARRAY(SELECT coalesce(p ->> v_fair_by, '') FROM unnest(p_payloads) p));
     ELSIF pgq._load_min() BETWEEN 1 AND cardinality(p_payloads)
        AND p_job.available_at <= now() AND p_job.middleware IS NULL
@@ -199,6 +203,24 @@ $$;
 
 COMMENT ON FUNCTION pgq._store(pgq.jobs, jsonb[], uuid[], jsonb[]) IS
     'Writes new waiting jobs of a dispatch, one per payload, with the settings of a template job: as a load when many and plain (S85), else as rows.';
+
+-- pgq._fair_by: the fair_by of queue p_queue (NULL: not fair), for a transaction about
+-- to store jobs in it, which holds the queue's 'fair_by' lock shared from here until
+-- it ends: a pgq.define_queue that changes fair_by takes it alone, so it keys anew the
+-- jobs of every transaction that read the old value, once they are visible (S114).
+-- The lock first, the read in a statement after it: at READ COMMITTED that statement
+-- sees a change committed while this one waited.
+CREATE OR REPLACE FUNCTION pgq._fair_by(p_queue text) RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair_by'), hashtext(p_queue));
+    RETURN (SELECT q.fair_by FROM pgq.queues q WHERE q.name = p_queue);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_by(text) IS 'A queue''s fair_by, read under its ''fair_by'' lock held shared until the transaction ends (S114).';
 
 -- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue when the
 -- jobs written with them by this transaction become visible: each key's 'fair' lock is

@@ -28,6 +28,11 @@ BEGIN
         RAISE EXCEPTION 'pgq: fair_by must name a payload field (1 to 200 bytes), got %', quote_literal(define_queue.fair_by)
             USING ERRCODE = '22023';
     END IF;
+    -- A new fair_by waits for the transactions storing jobs in the queue under the old
+    -- one (pgq._fair_by), so that the rekey below sees their jobs.
+    IF define_queue.fair_by IS DISTINCT FROM (SELECT q.fair_by FROM pgq.queues q WHERE q.name = define_queue.name) THEN
+        PERFORM pg_advisory_xact_lock(pgq._lock_space('fair_by'), hashtext(define_queue.name));
+    END IF;
     SELECT q.fair_by INTO v_was FROM pgq.queues q WHERE q.name = define_queue.name FOR UPDATE;
     INSERT INTO pgq.queues AS q (name, retry_after, paused, fair_by)
     VALUES (define_queue.name, define_queue.retry_after, coalesce(define_queue.paused, false), define_queue.fair_by)

@@ -46,6 +46,8 @@ DECLARE
     v_chains  uuid[];
     v_steps   int[];
 BEGIN
+    -- Their queues' fair_by is read under its lock (pgq._fair_by, S114).
+    PERFORM pgq._fair_by(f.queue) FROM (SELECT DISTINCT f.queue FROM pgq.failed_jobs f WHERE f.id = ANY (p_ids) ORDER BY 1) f;
     WITH gone AS (
         DELETE FROM pgq.failed_jobs f
         WHERE f.id = ANY (p_ids)
