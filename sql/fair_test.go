@@ -544,3 +544,18 @@ func TestS114FairKeyLengthIsBounded(t *testing.T) {
 	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', repeat('x', 1000)), queue => 'exports')`)
 	require.Equal(t, 1, count(t, db, `pgq.jobs`))
 }
+
+// S115: a key's one job waits at most one turn when the backlog spans two slots: a
+// reserve whose picks a slot boundary cuts short goes on with its round where it left
+// it, rather than start the round again with the keys it has served.
+func TestS115RoundGoesOnAcrossSlots(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 3000, 0)
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536)`) // the next job goes to a slot of its own
+	dispatchTenant(t, db, "small", 1, 0)
+	got := reserveTenants(t, db, 10)
+	require.Len(t, got, 10)
+	require.Contains(t, got[:2], taken{"small", 1}, "the small key's job in the round's first turns: %v", got)
+}

@@ -3862,10 +3862,8 @@ BEGIN
            max(x.ord)
     INTO tids, slots, ids, plain, keys, tags, v_last
     FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
-          FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
-                FROM pgq.fair_turns t
-                LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
-                WHERE t.queue = p_queue
+          FROM (SELECT t.key, t.pass, t.weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
+                FROM pgq._fair_turns_now(p_queue) t
                 ORDER BY t.pass, t.key) t
           CROSS JOIN LATERAL (
               SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
@@ -3886,12 +3884,12 @@ BEGIN
     SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
     INTO v_more, v_pass, v_w, v_took
-    FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM pgq.fair_turns t LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
-          WHERE t.queue = p_queue AND t.key = ANY (keys)) t
+    FROM (SELECT t.key, t.pass, t.weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM pgq._fair_turns_now(p_queue) t
+          WHERE t.key = ANY (keys)) t
     WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM pgq.fair_turns t
-                  WHERE t.queue = p_queue AND t.key <> ALL (keys)
+    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue) t
+                  WHERE t.key <> ALL (keys)
                   ORDER BY t.pass, t.key
                   LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
                              ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
@@ -4024,6 +4022,39 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) IS 'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S115).';
+
+
+--
+-- Name: _fair_turns_now(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_turns_now(p_queue text) RETURNS TABLE(key text, pass double precision, weight integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
+    FROM pgq.fair_turns t
+    LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+    LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
+               FROM jsonb_array_elements(coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb) e
+               WHERE e ->> 0 = p_queue
+               GROUP BY 1) s ON s.key = t.key
+    WHERE t.queue = p_queue;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_turns_now(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_turns_now(p_queue text) IS 'Reserve: a fair queue''s turns with the passes this reserve''s earlier picks moved on, and their weights (S115, S117).';
 
 
 --
@@ -13634,6 +13665,13 @@ REVOKE ALL ON FUNCTION pgq._fair_settle(p_pending jsonb) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_turns_now(p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_turns_now(p_queue text) FROM PUBLIC;
 
 
 --

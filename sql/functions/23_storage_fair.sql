@@ -65,6 +65,33 @@ $$;
 COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestamptz, bigint[]) IS
     'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
 
+-- pgq._fair_turns_now: the turns of the fair queue p_queue as this reserve has moved
+-- them so far, with each key's weight: its pass plus 1/weight for each job the
+-- reserve's earlier picks took of it (pgq.fair_pending, pgq._fair_taken). The turns
+-- themselves move at the reserve's end (pgq._fair_settle), so a reserve whose picks are
+-- cut short (at a slot boundary) goes on with the round where it left it (S115).
+CREATE OR REPLACE FUNCTION pgq._fair_turns_now(p_queue text) RETURNS TABLE (key text, pass float8, weight int)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
+    FROM pgq.fair_turns t
+    LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+    LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
+               FROM jsonb_array_elements(coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb) e
+               WHERE e ->> 0 = p_queue
+               GROUP BY 1) s ON s.key = t.key
+    WHERE t.queue = p_queue;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_turns_now(text) IS
+    'Reserve: a fair queue''s turns with the passes this reserve''s earlier picks moved on, and their weights (S115, S117).';
+
 -- pgq._fair_rows: the next ready waiting rows of p_queue at priority p_prio, in the
 -- slots p_slots, round-robin across its keys' turns, locked with SKIP LOCKED, at most
 -- p_want, none of p_skip. A first round walks the turns by ascending pass, taking from
@@ -104,10 +131,8 @@ BEGIN
            max(x.ord)
     INTO tids, slots, ids, plain, keys, tags, v_last
     FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
-          FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
-                FROM pgq.fair_turns t
-                LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
-                WHERE t.queue = p_queue
+          FROM (SELECT t.key, t.pass, t.weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
+                FROM pgq._fair_turns_now(p_queue) t
                 ORDER BY t.pass, t.key) t
           CROSS JOIN LATERAL (
               SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
@@ -128,12 +153,12 @@ BEGIN
     SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
     INTO v_more, v_pass, v_w, v_took
-    FROM (SELECT t.key, t.pass, coalesce(w.weight, 1) AS weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM pgq.fair_turns t LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
-          WHERE t.queue = p_queue AND t.key = ANY (keys)) t
+    FROM (SELECT t.key, t.pass, t.weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM pgq._fair_turns_now(p_queue) t
+          WHERE t.key = ANY (keys)) t
     WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM pgq.fair_turns t
-                  WHERE t.queue = p_queue AND t.key <> ALL (keys)
+    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue) t
+                  WHERE t.key <> ALL (keys)
                   ORDER BY t.pass, t.key
                   LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
                              ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
