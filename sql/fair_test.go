@@ -559,3 +559,46 @@ func TestS115RoundGoesOnAcrossSlots(t *testing.T) {
 	require.Len(t, got, 10)
 	require.Contains(t, got[:2], taken{"small", 1}, "the small key's job in the round's first turns: %v", got)
 }
+
+// S120: a reserve that finds a key with nothing ready but a live job (one that waits an
+// hour) keeps the key's turn without taking the key's lock, so a dispatch of that key
+// goes on while the reserve's transaction is open; it takes the lock only to end the
+// turn of a key with no live job left, and a dispatch of that key waits for it.
+func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	require.NotEqual(t, pgqtest.Scalar[int](t, db, `SELECT pgq._fair_lock('exports', 'late')`),
+		pgqtest.Scalar[int](t, db, `SELECT pgq._fair_lock('exports', 'gone')`), "keys of one lock")
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "late"}', queue => 'exports', delay => '1 hour')`)
+	dispatchTenant(t, db, "gone", 1, 0)
+	require.Len(t, reserveTenants(t, db, 1), 1)
+	db.Exec(t, `SELECT pgq.complete(ARRAY[uuid], ARRAY[lease_token]) FROM pgq.jobs WHERE fair_key = 'gone'`)
+	dispatchTenant(t, db, "now", 1, 0)
+
+	// 'late' (a job an hour away) and 'gone' (none left) are walked and give nothing.
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM pgq.reserve('w1', '{exports}', 10) WHERE pickup IS NULL`).Scan(&n))
+	require.Equal(t, 1, n, "the job of 'now'")
+
+	dispatch := func(key string) error {
+		return pgx.BeginFunc(ctx, db.Pool, func(c pgx.Tx) error {
+			if _, err := c.Exec(ctx, `SET LOCAL lock_timeout = '300ms'`); err != nil {
+				return err
+			}
+			_, err := c.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text), queue => 'exports')`, key)
+			return err
+		})
+	}
+	require.NoError(t, dispatch("late"), "a key with a live job: its store waits for no reserve")
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, dispatch("gone"), &pgErr, "a key whose turn the open reserve ends")
+	require.Equal(t, "55P03", pgErr.Code)
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, dispatch("gone"))
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE queue = 'exports'`),
+		"late, now and gone have turns")
+}

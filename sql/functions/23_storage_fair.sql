@@ -14,7 +14,8 @@
 -- and then, in a later statement, still sees no live job of the key: every store that
 -- began before is then visible, and every store that begins later waits for the
 -- reserve's end and finds no turn, so it makes one (at its commit: S121). So no key
--- is left with jobs and no turn.
+-- is left with jobs and no turn. A reserve tries the lock only for a key it sees with
+-- no live job, so stores of keys with live jobs never wait for a reserve.
 --
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
 -- from the session's marks (S77): they walk each key's jobs from its front in
@@ -262,11 +263,16 @@ BEGIN
     FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
-    -- live job.
+    -- live job. A key seen with a live job (delayed, or running) keeps its turn without
+    -- the lock being tried: held to the reserve's end, it would hold up every store of
+    -- the keys that share it. A probe per turn, to the key's first job: a scalar
+    -- subquery, which the planner never turns into a join that reads every job of the
+    -- queue.
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0 AND pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)));
-    -- A probe per turn, to the key's first job: a scalar subquery, which the planner
-    -- never turns into a join that reads every job of the queue.
+                     WHERE u.n = 0
+                       AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = u.q AND j.fair_key = u.k LIMIT 1) IS NOT NULL
+                                THEN false  -- a CASE: the planner orders the conditions of an AND by cost
+                                ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)) END);
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
