@@ -85,7 +85,7 @@ func TestDashboardScreens(t *testing.T) {
 		require.Contains(t, body, "worker-a:4242", "the overlap lease's worker")
 		require.Contains(t, body, "vendor_api")
 		require.Contains(t, body, "1</td><td class=\"r\">5", "1 of 5 used")
-		require.Regexp(t, `<td>concurrency</td><td>exports</td><td class="mono">exports</td><td class="r">1</td><td class="r">1</td>\s*<td></td><td[^>]*></td>\s*<td><span class="badge bad">full</span>`, body,
+		require.Regexp(t, `<td>concurrency</td><td>exports</td><td class="mono">@exports</td><td class="r">1</td><td class="r">1</td>\s*<td></td><td[^>]*></td>\s*<td><span class="badge bad">full</span>`, body,
 			"the concurrency limit: 1 of 1 running, the other job waiting")
 	})
 	t.Run("Workers", func(t *testing.T) {

@@ -1,13 +1,19 @@
 package sql_test
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
+	"github.com/pgq-dev/pgq/pgq"
 )
 
 // S99: at most limit handlers of a key run at once; a job over the limit waits without
@@ -70,7 +76,7 @@ func TestS99NamedConcurrencyLimitIsShared(t *testing.T) {
 		dispatch(t, db, `'b'`)
 	}
 	require.Len(t, runnable(reserveOn(t, db.Pool, "w1", clock())), 3)
-	require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = 'vendor_api'`))
+	require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = '@vendor_api'`))
 	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT used FROM pgq.limits WHERE kind = 'concurrency' AND name = 'vendor_api'`))
 
 	for call, code := range map[string]string{
@@ -202,7 +208,7 @@ func TestS99TwoEntriesOnOneKeyAreRefused(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Len(t, got[0].Overlap, 2, "one place of each key")
 	require.Equal(t, "#two:[1]#1", got[0].Overlap[0])
-	require.Contains(t, []string{"#vendor#1", "#vendor#2"}, got[0].Overlap[1])
+	require.Contains(t, []string{"#@vendor#1", "#@vendor#2"}, got[0].Overlap[1])
 }
 
 // S99: a job that waited for a place and then got one without being woken (its
@@ -232,4 +238,76 @@ func TestS99AdmittedJobNoLongerWaitsOnItsKey(t *testing.T) {
 	require.True(t, complete(t, db, reserved{UUID: x, Token: *next[0].Token}))
 	require.True(t, pgqtest.Scalar[time.Time](t, db, `SELECT available_at FROM pgq.jobs WHERE uuid = $1`, w).After(later.Add(299*time.Second)),
 		"its 300 s delay holds")
+}
+
+// S99: a class's own limit and a named limit of the same name are two budgets: a class
+// 'vendor' limited to 1 and the limit 'vendor' of 2 run three handlers at once, and
+// pgq.limits shows each.
+func TestS99ClassLimitAndNamedLimitOfOneNameAreApart(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`)
+	db.Exec(t, `SELECT pgq.define_job('vendor', middleware => '[{"concurrency_limited": {"limit": 1}}]')`)
+	db.Exec(t, `SELECT pgq.define_job('call', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	for range 2 {
+		dispatch(t, db, `'vendor'`)
+		dispatch(t, db, `'call'`)
+		dispatch(t, db, `'call'`)
+	}
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w1", clock())), 3, "one of the class, two of the named limit")
+	type row struct {
+		Name, Key string
+		Max       *int
+		Used      int
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT name, key, max, used FROM pgq.limits WHERE kind = 'concurrency' ORDER BY key`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	require.NoError(t, err)
+	two := 2
+	require.Equal(t, []row{{"vendor", "@vendor", &two, 2}, {"vendor", "vendor", nil, 1}}, got)
+}
+
+// S99: an installation whose jobs hold and wait for places of a named limit under the
+// keys without '@' (as migration 00044 finds them: its Down gives them that form) is
+// migrated: running jobs keep their places (renewed by heartbeats, freed by their
+// ends), a waiting job waits on the new key and is woken by an end, and the limit
+// holds across jobs admitted before and after.
+func TestS99MigrationMovesNamedLimitKeys(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor_api', 2)`)
+	db.Exec(t, `SELECT pgq.define_job('call', middleware => '[{"concurrency_limited": {"limit": "vendor_api", "by": ["acct"]}}]')`)
+	for range 3 {
+		dispatch(t, db, `'call', '{"acct": 7}'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w1", time.Now()))
+	require.Len(t, running, 2)
+	const key = `vendor_api:[7]`
+	sqlDB := stdlib.OpenDBFromPool(db.Pool)
+	defer sqlDB.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS("migrations"), goose.WithTableName(pgq.VersionTable))
+	require.NoError(t, err)
+	_, err = provider.DownTo(ctx, 43)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on = $1 AND middleware_keys = jsonb_build_array($1::text)`, key))
+	require.Equal(t, 2, count(t, db, `pgq.overlap_locks WHERE key LIKE '#' || $1 || '#%'`, key))
+	require.Equal(t, 2, count(t, db, `pgq.jobs WHERE overlap_keys[1] LIKE '#' || $1 || '#%'`, key))
+
+	_, err = provider.UpTo(ctx, 44)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on = '@' || $1 AND middleware_keys = jsonb_build_array('@' || $1)`, key))
+	require.Equal(t, 2, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@' || $1 || '#%'`, key))
+	require.Equal(t, 2, count(t, db, `pgq.jobs WHERE overlap_keys[1] LIKE '#@' || $1 || '#%'`, key))
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.heartbeat($1, $2)`,
+		[]uuid.UUID{running[0].UUID, running[1].UUID}, []uuid.UUID{*running[0].Token, *running[1].Token}))
+	require.Equal(t, 2, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@%' AND expires_at > now()`), "renewed")
+
+	dispatch(t, db, `'call', '{"acct": 7}'`)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", time.Now())), "the places the old keys hold are counted")
+	require.True(t, complete(t, db, reserved{UUID: running[0].UUID, Token: *running[0].Token}))
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on IS NULL AND reserved_at IS NULL AND available_at <= now()`),
+		"the end woke the job that waited since before the migration")
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w2", time.Now())), 1)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", time.Now())))
 }

@@ -5186,7 +5186,7 @@ BEGIN
     RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
-                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN u.cfg ->> 'limit' ELSE u.job END
+                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN '@' || (u.cfg ->> 'limit') ELSE u.job END
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
                       ELSE u.job END ORDER BY u.n),
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),
@@ -11110,8 +11110,8 @@ UNION ALL
    FROM pgq.circuits c
 UNION ALL
  SELECT 'concurrency'::text AS kind,
-    COALESCE(l.name, split_part(k.key, ':'::text, 1)) AS name,
-    COALESCE(k.key, l.name) AS key,
+    COALESCE(l.name, k.name) AS name,
+    COALESCE(k.key, ('@'::text || l.name)) AS key,
     l."limit" AS max,
     NULL::interval AS per,
     (COALESCE(k.running, (0)::bigint))::integer AS used,
@@ -11122,21 +11122,28 @@ UNION ALL
         END AS state,
     NULL::text AS last_exception
    FROM (( SELECT u.key,
+                CASE
+                    WHEN (u.key ~~ '@%'::text) THEN split_part(substr(u.key, 2), ':['::text, 1)
+                    ELSE min(u.job)
+                END AS name,
             sum(u.running) AS running,
             sum(u.waiting) AS waiting
            FROM ( SELECT regexp_replace(substr(o.key, 2), '#[0-9]+$'::text, ''::text) AS key,
+                    j.job,
                     1 AS running,
                     0 AS waiting
-                   FROM pgq.overlap_locks o
+                   FROM (pgq.overlap_locks o
+                     LEFT JOIN pgq.jobs j ON ((j.uuid = o.job_uuid)))
                   WHERE ((o.key ~~ '#%'::text) AND (o.expires_at > now()))
                 UNION ALL
                  SELECT j.waits_on,
+                    j.job,
                     0,
                     1
                    FROM pgq.jobs j
                   WHERE ((j.waits_on IS NOT NULL) AND (j.reserved_at IS NULL))) u
           GROUP BY u.key) k
-     FULL JOIN pgq.concurrency_limits l ON ((l.name = split_part(k.key, ':'::text, 1))));
+     FULL JOIN pgq.concurrency_limits l ON (((k.key ~~ '@%'::text) AND (l.name = k.name))));
 
 
 --

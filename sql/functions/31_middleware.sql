@@ -186,8 +186,11 @@ COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first m
 -- pgq._middleware_keys: the key a middleware counts or locks for each job, one per
 -- element of the arrays (which have one length): a without_overlapping key (scoped to
 -- the job name, or to "shared"), a rate limit's key (the limit's name, per by value when
--- given) or a circuit's key (the job name by default). NULL where the payload lacks a
--- field of by. Never raises; one call for a batch (see pgq._keys_or_null).
+-- given), a concurrency_limited key (the job name, or '@' and the name of the limit it
+-- names: no job name starts with '@', so a class's own limit and a named limit never
+-- share places, S99) or a circuit's key (the job name by default). NULL where the
+-- payload lacks a field of by. Never raises; one call for a batch (see
+-- pgq._keys_or_null).
 CREATE OR REPLACE FUNCTION pgq._middleware_keys(p_jobs text[], p_names text[], p_cfgs jsonb[], p_payloads jsonb[]) RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -196,7 +199,7 @@ BEGIN
     RETURN (SELECT pgq._keys_or_null(
         array_agg(CASE u.name
                       WHEN 'rate_limited' THEN u.cfg ->> 'limit'
-                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN u.cfg ->> 'limit' ELSE u.job END
+                      WHEN 'concurrency_limited' THEN CASE jsonb_typeof(u.cfg -> 'limit') WHEN 'string' THEN '@' || (u.cfg ->> 'limit') ELSE u.job END
                       WHEN 'without_overlapping' THEN CASE WHEN (u.cfg ->> 'shared')::boolean THEN 'shared' ELSE u.job END
                       ELSE u.job END ORDER BY u.n),
         array_agg(CASE WHEN u.name <> 'rate_limited' THEN u.cfg ->> 'key' END ORDER BY u.n),

@@ -74,17 +74,20 @@ FROM pgq.circuits c
 UNION ALL
 -- concurrency_limited (S99): a named limit with its keys in use (or none), and each key
 -- of a per-class limit while it runs or has jobs waiting; full when its handlers are at
--- the limit or jobs wait for it.
-SELECT 'concurrency', coalesce(l.name, split_part(k.key, ':', 1)), coalesce(k.key, l.name), l."limit", NULL,
+-- the limit or jobs wait for it. A named limit's keys are '@' and its name, then ':'
+-- and the by values as a JSON array when it has by; no name holds '['.
+SELECT 'concurrency', coalesce(l.name, k.name), coalesce(k.key, '@' || l.name), l."limit", NULL,
        coalesce(k.running, 0)::int, NULL,
        CASE WHEN k.running >= l."limit" OR k.waiting > 0 THEN 'full' ELSE 'available' END, NULL
-FROM (SELECT u.key, sum(u.running) AS running, sum(u.waiting) AS waiting
-      FROM (SELECT regexp_replace(substr(o.key, 2), '#[0-9]+$', '') AS key, 1 AS running, 0 AS waiting
-            FROM pgq.overlap_locks o WHERE o.key LIKE '#%' AND o.expires_at > now()
+FROM (SELECT u.key, CASE WHEN u.key LIKE '@%' THEN split_part(substr(u.key, 2), ':[', 1) ELSE min(u.job) END AS name,
+             sum(u.running) AS running, sum(u.waiting) AS waiting
+      FROM (SELECT regexp_replace(substr(o.key, 2), '#[0-9]+$', '') AS key, j.job, 1 AS running, 0 AS waiting
+            FROM pgq.overlap_locks o LEFT JOIN pgq.jobs j ON j.uuid = o.job_uuid
+            WHERE o.key LIKE '#%' AND o.expires_at > now()
             UNION ALL
-            SELECT j.waits_on, 0, 1 FROM pgq.jobs j WHERE j.waits_on IS NOT NULL AND j.reserved_at IS NULL) u
+            SELECT j.waits_on, j.job, 0, 1 FROM pgq.jobs j WHERE j.waits_on IS NOT NULL AND j.reserved_at IS NULL) u
       GROUP BY u.key) k
-FULL JOIN pgq.concurrency_limits l ON l.name = split_part(k.key, ':', 1);
+FULL JOIN pgq.concurrency_limits l ON k.key LIKE '@%' AND l.name = k.name;
 
 COMMENT ON VIEW pgq.limits IS 'Each rate limit''s budget in its current window (used of max, when it resets), each circuit''s state (open: jobs are turned away until resets_at + 3 s), and each concurrency limit''s handlers running per key (used of max; max is NULL for a limit a class sets per key, S99).';
 
