@@ -294,7 +294,7 @@ func TestS99MigrationMovesNamedLimitKeys(t *testing.T) {
 	require.Equal(t, 2, count(t, db, `pgq.overlap_locks WHERE key LIKE '#' || $1 || '#%'`, key))
 	require.Equal(t, 2, count(t, db, `pgq.jobs WHERE overlap_keys[1] LIKE '#' || $1 || '#%'`, key))
 
-	_, err = provider.UpTo(ctx, 44)
+	_, err = pgq.Migrate(ctx, db.Pool) // the migrations Down undid, and the functions
 	require.NoError(t, err)
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on = '@' || $1 AND middleware_keys = jsonb_build_array('@' || $1)`, key))
 	require.Equal(t, 2, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@' || $1 || '#%'`, key))

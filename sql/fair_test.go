@@ -602,3 +602,89 @@ func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
 	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE queue = 'exports'`),
 		"late, now and gone have turns")
 }
+
+// S125: keys whose jobs all wait for later are parked by the first reserve that finds
+// them so, and the reserves after it read none of their jobs: a reserve of ten jobs
+// of a big key, beside 500 keys with a job an hour away, fetches a few rows by index,
+// not one for each of the 500.
+func TestS125ParkedKeysCostReservesNothing(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 1000, 0)
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports', delay => '1 hour')
+	            FROM generate_series(1, 500) k`)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 10)
+	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until > now() + '59 minutes'`))
+	fetched := func() int {
+		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
+			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
+		return n
+	}
+	before := fetched()
+	got, err = reserveFairOn(t, c, "w1", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big"}, tenants(got))
+	n := fetched() - before
+	require.Less(t, n, 100, "the reserve fetched %d rows by index: it walked the parked keys", n)
+}
+
+// firstTurnOf reserves one job at a time on c until one of tenant comes, and returns
+// how many of other keys came before it (at most limit).
+func firstTurnOf(t *testing.T, c *pgx.Conn, tenant string, as time.Time, limit int) int {
+	t.Helper()
+	for before := 0; before < limit; before++ {
+		var got string
+		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(string_agg(payload->>'tenant', ','), '')
+		    FROM pgq.reserve('w1', '{exports}', 1, 0, $1) WHERE pickup IS NULL`, as).Scan(&got))
+		if got == tenant {
+			return before
+		}
+	}
+	return limit
+}
+
+// S125, S115: a parked key comes back, and waits at most one turn, when a job of it is
+// written waiting: run now, dispatched, or backed off after its last running job
+// failed; and when its delayed job's time comes. A session's first reserve on the
+// queue brings back, at its end, a key whose job another session ran now.
+func TestS125ParkedKeyComesBack(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 2000, 0)
+	late := dispatch(t, db, `'export', '{"tenant": "late"}', queue => 'exports', delay => '1 hour'`)
+	dispatch(t, db, `'export', '{"tenant": "later"}', queue => 'exports', delay => '1 hour'`)
+	dispatchTenant(t, db, "busy", 1, 0)
+	c := session(t, db)
+	require.LessOrEqual(t, firstTurnOf(t, c, "busy", time.Now(), 5), 2)
+	// late, later and busy (its one job runs) are parked now.
+	for range 3 {
+		require.Equal(t, 1, firstTurnOf(t, c, "none", time.Now(), 1))
+	}
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until > now()`))
+
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now($1)`, late))
+	require.LessOrEqual(t, firstTurnOf(t, c, "late", time.Now(), 50), 1, "run now")
+	dispatchTenant(t, db, "late", 1, 0)
+	require.LessOrEqual(t, firstTurnOf(t, c, "late", time.Now(), 50), 1, "dispatched")
+	db.Exec(t, `SELECT pgq.fail(uuid, lease_token, 'boom', false, 0, '{0}') FROM pgq.jobs WHERE fair_key = 'busy'`)
+	require.LessOrEqual(t, firstTurnOf(t, c, "busy", time.Now(), 50), 1, "backed off")
+	require.LessOrEqual(t, firstTurnOf(t, c, "later", time.Now().Add(2*time.Hour), 50), 1, "its time came")
+
+	// A key parked by one session, whose job is run now; another session's first reserve.
+	dispatch(t, db, `'export', '{"tenant": "last"}', queue => 'exports', delay => '1 hour'`)
+	for range 3 {
+		require.Equal(t, 1, firstTurnOf(t, c, "none", time.Now(), 1))
+	}
+	require.True(t, pgqtest.Scalar[bool](t, db, `SELECT pgq.run_now(uuid) FROM pgq.jobs WHERE fair_key = 'last'`))
+	other := session(t, db)
+	require.Equal(t, 1, firstTurnOf(t, other, "none", time.Now(), 1), "a first reserve looks from no snapshot")
+	require.LessOrEqual(t, firstTurnOf(t, other, "last", time.Now(), 50), 1, "brought back by the first reserve's end")
+}

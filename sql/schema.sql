@@ -3657,6 +3657,30 @@ COMMENT ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text tex
 
 
 --
+-- Name: _fair_back(jsonb, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_back(p_cursor jsonb, p_back jsonb) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_back IS NOT NULL AND p_back <> '[]' THEN
+        PERFORM set_config('pgq.fair_back', p_back::text, true);
+    END IF;
+    RETURN p_cursor;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_back(p_cursor jsonb, p_back jsonb); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_back(p_cursor jsonb, p_back jsonb) IS 'Reserve: notes the parked turns of fair queues that come back, for its walk and its end (S125).';
+
+
+--
 -- Name: _fair_by(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3730,7 +3754,8 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue ORDER BY t.pass LIMIT 1), 0)
+        SELECT e.queue, e.key,
+               coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue AND t.parked_until IS NULL ORDER BY t.pass LIMIT 1), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -3763,6 +3788,39 @@ CREATE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS integer
 --
 
 COMMENT ON FUNCTION pgq._fair_lock(p_queue text, p_key text) IS 'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
+
+
+--
+-- Name: _fair_next_ready(text, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_next_ready(p_queue text, p_key text) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+    WITH RECURSIVE p AS (
+        (SELECT j.priority, j.available_at FROM pgq.jobs j
+         WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL
+         ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1)
+        UNION ALL
+        SELECT n.priority, n.available_at
+        FROM p CROSS JOIN LATERAL (
+            SELECT j.priority, j.available_at FROM pgq.jobs j
+            WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL AND j.priority < p.priority
+            ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1) n
+    )
+    SELECT min(p.available_at) FROM p;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_next_ready(p_queue text, p_key text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_next_ready(p_queue text, p_key text) IS 'When a fair queue''s key''s first waiting job is ready, by one probe a priority; NULL when none waits (S125).';
 
 
 --
@@ -3799,6 +3857,28 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
+
+
+--
+-- Name: _fair_rejoin(double precision, timestamp with time zone, text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) RETURNS double precision
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN p_parked IS NULL THEN p_pass
+                ELSE greatest(p_pass, coalesce((SELECT t.pass FROM pgq.fair_turns t  -- fair_turns_play_idx
+                                                WHERE t.queue = p_queue AND t.parked_until IS NULL
+                                                ORDER BY t.pass LIMIT 1) - 1e-6, p_pass)) END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) IS 'A fair turn''s pass as reserves order it: back from parking, at least just below the lowest pass in play (S125).';
 
 
 --
@@ -3863,7 +3943,7 @@ BEGIN
     INTO tids, slots, ids, plain, keys, tags, v_last
     FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
           FROM (SELECT t.key, t.pass, t.weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
-                FROM pgq._fair_turns_now(p_queue) t
+                FROM pgq._fair_turns_now(p_queue, p_now) t
                 ORDER BY t.pass, t.key) t
           CROSS JOIN LATERAL (
               SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
@@ -3885,10 +3965,10 @@ BEGIN
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
     INTO v_more, v_pass, v_w, v_took
     FROM (SELECT t.key, t.pass, t.weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM pgq._fair_turns_now(p_queue) t
+          FROM pgq._fair_turns_now(p_queue, p_now) t
           WHERE t.key = ANY (keys)) t
     WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue) t
+    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue, p_now) t
                   WHERE t.key <> ALL (keys)
                   ORDER BY t.pass, t.key
                   LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
@@ -3932,34 +4012,50 @@ COMMENT ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio inte
 
 
 --
--- Name: _fair_settle(jsonb); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _fair_settle(jsonb, jsonb); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._fair_settle(p_pending jsonb) RETURNS void
+CREATE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     v_tids  tid[];     -- the turns locked, in (queue, key) order
     v_q     text[];
     v_k     text[];
-    v_n     bigint[];  -- jobs taken of the key; 0: idle
-    v_pass  float8[];
+    v_n     bigint[];  -- jobs taken of the key; 0: idle; NULL: back, not walked
+    v_pass  float8[];  -- as reserves order it (pgq._fair_rejoin)
     v_w     int[];
+    v_at    timestamptz[];
     v_front jsonb;     -- per queue, the lowest pass served
     v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
     v_idle  tid[];
 BEGIN
     SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
            array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
-           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key)
-    INTO v_tids, v_q, v_k, v_n, v_pass, v_w
-    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, t.pass, coalesce(w.weight, 1) AS weight
-          FROM pgq.fair_turns t
-          JOIN (SELECT x ->> 0 AS q, x ->> 1 AS k, sum((x ->> 2)::int) AS n
-                FROM jsonb_array_elements(p_pending) x GROUP BY 1, 2) e ON t.queue = e.q AND t.key = e.k
+           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
+           array_agg(l.at ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, pgq._fair_rejoin(t.pass, t.parked_until, t.queue) AS pass,
+                 coalesce(w.weight, 1) AS weight, e.at
+          FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
+                FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
+                      FROM jsonb_array_elements(p_pending) p
+                      UNION ALL
+                      SELECT b ->> 0, b ->> 1, NULL, (b ->> 2)::timestamptz FROM jsonb_array_elements(p_back) b
+                      WHERE b ->> 1 IS NOT NULL
+                      UNION ALL
+                      SELECT t.queue, t.key, NULL, r.at
+                      FROM jsonb_array_elements(p_back) b
+                      JOIN pgq.fair_turns t ON t.queue = b ->> 0 AND t.parked_until IS NOT NULL  -- fair_turns_parked_idx
+                      CROSS JOIN LATERAL (SELECT coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') AS at) r
+                      WHERE b ->> 1 IS NULL AND r.at < t.parked_until) x
+                GROUP BY x.q, x.k) e
+          JOIN pgq.fair_turns t ON t.queue = e.q AND t.key = e.k
           LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
           ORDER BY t.queue, t.key
           FOR UPDATE OF t) l;
@@ -3970,15 +4066,17 @@ BEGIN
     SELECT jsonb_object_agg(f.q, f.pass) INTO v_front
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
-    SET pass = t.pass + u.n::float8 / u.w
-    FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
-    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
+    SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
+        parked_until = CASE WHEN u.n > 0 THEN NULL ELSE u.at END
+    FROM unnest(v_tids, v_pass, v_n, v_w, v_at) u(tid, pass, n, w, at)
+    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job. A key seen with a live job (delayed, or running) keeps its turn without
     -- the lock being tried: held to the reserve's end, it would hold up every store of
     -- the keys that share it. A probe per turn, to the key's first job: a scalar
     -- subquery, which the planner never turns into a join that reads every job of the
     -- queue.
+    v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
                      WHERE u.n = 0
                        AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = u.q AND j.fair_key = u.k LIMIT 1) IS NOT NULL
@@ -3987,20 +4085,27 @@ BEGIN
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    -- The other idle keys: parked at the pass they rejoined at when a live job is seen;
+    -- else a store under way writes their jobs, and they keep up with the front.
+    UPDATE pgq.fair_turns t
+    SET parked_until = coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity'), pass = u.pass
+    FROM unnest(v_tids, v_pass) u(tid, pass)
+    WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL;
     IF v_front IS NOT NULL THEN
-        v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
-        UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
-        WHERE t.ctid = ANY (v_idle) AND t.pass < (v_front ->> t.queue)::float8;
+        UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
+        FROM unnest(v_tids, v_pass) u(tid, pass)
+        WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
     END IF;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _fair_settle(p_pending jsonb); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_settle(p_pending jsonb, p_back jsonb); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_settle(p_pending jsonb) IS 'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S115, S117).';
+COMMENT ON FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) IS 'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn, those with live jobs are parked, turns that came back are due (S115, S117, S125).';
 
 
 --
@@ -4030,10 +4135,10 @@ COMMENT ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[]) 
 
 
 --
--- Name: _fair_turns_now(text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _fair_turns_now(text, timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._fair_turns_now(p_queue text) RETURNS TABLE(key text, pass double precision, weight integer)
+CREATE FUNCTION pgq._fair_turns_now(p_queue text, p_now timestamp with time zone) RETURNS TABLE(key text, pass double precision, weight integer)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -4041,25 +4146,35 @@ CREATE FUNCTION pgq._fair_turns_now(p_queue text) RETURNS TABLE(key text, pass d
     SET enable_mergejoin TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+DECLARE
+    v_back jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
 BEGIN
     RETURN QUERY
-    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
-    FROM pgq.fair_turns t
-    LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+    SELECT t.key, pgq._fair_rejoin(t.pass, t.parked_until, p_queue) + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1),
+           coalesce(w.weight, 1)
+    FROM (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
+          UNION ALL
+          SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
+          UNION ALL
+          SELECT p.key, p.pass, p.parked_until  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
+                WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
+          CROSS JOIN LATERAL (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p
+                              WHERE p.queue = p_queue AND p.key = b.k AND p.parked_until > p_now) p) t
+    LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = t.key
     LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
                FROM jsonb_array_elements(coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb) e
                WHERE e ->> 0 = p_queue
-               GROUP BY 1) s ON s.key = t.key
-    WHERE t.queue = p_queue;
+               GROUP BY 1) s ON s.key = t.key;
 END;
 $$;
 
 
 --
--- Name: FUNCTION _fair_turns_now(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_turns_now(p_queue text, p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_turns_now(p_queue text) IS 'Reserve: a fair queue''s turns with the passes this reserve''s earlier picks moved on, and their weights (S115, S117).';
+COMMENT ON FUNCTION pgq._fair_turns_now(p_queue text, p_now timestamp with time zone) IS 'Reserve: a fair queue''s turns in play, with the passes this reserve''s earlier picks moved on, and their weights (S115, S117, S125).';
 
 
 --
@@ -5499,6 +5614,8 @@ DECLARE
     v_slots  smallint[];
     v_xmax   xid8;
     v_xip    xid8[];
+    v_new    jsonb := '{}';   -- the queues without marks
+    v_back   jsonb := '[]';   -- parked turns back: [queue, key, ready at], or [queue, NULL]
     q        text;
     r        record;
 BEGIN
@@ -5512,18 +5629,24 @@ BEGIN
     IF v_state ->> 'layout' IS DISTINCT FROM '2' THEN
         v_state := NULL;  -- kept by the functions of an earlier release: walk from the fronts
     END IF;
+    -- A queue without marks gets an empty entry, kept with this call's snapshot: its
+    -- parked turns are checked at this reserve's end, and the next reserve looks from
+    -- here (S125).
     FOREACH q IN ARRAY p_queues LOOP
         IF v_state -> 'queues' ? q THEN
             v_queues := v_queues || jsonb_build_object(q, v_state -> 'queues' -> q);
+        ELSE
+            v_new := v_new || jsonb_build_object(q, '{}'::jsonb);
+            v_back := v_back || jsonb_build_array(jsonb_build_array(q, NULL));
         END IF;
     END LOOP;
     -- The snapshot as its xmax and its in-progress list, comma-separated (its text form
     -- is xmin:xmax:xip).
-    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues,
+    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues || v_new,
                                    'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
                                                                'xip', split_part(v_snap::text, ':', 3)));
     IF v_queues = '{}' THEN
-        RETURN v_cursor;
+        RETURN pgq._fair_back(v_cursor, v_back);
     END IF;
     v_xmax := (v_state #>> '{since,xmax}')::xid8;
     v_xip := coalesce(string_to_array(nullif(v_state #>> '{since,xip}', ''), ',')::xid8[], '{}');
@@ -5531,29 +5654,37 @@ BEGIN
     -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
     FOR r IN
         WITH written AS MATERIALIZED (
-            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until
+            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until, j.fair_key
             FROM pgq.jobs j
             WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
               AND j.queue = ANY (p_queues)
               AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
         )
-        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
+        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until,
+                NULL::text AS key
          FROM written w
          WHERE w.reserved_at IS NULL
          ORDER BY w.queue, w.priority, w.available_at, w.id)
         UNION ALL
-        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until)
+        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until), NULL
         FROM written w
         WHERE w.reserved_until IS NOT NULL
         GROUP BY w.queue
+        UNION ALL
+        SELECT w.queue, NULL, min(w.available_at), NULL, NULL, w.fair_key
+        FROM written w
+        WHERE w.reserved_at IS NULL AND w.fair_key IS NOT NULL
+        GROUP BY w.queue, w.fair_key
     LOOP
-        IF r.until IS NULL THEN
+        IF r.key IS NOT NULL THEN
+            v_back := v_back || jsonb_build_array(jsonb_build_array(r.queue, r.key, r.available_at));
+        ELSIF r.until IS NULL THEN
             v_cursor := pgq._pick_lower(v_cursor, r.queue, r.priority, r.available_at, r.id);
         ELSIF (v_cursor -> 'queues' -> r.queue ->> 'l')::timestamptz > r.until THEN
             v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
         END IF;
     END LOOP;
-    RETURN v_cursor;
+    RETURN pgq._fair_back(v_cursor, v_back);
 END;
 $$;
 
@@ -5631,10 +5762,11 @@ CREATE FUNCTION pgq._pick_end(p_cursor jsonb) RETURNS jsonb
 DECLARE
     v_own     xid8;
     v_pending text := current_setting('pgq.fair_pending', true);
+    v_back    text := current_setting('pgq.fair_back', true);
 BEGIN
-    IF v_pending <> '' THEN
-        PERFORM pgq._fair_settle(v_pending::jsonb);
-        PERFORM set_config('pgq.fair_pending', '', true);
+    IF v_pending <> '' OR v_back <> '' THEN
+        PERFORM pgq._fair_settle(coalesce(nullif(v_pending, ''), '[]')::jsonb, coalesce(nullif(v_back, ''), '[]')::jsonb);
+        PERFORM set_config('pgq.fair_pending', '', true), set_config('pgq.fair_back', '', true);
     END IF;
     v_own := pg_current_xact_id_if_assigned();
     IF v_own IS NOT NULL THEN
@@ -6920,6 +7052,8 @@ CREATE FUNCTION pgq._take_rows(p_slot smallint, p_tids tid[], p_tokens uuid[], p
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_mergejoin TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_indexscan TO 'off'
     SET enable_nestloop TO 'off'
     SET enable_hashjoin TO 'on'
     SET plan_cache_mode TO 'force_generic_plan'
@@ -10457,7 +10591,8 @@ COMMENT ON TABLE pgq.fair_entries IS 'A row per open transaction that stored job
 CREATE TABLE pgq.fair_turns (
     queue text NOT NULL,
     key text NOT NULL,
-    pass double precision DEFAULT 0 NOT NULL
+    pass double precision DEFAULT 0 NOT NULL,
+    parked_until timestamp with time zone
 );
 
 
@@ -10466,6 +10601,13 @@ CREATE TABLE pgq.fair_turns (
 --
 
 COMMENT ON TABLE pgq.fair_turns IS 'The turns of a fair queue''s keys that have live jobs (S115): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key''s pass.';
+
+
+--
+-- Name: COLUMN fair_turns.parked_until; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.fair_turns.parked_until IS 'NULL: the turn is in play. Else the key had nothing ready when a reserve last walked it, and reserves pass it over until then (S125).';
 
 
 --
@@ -12343,10 +12485,17 @@ CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at
 
 
 --
--- Name: fair_turns_pass_idx; Type: INDEX; Schema: pgq; Owner: -
+-- Name: fair_turns_parked_idx; Type: INDEX; Schema: pgq; Owner: -
 --
 
-CREATE INDEX fair_turns_pass_idx ON pgq.fair_turns USING btree (queue, pass, key);
+CREATE INDEX fair_turns_parked_idx ON pgq.fair_turns USING btree (queue, parked_until) WHERE (parked_until IS NOT NULL);
+
+
+--
+-- Name: fair_turns_play_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX fair_turns_play_idx ON pgq.fair_turns USING btree (queue, pass, key) WHERE (parked_until IS NULL);
 
 
 --
@@ -13617,6 +13766,13 @@ REVOKE ALL ON FUNCTION pgq._fail_caught(p_job pgq.jobs, p_breaker jsonb, p_text 
 
 
 --
+-- Name: FUNCTION _fair_back(p_cursor jsonb, p_back jsonb); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_back(p_cursor jsonb, p_back jsonb) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _fair_by(p_queue text); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13645,10 +13801,24 @@ REVOKE ALL ON FUNCTION pgq._fair_lock(p_queue text, p_key text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION _fair_next_ready(p_queue text, p_key text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_next_ready(p_queue text, p_key text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) FROM PUBLIC;
 
 
 --
@@ -13666,10 +13836,10 @@ REVOKE ALL ON FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio i
 
 
 --
--- Name: FUNCTION _fair_settle(p_pending jsonb); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_settle(p_pending jsonb, p_back jsonb); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._fair_settle(p_pending jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) FROM PUBLIC;
 
 
 --
@@ -13680,10 +13850,10 @@ REVOKE ALL ON FUNCTION pgq._fair_taken(p_queue text, p_keys text[], p_idle text[
 
 
 --
--- Name: FUNCTION _fair_turns_now(p_queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_turns_now(p_queue text, p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._fair_turns_now(p_queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._fair_turns_now(p_queue text, p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -17,6 +17,21 @@
 -- is left with jobs and no turn. A reserve tries the lock only for a key it sees with
 -- no live job, so stores of keys with live jobs never wait for a reserve.
 --
+-- A key walked with nothing ready but with live jobs (they wait for later, or all run)
+-- is parked (S125): its turn stays, with parked_until the time its first waiting job
+-- becomes ready ('infinity' when all run), and reserves pass it over until then, so a
+-- queue with thousands of such keys costs a reserve nothing for them. A job of the key
+-- written waiting since (dispatched, run now, released, backed off, given back, woken)
+-- brings the turn back at once: every session's next reserve finds such rows by their
+-- txid, as it does for its marks (S77), walks their turns as if in play, and brings
+-- them back at its end (pgq._pick_begin notes them in the setting pgq.fair_back, for
+-- pgq._fair_turns_now and pgq._fair_settle). A session's first reserve on a queue has
+-- no snapshot to look from: at its end it checks every parked turn of the queue and
+-- brings back those whose key has a job ready earlier. A reserve locks turns only at
+-- its end, in one ordered statement, so reserves never deadlock over them. A turn back
+-- from parking rejoins just ahead of the lowest pass in play: it banks no turns while
+-- parked, and waits for none when back.
+--
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
 -- from the session's marks (S77): they walk each key's jobs from its front in
 -- jobs_fair_idx. pgq.reserve still moves the marks of a fair queue with pgq._pick_done,
@@ -66,32 +81,86 @@ $$;
 COMMENT ON FUNCTION pgq._fair_probe(smallint[], text, text, int, int, timestamptz, bigint[]) IS
     'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
 
--- pgq._fair_turns_now: the turns of the fair queue p_queue as this reserve has moved
--- them so far, with each key's weight: its pass plus 1/weight for each job the
--- reserve's earlier picks took of it (pgq.fair_pending, pgq._fair_taken). The turns
--- themselves move at the reserve's end (pgq._fair_settle), so a reserve whose picks are
--- cut short (at a slot boundary) goes on with the round where it left it (S115).
-CREATE OR REPLACE FUNCTION pgq._fair_turns_now(p_queue text) RETURNS TABLE (key text, pass float8, weight int)
+-- pgq._fair_turns_now: the turns of the fair queue p_queue in play at p_now (not
+-- parked, parked until then, or back: pgq.fair_back) as this reserve has moved them so
+-- far, with each key's weight: its pass (a turn back from parking at least just below
+-- the lowest pass in play, pgq._fair_rejoin) plus 1/weight for each job the reserve's
+-- earlier picks took of it (pgq.fair_pending, pgq._fair_taken). The turns themselves
+-- move at the reserve's end (pgq._fair_settle), so a reserve whose picks are cut short
+-- (at a slot boundary) goes on with the round where it left it (S115, S125).
+CREATE OR REPLACE FUNCTION pgq._fair_turns_now(p_queue text, p_now timestamptz) RETURNS TABLE (key text, pass float8, weight int)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
 SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+    v_back jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
 BEGIN
     RETURN QUERY
-    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
-    FROM pgq.fair_turns t
-    LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+    SELECT t.key, pgq._fair_rejoin(t.pass, t.parked_until, p_queue) + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1),
+           coalesce(w.weight, 1)
+    FROM (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
+          UNION ALL
+          SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
+          UNION ALL
+          SELECT p.key, p.pass, p.parked_until  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
+                WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
+          CROSS JOIN LATERAL (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p
+                              WHERE p.queue = p_queue AND p.key = b.k AND p.parked_until > p_now) p) t
+    LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = t.key
     LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
                FROM jsonb_array_elements(coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb) e
                WHERE e ->> 0 = p_queue
-               GROUP BY 1) s ON s.key = t.key
-    WHERE t.queue = p_queue;
+               GROUP BY 1) s ON s.key = t.key;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._fair_turns_now(text) IS
-    'Reserve: a fair queue''s turns with the passes this reserve''s earlier picks moved on, and their weights (S115, S117).';
+COMMENT ON FUNCTION pgq._fair_turns_now(text, timestamptz) IS
+    'Reserve: a fair queue''s turns in play, with the passes this reserve''s earlier picks moved on, and their weights (S115, S117, S125).';
+
+-- pgq._fair_rejoin: the pass of a turn of the fair queue p_queue as a reserve orders
+-- it: its own while in play (p_parked NULL); back from parking, at least just below the
+-- lowest pass in play, so that it banks no turns while parked and its next job goes
+-- ahead of the keys at that pass (S125).
+CREATE OR REPLACE FUNCTION pgq._fair_rejoin(p_pass float8, p_parked timestamptz, p_queue text) RETURNS float8
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN p_parked IS NULL THEN p_pass
+                ELSE greatest(p_pass, coalesce((SELECT t.pass FROM pgq.fair_turns t  -- fair_turns_play_idx
+                                                WHERE t.queue = p_queue AND t.parked_until IS NULL
+                                                ORDER BY t.pass LIMIT 1) - 1e-6, p_pass)) END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_rejoin(float8, timestamptz, text) IS
+    'A fair turn''s pass as reserves order it: back from parking, at least just below the lowest pass in play (S125).';
+
+-- pgq._fair_next_ready: when the first waiting job of key p_key of the fair queue
+-- p_queue is ready (NULL: it has none waiting): the first of each priority, one probe a
+-- priority (jobs_fair_idx), so a key with a large backlog costs a few index reads.
+CREATE OR REPLACE FUNCTION pgq._fair_next_ready(p_queue text, p_key text) RETURNS timestamptz
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+AS $$
+    WITH RECURSIVE p AS (
+        (SELECT j.priority, j.available_at FROM pgq.jobs j
+         WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL
+         ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1)
+        UNION ALL
+        SELECT n.priority, n.available_at
+        FROM p CROSS JOIN LATERAL (
+            SELECT j.priority, j.available_at FROM pgq.jobs j
+            WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL AND j.priority < p.priority
+            ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1) n
+    )
+    SELECT min(p.available_at) FROM p;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_next_ready(text, text) IS
+    'When a fair queue''s key''s first waiting job is ready, by one probe a priority; NULL when none waits (S125).';
 
 -- pgq._fair_rows: the next ready waiting rows of p_queue at priority p_prio, in the
 -- slots p_slots, round-robin across its keys' turns, locked with SKIP LOCKED, at most
@@ -133,7 +202,7 @@ BEGIN
     INTO tids, slots, ids, plain, keys, tags, v_last
     FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
           FROM (SELECT t.key, t.pass, t.weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
-                FROM pgq._fair_turns_now(p_queue) t
+                FROM pgq._fair_turns_now(p_queue, p_now) t
                 ORDER BY t.pass, t.key) t
           CROSS JOIN LATERAL (
               SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
@@ -155,10 +224,10 @@ BEGIN
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
     INTO v_more, v_pass, v_w, v_took
     FROM (SELECT t.key, t.pass, t.weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM pgq._fair_turns_now(p_queue) t
+          FROM pgq._fair_turns_now(p_queue, p_now) t
           WHERE t.key = ANY (keys)) t
     WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue) t
+    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue, p_now) t
                   WHERE t.key <> ALL (keys)
                   ORDER BY t.pass, t.key
                   LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
@@ -217,38 +286,76 @@ $$;
 COMMENT ON FUNCTION pgq._fair_taken(text, text[], text[]) IS
     'Reserve: notes the jobs a pick of a fair queue took, by key, and its idle keys, for pgq._fair_settle (S115).';
 
--- pgq._fair_settle: the turns after a reserve, from what its picks noted
--- (pgq._fair_taken): each key's pass advances by 1/weight a job taken; an idle key's
--- turn ends when it has no live job left (the module's comment says why no store is
--- missed), and one with live jobs (running, or waiting later) keeps up with the lowest
--- pass served in its queue here, so that it banks no turns while it has nothing ready.
--- Once a reserve, at its end, and the turns locked in one statement in (queue, key)
--- order: reserves that settle at the same time wait for each other, never in a cycle.
-CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb) RETURNS void
+-- pgq._fair_back: notes, for this reserve's walk and its end, the parked turns that
+-- come back (pgq._pick_begin): p_back, [queue, key, ready at] each, or [queue, NULL]
+-- for a queue whose parked turns are all checked at the reserve's end (a session's
+-- first reserve on it). Returns p_cursor, so that it is an expression of the
+-- reserve's, not a statement.
+CREATE OR REPLACE FUNCTION pgq._fair_back(p_cursor jsonb, p_back jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off
+AS $$
+BEGIN
+    IF p_back IS NOT NULL AND p_back <> '[]' THEN
+        PERFORM set_config('pgq.fair_back', p_back::text, true);
+    END IF;
+    RETURN p_cursor;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_back(jsonb, jsonb) IS
+    'Reserve: notes the parked turns of fair queues that come back, for its walk and its end (S125).';
+
+-- pgq._fair_settle: the turns after a reserve, from what its picks noted
+-- (pgq._fair_taken) and the turns that came back (p_back, pgq._fair_back), locked in
+-- one statement in (queue, key) order, so that reserves settling at the same time wait
+-- for each other, never in a cycle: each key's pass advances by 1/weight a job taken
+-- (from where a turn back from parking rejoins, S125); an idle key's turn ends when it
+-- has no live job left (the module's comment says why no store is missed); one with
+-- live jobs is parked until its first waiting job is ready (S125), or, when only a
+-- store under way writes its jobs, keeps up with the lowest pass served in its queue
+-- here, so that it banks no turns; a turn that came back and was not walked is parked
+-- no later than its job's time, for every reserve to walk; of a queue noted whole, each
+-- parked turn whose key has a job ready before its parking ends comes back then.
+CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- turns by key, never all of a queue's
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_tids  tid[];     -- the turns locked, in (queue, key) order
     v_q     text[];
     v_k     text[];
-    v_n     bigint[];  -- jobs taken of the key; 0: idle
-    v_pass  float8[];
+    v_n     bigint[];  -- jobs taken of the key; 0: idle; NULL: back, not walked
+    v_pass  float8[];  -- as reserves order it (pgq._fair_rejoin)
     v_w     int[];
+    v_at    timestamptz[];
     v_front jsonb;     -- per queue, the lowest pass served
     v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
     v_idle  tid[];
 BEGIN
     SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
            array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
-           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key)
-    INTO v_tids, v_q, v_k, v_n, v_pass, v_w
-    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, t.pass, coalesce(w.weight, 1) AS weight
-          FROM pgq.fair_turns t
-          JOIN (SELECT x ->> 0 AS q, x ->> 1 AS k, sum((x ->> 2)::int) AS n
-                FROM jsonb_array_elements(p_pending) x GROUP BY 1, 2) e ON t.queue = e.q AND t.key = e.k
+           array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
+           array_agg(l.at ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, pgq._fair_rejoin(t.pass, t.parked_until, t.queue) AS pass,
+                 coalesce(w.weight, 1) AS weight, e.at
+          FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
+                FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
+                      FROM jsonb_array_elements(p_pending) p
+                      UNION ALL
+                      SELECT b ->> 0, b ->> 1, NULL, (b ->> 2)::timestamptz FROM jsonb_array_elements(p_back) b
+                      WHERE b ->> 1 IS NOT NULL
+                      UNION ALL
+                      SELECT t.queue, t.key, NULL, r.at
+                      FROM jsonb_array_elements(p_back) b
+                      JOIN pgq.fair_turns t ON t.queue = b ->> 0 AND t.parked_until IS NOT NULL  -- fair_turns_parked_idx
+                      CROSS JOIN LATERAL (SELECT coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') AS at) r
+                      WHERE b ->> 1 IS NULL AND r.at < t.parked_until) x
+                GROUP BY x.q, x.k) e
+          JOIN pgq.fair_turns t ON t.queue = e.q AND t.key = e.k
           LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
           ORDER BY t.queue, t.key
           FOR UPDATE OF t) l;
@@ -259,15 +366,17 @@ BEGIN
     SELECT jsonb_object_agg(f.q, f.pass) INTO v_front
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
-    SET pass = t.pass + u.n::float8 / u.w
-    FROM unnest(v_tids, v_n, v_w) u(tid, n, w)
-    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND u.n > 0;
+    SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
+        parked_until = CASE WHEN u.n > 0 THEN NULL ELSE u.at END
+    FROM unnest(v_tids, v_pass, v_n, v_w, v_at) u(tid, pass, n, w, at)
+    WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
     -- An idle key: alone on its lock first; then, by a statement that starts after, no
     -- live job. A key seen with a live job (delayed, or running) keeps its turn without
     -- the lock being tried: held to the reserve's end, it would hold up every store of
     -- the keys that share it. A probe per turn, to the key's first job: a scalar
     -- subquery, which the planner never turns into a join that reads every job of the
     -- queue.
+    v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
     v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
                      WHERE u.n = 0
                        AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = u.q AND j.fair_key = u.k LIMIT 1) IS NOT NULL
@@ -276,13 +385,20 @@ BEGIN
     DELETE FROM pgq.fair_turns t
     WHERE t.ctid = ANY (v_alone)
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    -- The other idle keys: parked at the pass they rejoined at when a live job is seen;
+    -- else a store under way writes their jobs, and they keep up with the front.
+    UPDATE pgq.fair_turns t
+    SET parked_until = coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity'), pass = u.pass
+    FROM unnest(v_tids, v_pass) u(tid, pass)
+    WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL;
     IF v_front IS NOT NULL THEN
-        v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
-        UPDATE pgq.fair_turns t SET pass = (v_front ->> t.queue)::float8
-        WHERE t.ctid = ANY (v_idle) AND t.pass < (v_front ->> t.queue)::float8;
+        UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
+        FROM unnest(v_tids, v_pass) u(tid, pass)
+        WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
     END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._fair_settle(jsonb) IS
-    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn (S115, S117).';
+COMMENT ON FUNCTION pgq._fair_settle(jsonb, jsonb) IS
+    'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn, those with live jobs are parked, turns that came back are due (S115, S117, S125).';

@@ -277,7 +277,8 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key, coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue ORDER BY t.pass LIMIT 1), 0)
+        SELECT e.queue, e.key,
+               coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue AND t.parked_until IS NULL ORDER BY t.pass LIMIT 1), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -702,7 +703,9 @@ CREATE OR REPLACE FUNCTION pgq._take_rows(
 ) RETURNS TABLE (place int, reserved pgq.reservation)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off SET enable_mergejoin = off  -- by TID only (S78)
+-- By TID only (S78): a plan cached while the table was small would read the whole of
+-- jobs_reserve_idx, whose predicate the rows match, by a bitmap or index scan.
+SET enable_seqscan = off SET enable_mergejoin = off SET enable_bitmapscan = off SET enable_indexscan = off
 -- The rows are read by one TID scan and matched to their tokens in a hash: a probe per
 -- row (a nested loop) costs more than the rest of the statement.
 SET enable_nestloop = off SET enable_hashjoin = on
@@ -790,7 +793,9 @@ COMMENT ON FUNCTION pgq._pick_lower(jsonb, text, int, timestamptz, bigint) IS
 -- session's first call. One statement: the rest are expressions, which cost far less
 -- than a statement each. No sequential scan: the rows are few and jobs_txid_idx finds
 -- them, whatever the statistics say (none, on a server without autovacuum); a generic
--- plan, so that no reserve pays for planning.
+-- plan, so that no reserve pays for planning. The same rows bring back the parked turns
+-- of fair queues' keys they were written waiting for, and a queue without marks has
+-- its parked turns checked at the reserve's end (pgq._fair_back, S125).
 CREATE OR REPLACE FUNCTION pgq._pick_begin(p_queues text[]) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -805,6 +810,8 @@ DECLARE
     v_slots  smallint[];
     v_xmax   xid8;
     v_xip    xid8[];
+    v_new    jsonb := '{}';   -- the queues without marks
+    v_back   jsonb := '[]';   -- parked turns back: [queue, key, ready at], or [queue, NULL]
     q        text;
     r        record;
 BEGIN
@@ -818,18 +825,24 @@ BEGIN
     IF v_state ->> 'layout' IS DISTINCT FROM '2' THEN
         v_state := NULL;  -- kept by the functions of an earlier release: walk from the fronts
     END IF;
+    -- A queue without marks gets an empty entry, kept with this call's snapshot: its
+    -- parked turns are checked at this reserve's end, and the next reserve looks from
+    -- here (S125).
     FOREACH q IN ARRAY p_queues LOOP
         IF v_state -> 'queues' ? q THEN
             v_queues := v_queues || jsonb_build_object(q, v_state -> 'queues' -> q);
+        ELSE
+            v_new := v_new || jsonb_build_object(q, '{}'::jsonb);
+            v_back := v_back || jsonb_build_array(jsonb_build_array(q, NULL));
         END IF;
     END LOOP;
     -- The snapshot as its xmax and its in-progress list, comma-separated (its text form
     -- is xmin:xmax:xip).
-    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues,
+    v_cursor := jsonb_build_object('layout', 2, 'slots', v_slots::text, 'queues', v_queues || v_new,
                                    'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
                                                                'xip', split_part(v_snap::text, ':', 3)));
     IF v_queues = '{}' THEN
-        RETURN v_cursor;
+        RETURN pgq._fair_back(v_cursor, v_back);
     END IF;
     v_xmax := (v_state #>> '{since,xmax}')::xid8;
     v_xip := coalesce(string_to_array(nullif(v_state #>> '{since,xip}', ''), ',')::xid8[], '{}');
@@ -837,29 +850,37 @@ BEGIN
     -- another index of pgq.jobs (jobs_lease_idx would walk every lease, dead or alive).
     FOR r IN
         WITH written AS MATERIALIZED (
-            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until
+            SELECT j.queue, j.priority, j.available_at, j.id, j.reserved_at, j.reserved_until, j.fair_key
             FROM pgq.jobs j
             WHERE (j.txid >= v_xmax OR j.txid = ANY (v_xip))
               AND j.queue = ANY (p_queues)
               AND j.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
         )
-        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until
+        (SELECT DISTINCT ON (w.queue, w.priority) w.queue, w.priority, w.available_at, w.id, NULL::timestamptz AS until,
+                NULL::text AS key
          FROM written w
          WHERE w.reserved_at IS NULL
          ORDER BY w.queue, w.priority, w.available_at, w.id)
         UNION ALL
-        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until)
+        SELECT w.queue, NULL, NULL, NULL, min(w.reserved_until), NULL
         FROM written w
         WHERE w.reserved_until IS NOT NULL
         GROUP BY w.queue
+        UNION ALL
+        SELECT w.queue, NULL, min(w.available_at), NULL, NULL, w.fair_key
+        FROM written w
+        WHERE w.reserved_at IS NULL AND w.fair_key IS NOT NULL
+        GROUP BY w.queue, w.fair_key
     LOOP
-        IF r.until IS NULL THEN
+        IF r.key IS NOT NULL THEN
+            v_back := v_back || jsonb_build_array(jsonb_build_array(r.queue, r.key, r.available_at));
+        ELSIF r.until IS NULL THEN
             v_cursor := pgq._pick_lower(v_cursor, r.queue, r.priority, r.available_at, r.id);
         ELSIF (v_cursor -> 'queues' -> r.queue ->> 'l')::timestamptz > r.until THEN
             v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
         END IF;
     END LOOP;
-    RETURN v_cursor;
+    RETURN pgq._fair_back(v_cursor, v_back);
 END;
 $$;
 
@@ -986,10 +1007,11 @@ AS $$
 DECLARE
     v_own     xid8;
     v_pending text := current_setting('pgq.fair_pending', true);
+    v_back    text := current_setting('pgq.fair_back', true);
 BEGIN
-    IF v_pending <> '' THEN
-        PERFORM pgq._fair_settle(v_pending::jsonb);
-        PERFORM set_config('pgq.fair_pending', '', true);
+    IF v_pending <> '' OR v_back <> '' THEN
+        PERFORM pgq._fair_settle(coalesce(nullif(v_pending, ''), '[]')::jsonb, coalesce(nullif(v_back, ''), '[]')::jsonb);
+        PERFORM set_config('pgq.fair_pending', '', true), set_config('pgq.fair_back', '', true);
     END IF;
     v_own := pg_current_xact_id_if_assigned();
     IF v_own IS NOT NULL THEN
