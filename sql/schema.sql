@@ -6169,7 +6169,7 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     AS $_$
 DECLARE
     v_freed text[];
-    v_queue text;
+    v_n     bigint[];
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
@@ -6179,26 +6179,13 @@ BEGIN
         WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
         RETURNING o.key
     )
-    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
-    FROM gone g WHERE g.key LIKE '#%';
-    IF v_freed IS NULL THEN
-        RETURN;
+    SELECT array_agg(f.key), array_agg(f.n) INTO v_freed, v_n
+    FROM (SELECT regexp_replace(substr(g.key, 2), '#[0-9]+$', '') AS key, count(*) AS n
+          FROM gone g WHERE g.key LIKE '#%'
+          GROUP BY 1) f;
+    IF v_freed IS NOT NULL THEN
+        PERFORM pgq._wake_waiting(v_freed, v_n);
     END IF;
-    FOR v_queue IN
-        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
-        woken AS (
-            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
-            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
-                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
-                                   ORDER BY w.id LIMIT f.n
-                                   FOR UPDATE SKIP LOCKED) w
-            WHERE j.uuid = w.uuid
-            RETURNING j.queue
-        )
-        SELECT DISTINCT queue FROM woken
-    LOOP
-        PERFORM pgq._notify(v_queue);
-    END LOOP;
 END;
 $_$;
 
@@ -7340,6 +7327,45 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as asked: milliseconds first, then random bits (job uuids, time-ordered).';
+
+
+--
+-- Name: _wake_waiting(text[], bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    FOR v_queue IN
+        WITH woken AS (
+            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
+            FROM unnest(p_keys, p_counts) f(key, n),
+                 LATERAL (SELECT w.uuid FROM pgq.jobs w
+                          WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                          ORDER BY w.id LIMIT f.n
+                          FOR UPDATE SKIP LOCKED) w
+            WHERE j.uuid = w.uuid
+            RETURNING j.queue
+        )
+        SELECT DISTINCT queue FROM woken
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _wake_waiting(p_keys text[], p_counts bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) IS 'Makes ready, per concurrency_limited key, its first waiting jobs that no other transaction has locked, and wakes their queues (S99).';
 
 
 --
@@ -14400,6 +14426,13 @@ REVOKE ALL ON FUNCTION pgq._turn_away_slack() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _wake_waiting(p_keys text[], p_counts bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) FROM PUBLIC;
 
 
 --
