@@ -210,6 +210,8 @@ type PgqConcurrencyLimit struct {
 	Limit     int32
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// The places 1..places of each key that a handler may hold: the limit, or more while handlers that started under a higher limit still hold places above it (pgq.define_concurrency raises it, pgq.rotate brings it back, S99).
+	Places int32
 }
 
 // The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
