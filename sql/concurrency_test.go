@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -279,6 +280,49 @@ func TestS99LoweredLimitHoldsAtOnce(t *testing.T) {
 	require.Len(t, runnable(reserveOn(t, db.Pool, "w3", clock())), 2, "raised, the limit admits its waiting jobs at once")
 	require.Equal(t, 3, used())
 	require.Equal(t, 3, leases())
+}
+
+// S99: pgq.rotate brings a lowered limit's places back down as the handlers above it
+// end, so that reserves look at no more places than a handler may still hold: a lease
+// that ran out still counts while its row is kept. Raising the limit never lowers them.
+func TestS99RotateBringsPlacesBackToTheLimit(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor", "by": ["account"]}}]')`)
+	for i := 0; i < 3; i++ {
+		dispatch(t, db, `'push', '{"account": 1}'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w1", clock()))
+	require.Len(t, running, 3)
+	holder := func(place int) reserved {
+		for _, r := range running {
+			if r.Overlap[0] == fmt.Sprintf("#vendor:[1]#%d", place) {
+				return reserved{UUID: r.UUID, Token: *r.Token}
+			}
+		}
+		t.Fatalf("no job holds place %d", place)
+		return reserved{}
+	}
+	places := func() int {
+		db.Exec(t, `SELECT pgq.rotate()`)
+		return pgqtest.Scalar[int](t, db, `SELECT places FROM pgq.concurrency_limits WHERE name = 'vendor'`)
+	}
+	require.Equal(t, 3, places(), "as many as the limit")
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	require.Equal(t, 3, places(), "handlers hold places 2 and 3")
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`)
+	require.Equal(t, 3, places(), "raised under them, still 3")
+
+	require.True(t, complete(t, db, holder(3)))
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	require.Equal(t, 2, places(), "down to the highest place held")
+	db.Exec(t, `UPDATE pgq.overlap_locks SET expires_at = now() - interval '1 minute' WHERE key = '#vendor:[1]#2'`)
+	require.Equal(t, 2, places(), "a lease that ran out still counts")
+	require.True(t, complete(t, db, holder(2)))
+	require.Equal(t, 1, places(), "no handler above the limit")
+	require.True(t, complete(t, db, holder(1)))
+	require.Equal(t, 1, places(), "never below the limit")
 }
 
 // S99: lowering a limit waits for the reserves that read it to commit, so that none

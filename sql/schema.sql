@@ -6605,6 +6605,38 @@ COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read j
 
 
 --
+-- Name: _shrink_places(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._shrink_places() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_name text;
+BEGIN
+    FOR v_name IN
+        SELECT l.name FROM pgq.concurrency_limits l WHERE l.places > l."limit" ORDER BY l.name FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A named limit's keys are its name, or its name, ':' and the by values.
+        UPDATE pgq.concurrency_limits l
+        SET places = greatest(l."limit", (SELECT max(substring(o.key FROM '#([0-9]+)$')::int)
+                                          FROM pgq.overlap_locks o
+                                          WHERE starts_with(o.key, '#' || l.name || '#') OR starts_with(o.key, '#' || l.name || ':')))
+        WHERE l.name = v_name;
+    END LOOP;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _shrink_places(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._shrink_places() IS 'Brings the places of each named concurrency limit down to the highest place a lease of its keys names, never below the limit (S99).';
+
+
+--
 -- Name: _slot(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -9531,6 +9563,7 @@ BEGIN
         RETURN v_done;
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
+    PERFORM pgq._shrink_places();
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -14414,6 +14447,13 @@ REVOKE ALL ON FUNCTION pgq._schedule_unique_for() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION pgq._sees_payloads() FROM PUBLIC;
 GRANT ALL ON FUNCTION pgq._sees_payloads() TO pgq_reader;
+
+
+--
+-- Name: FUNCTION _shrink_places(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._shrink_places() FROM PUBLIC;
 
 
 --
