@@ -1,7 +1,10 @@
 package sql_test
 
 import (
+	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,4 +313,178 @@ func TestS99MigrationMovesNamedLimitKeys(t *testing.T) {
 		"the end woke the job that waited since before the migration")
 	require.Len(t, runnable(reserveOn(t, db.Pool, "w2", time.Now())), 1)
 	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", time.Now())))
+}
+
+// S99: a named limit lowered while its handlers run holds at once: no job of its key
+// starts while as many of its handlers run as the new limit, those holding places above
+// it included; a job that an end wakes while the key is still full waits again. Raised
+// again, the limit admits its waiting jobs at once.
+func TestS99LoweredLimitHoldsAtOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	for i := 0; i < 6; i++ {
+		dispatch(t, db, `'push'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w1", clock()))
+	require.Len(t, running, 3)
+	require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = '@vendor'`))
+	// In place order: the first to end frees place 1, the one place under the new limit.
+	slices.SortFunc(running, func(a, b picked) int { return strings.Compare(a.Overlap[0], b.Overlap[0]) })
+	require.Equal(t, "#@vendor#1", running[0].Overlap[0])
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	used := func() int {
+		return pgqtest.Scalar[int](t, db, `SELECT used FROM pgq.limits WHERE kind = 'concurrency' AND key = '@vendor'`)
+	}
+	leases := func() int { return count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`) }
+
+	for i, r := range running[:2] {
+		require.True(t, complete(t, db, reserved{UUID: r.UUID, Token: *r.Token}))
+		require.Equal(t, 1, count(t, db, `pgq.jobs WHERE waits_on IS NULL AND reserved_at IS NULL`), "the end wakes a waiting job")
+		require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", clock())), "%d still run under a limit of 1", 2-i)
+		require.Equal(t, 3, count(t, db, `pgq.jobs WHERE waits_on = '@vendor' AND attempts = 0`), "the woken job waits again, uncounted")
+		require.Equal(t, 2-i, used())
+		require.Equal(t, 2-i, leases())
+	}
+	require.True(t, complete(t, db, reserved{UUID: running[2].UUID, Token: *running[2].Token}))
+	next := runnable(reserveOn(t, db.Pool, "w2", clock()))
+	require.Len(t, next, 1, "none runs: one starts")
+	require.Equal(t, []string{"#@vendor#1"}, next[0].Overlap, "in a place under the new limit")
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w3", clock())))
+	require.Equal(t, 1, used())
+
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w3", clock())), 2, "raised, the limit admits its waiting jobs at once")
+	require.Equal(t, 3, used())
+	require.Equal(t, 3, leases())
+}
+
+// S99: pgq.rotate brings a lowered limit's places back down as the handlers above it
+// end, so that reserves look at no more places than a handler may still hold: a lease
+// that ran out still counts while its row is kept. Raising the limit never lowers them.
+func TestS99RotateBringsPlacesBackToTheLimit(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor", "by": ["account"]}}]')`)
+	for i := 0; i < 3; i++ {
+		dispatch(t, db, `'push', '{"account": 1}'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w1", clock()))
+	require.Len(t, running, 3)
+	holder := func(place int) reserved {
+		for _, r := range running {
+			if r.Overlap[0] == fmt.Sprintf("#@vendor:[1]#%d", place) {
+				return reserved{UUID: r.UUID, Token: *r.Token}
+			}
+		}
+		t.Fatalf("no job holds place %d", place)
+		return reserved{}
+	}
+	places := func() int {
+		db.Exec(t, `SELECT pgq.rotate()`)
+		return pgqtest.Scalar[int](t, db, `SELECT places FROM pgq.concurrency_limits WHERE name = 'vendor'`)
+	}
+	require.Equal(t, 3, places(), "as many as the limit")
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	require.Equal(t, 3, places(), "handlers hold places 2 and 3")
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`)
+	require.Equal(t, 3, places(), "raised under them, still 3")
+
+	require.True(t, complete(t, db, holder(3)))
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	require.Equal(t, 2, places(), "down to the highest place held")
+	db.Exec(t, `UPDATE pgq.overlap_locks SET expires_at = now() - interval '1 minute' WHERE key = '#@vendor:[1]#2'`)
+	require.Equal(t, 2, places(), "a lease that ran out still counts")
+	require.True(t, complete(t, db, holder(2)))
+	require.Equal(t, 1, places(), "no handler above the limit")
+	require.True(t, complete(t, db, holder(1)))
+	require.Equal(t, 1, places(), "never below the limit")
+}
+
+// S99: lowering a limit waits for the reserves that read it to commit, so that none
+// admits a job under the higher limit once the lowering has committed; meanwhile a
+// reserve leaves the limit's jobs as they were (busy), and raising it waits for no one.
+func TestS99LoweringWaitsForReservesThatReadTheLimit(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	dispatch(t, db, `'push'`)
+	reserving, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer reserving.Rollback(ctx)
+	require.Len(t, runnable(reserveOn(t, reserving, "w1", clock())), 1)
+
+	definer := session(t, db)
+	_, err = definer.Exec(ctx, `SET lock_timeout = '200ms'`)
+	require.NoError(t, err)
+	_, err = definer.Exec(ctx, `SELECT pgq.define_concurrency('vendor', 3)`)
+	require.NoError(t, err, "raising waits for no reserve")
+	_, err = definer.Exec(ctx, `SELECT pgq.define_concurrency('vendor', 1)`)
+	require.Equal(t, "55P03", pgCode(err), "lowering waits for the open reserve: %v", err)
+
+	_, err = definer.Exec(ctx, `SET lock_timeout = 0`)
+	require.NoError(t, err)
+	lowered := make(chan error, 1)
+	go func() {
+		_, err := definer.Exec(ctx, `SELECT pgq.define_concurrency('vendor', 1)`)
+		lowered <- err
+	}()
+	require.Eventually(t, func() bool {
+		return count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the lowering waits")
+	later := dispatch(t, db, `'push'`)
+	require.Empty(t, reserveOn(t, db.Pool, "w2", clock()), "a reserve leaves the job as it was while the lowering waits")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND attempts = 0 AND available_at <= now()`, later))
+
+	require.NoError(t, reserving.Commit(ctx))
+	require.NoError(t, <-lowered)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", clock())), "lowered to 1, with 1 running")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on = '@vendor'`, later))
+}
+
+// S99 under concurrency: while handlers hold places above a lowered limit, the reserves
+// that meet its key count its handlers one after another: eight sessions reserving at
+// once start no more jobs than the limit has room for, though more places under it are
+// free.
+func TestS99LoweredLimitHoldsUnderConcurrentReserves(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 4)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	for i := 0; i < 4; i++ {
+		dispatch(t, db, `'push'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w", clock()))
+	require.Len(t, running, 4)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	for _, r := range running {
+		if r.Overlap[0] == "#@vendor#1" || r.Overlap[0] == "#@vendor#2" {
+			require.True(t, complete(t, db, reserved{UUID: r.UUID, Token: *r.Token}))
+		}
+	}
+	for i := 0; i < 40; i++ {
+		dispatch(t, db, `'push'`)
+	}
+	now := clock()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for w := 0; w < 8; w++ {
+		c := session(t, db)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := len(runnable(reserveOn(t, c, "w", now)))
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 1, total, "places 3 and 4 are held: room for one under a limit of 3")
+	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`))
 }

@@ -717,14 +717,14 @@ CREATE FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jso
     SET enable_mergejoin TO 'on'
     AS $$
 DECLARE
-    v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
+    v_ord   int[];                      -- the jobs to admit: place, key, limit
     v_key   text[];
     v_lim   int[];
-    v_k_key text[];                     -- per key: the key, its limit, where its places start in v_p_*,
-    v_k_lim int[];                      -- and the next of them to offer
-    v_k_at  int[]; v_k_next int[];
-    v_p_name text[];                    -- every place of the batch's keys, in offer order: name, lock id, leased
-    v_p_id  bigint[]; v_p_live boolean[];
+    v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
+    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
+    v_k_at  int[]; v_k_next int[]; v_k_room int[];
+    v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
+    v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
     v_h_end timestamptz[];
     v_l_key int[]; v_l_at int[];        -- the places locked in a round: key (index), place (index)
@@ -733,26 +733,21 @@ DECLARE
     v_spin  int := floor(random() * 1000)::int;
     v_ov    record;
 BEGIN
-    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
-    FROM (SELECT s.ord, s.key,
-                 CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int
-                      ELSE (SELECT l."limit" FROM pgq.concurrency_limits l WHERE l.name = s.cfg ->> 'limit') END AS lim
-          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
-          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL) j
-    WHERE j.lim IS NOT NULL;
+    SELECT k.ords, k.keys, k.lims, k.k_key, k.k_lim, k.k_places, k.busy
+    INTO v_ord, v_key, v_lim, v_k_key, v_k_lim, v_k_places, turned
+    FROM pgq._admit_concurrency_keys(p_ord, p_name, p_cfg, p_key) k;
     IF v_ord IS NULL THEN
         RETURN;
     END IF;
-    -- Each key (its limit, as its first job in the batch has it) and its places, those
-    -- of a key together; then which a live lease holds, by one index scan of their names
-    -- (a join with the leases gets planned as a scan of every generation).
-    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.at) INTO v_k_key, v_k_lim, v_k_at
-    FROM (SELECT f.key, f.lim, 1 + (sum(f.lim) OVER (ORDER BY f.key) - f.lim)::int AS at
-          FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) f
-          ORDER BY f.key) k;
+    -- Each key's places, those of a key together, then which a live lease holds, by one
+    -- index scan of their names (a join with the leases gets planned as a scan of every
+    -- generation); then each key's room.
+    v_k_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
+                    FROM unnest(v_k_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
     v_k_next := v_k_at;
-    v_p_name := ARRAY(SELECT '#' || k.key || '#' || (1 + (i + v_spin) % k.lim)
-                      FROM unnest(v_k_key, v_k_lim) WITH ORDINALITY k(key, lim, n), generate_series(0, k.lim - 1) i
+    v_p_name := ARRAY(SELECT '#' || k.key || '#' || CASE WHEN i < k.lim THEN 1 + (i + v_spin) % k.lim ELSE i + 1 END
+                      FROM unnest(v_k_key, v_k_lim, v_k_places) WITH ORDINALITY k(key, lim, places, n),
+                           generate_series(0, k.places - 1) i
                       ORDER BY k.n, i);
     v_p_id := pgq._overlap_lock_ids(v_p_name);
     SELECT array_agg(o.key), array_agg(o.expires_at) INTO v_h_name, v_h_end
@@ -760,19 +755,19 @@ BEGIN
     WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
     SELECT array_agg(h.name IS NOT NULL ORDER BY p.n) INTO v_p_live
     FROM unnest(v_p_name) WITH ORDINALITY p(name, n) LEFT JOIN unnest(v_h_name) h(name) ON h.name = p.name;
+    v_k_room := pgq._concurrency_room(v_k_lim, v_k_places, v_k_at, v_p_name, v_p_id, v_p_live, v_h_name);
     LOOP
         -- Per key, its free places from the next not yet offered, locked without waiting
-        -- until as many are locked as it has jobs without one: the LIMIT stops the
-        -- locking there (the lateral scan evaluates its filter row by row).
+        -- until as many are locked as it has jobs without one and room: the LIMIT stops
+        -- the locking there (the lateral scan evaluates its filter row by row).
         SELECT array_agg(k.n ORDER BY k.n, c.i), array_agg(c.i ORDER BY k.n, c.i) INTO v_l_key, v_l_at
-        FROM (SELECT n, count(*) AS jobs
+        FROM (SELECT n, count(*) FILTER (WHERE j.ord <> ALL (coalesce(won_ord, '{}'))) AS jobs, count(*) AS all_jobs
               FROM unnest(v_key, v_ord) j(key, ord), array_position(v_k_key, j.key) n
-              WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
               GROUP BY n) k
         CROSS JOIN LATERAL (
             SELECT i FROM generate_series(v_k_next[k.n], v_k_at[k.n] + v_k_lim[k.n] - 1) i
             WHERE NOT v_p_live[i] AND pg_try_advisory_xact_lock(v_p_id[i])
-            LIMIT k.jobs) c;
+            LIMIT greatest(least(k.jobs, v_k_room[k.n] - (k.all_jobs - k.jobs)), 0)) c;
         EXIT WHEN v_l_key IS NULL;
         -- The next round offers each key the places after its last one locked here.
         FOR i IN 1 .. cardinality(v_l_key) LOOP
@@ -797,11 +792,11 @@ BEGIN
     END LOOP;
     -- A job left waiting is ready again when the first of its key's leases could run
     -- out: one held before this call, or else one it took.
-    turned := ARRAY(
+    turned := turned || ARRAY(
         SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
                    greatest(1, ceil(extract(epoch FROM coalesce(
                        (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_lim[k.n] - 1])),
+                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
                        pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
                    false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
@@ -814,7 +809,85 @@ $$;
 -- Name: FUNCTION _admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) IS 'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases) and the jobs left to wait, uncounted (S99).';
+COMMENT ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamp with time zone, OUT turned pgq.admission[], OUT won_ord integer[], OUT won_key text[], OUT won_exp integer[]) IS 'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases), the jobs left to wait, uncounted, and those left untouched while another transaction counts their key (S99).';
+
+
+--
+-- Name: _admit_concurrency_keys(integer[], text[], jsonb[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._admit_concurrency_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], OUT ords integer[], OUT keys text[], OUT lims integer[], OUT k_key text[], OUT k_lim integer[], OUT k_places integer[], OUT busy pgq.admission[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_named  text[];                    -- the batch's named limits, and whether this transaction holds their lock
+    v_ours   boolean[];
+    v_places int[];                     -- per job: its key's places, and whether its limit's lock is another's
+    v_busy   boolean[];
+    v_k_ours boolean[];                 -- per key: this transaction may admit its jobs
+BEGIN
+    SELECT array_agg(DISTINCT s.cfg ->> 'limit') INTO v_named
+    FROM unnest(p_name, p_cfg, p_key) s(name, cfg, key)
+    WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL AND jsonb_typeof(s.cfg -> 'limit') = 'string';
+    v_ours := ARRAY(SELECT pg_try_advisory_xact_lock_shared(l.id)
+                    FROM unnest(pgq._concurrency_lock_ids('limit', v_named)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+    -- The limits, in a statement after their locks: it sees a lowering that committed.
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim), array_agg(j.places), array_agg(j.busy)
+    INTO ords, keys, lims, v_places, v_busy
+    FROM (SELECT s.ord, s.key, coalesce(n.lim, l."limit") AS lim, coalesce(n.lim, l.places) AS places,
+                 coalesce(NOT v_ours[array_position(v_named, s.cfg ->> 'limit')], false) AS busy
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          CROSS JOIN LATERAL (SELECT CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int END AS lim) n
+          LEFT JOIN LATERAL (SELECT l."limit", l.places FROM pgq.concurrency_limits l
+                             WHERE n.lim IS NULL AND l.name = s.cfg ->> 'limit') l ON true
+          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL
+          ORDER BY s.ord) j
+    WHERE j.lim IS NOT NULL OR j.busy;
+    IF ords IS NULL THEN
+        RETURN;
+    END IF;
+    -- Each key's lock is tried only while its places exceed its limit.
+    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.places),
+           array_agg(CASE WHEN k.places > k.lim THEN pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
+                          ELSE true END)
+    INTO k_key, k_lim, k_places, v_k_ours
+    FROM (SELECT DISTINCT ON (j.key) j.key, j.lim, j.places
+          FROM unnest(ords, keys, lims, v_places, v_busy) j(ord, key, lim, places, busy)
+          WHERE NOT j.busy
+          ORDER BY j.key, j.ord) k;
+    IF true = ALL (v_k_ours) AND false = ALL (v_busy) THEN
+        busy := '{}';
+        RETURN;
+    END IF;
+    busy := ARRAY(
+        SELECT ROW(j.ord, 'concurrency_limited',
+                   format('concurrency_limited key %s: another transaction holds its limit or key; left waiting', j.key),
+                   NULL, false, NULL, NULL, NULL, true)::pgq.admission
+        FROM unnest(ords, keys, v_busy) j(ord, key, busy)
+        LEFT JOIN unnest(k_key, v_k_ours) k(key, ours) ON k.key = j.key
+        WHERE j.busy OR NOT k.ours);
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO ords, keys, lims
+    FROM (SELECT j.ord, j.key, j.lim
+          FROM unnest(ords, keys, lims, v_busy) j(ord, key, lim, busy)
+          JOIN unnest(k_key, v_k_ours) k(key, ours) ON k.key = j.key AND k.ours
+          WHERE NOT j.busy
+          ORDER BY j.ord) j;
+    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.places) INTO k_key, k_lim, k_places
+    FROM (SELECT * FROM unnest(k_key, k_lim, k_places, v_k_ours) WITH ORDINALITY k(key, lim, places, ours, n)
+          WHERE k.ours ORDER BY k.n) k;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _admit_concurrency_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], OUT ords integer[], OUT keys text[], OUT lims integer[], OUT k_key text[], OUT k_lim integer[], OUT k_places integer[], OUT busy pgq.admission[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._admit_concurrency_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], OUT ords integer[], OUT keys text[], OUT lims integer[], OUT k_key text[], OUT k_lim integer[], OUT k_places integer[], OUT busy pgq.admission[]) IS 'Admission: the jobs of one middleware position under concurrency_limited and their keys'' limits and places, read under the locks that keep them exact; the jobs left waiting when another transaction holds those (S99).';
 
 
 --
@@ -2567,6 +2640,58 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) IS 'Clears the throttles_exceptions circuits of jobs that succeeded (S29).';
+
+
+--
+-- Name: _concurrency_lock_ids(text, text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'concurrency_' || p_kind || ':' || u.name
+                               FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n));
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _concurrency_lock_ids(p_kind text, p_names text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) IS 'The advisory lock ids of named concurrency limits (''limit'') or of concurrency_limited keys (''key''), one per name (S99).';
+
+
+--
+-- Name: _concurrency_room(integer[], integer[], integer[], text[], bigint[], boolean[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]) RETURNS integer[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT k.lim - (SELECT count(*) FROM generate_series(k.at, k.at + k.places - 1) i WHERE p_live[i])
+               - CASE WHEN k.places > k.lim THEN
+                     (SELECT count(DISTINCT o.key) FROM pgq.overlap_locks o
+                      WHERE o.key = ANY (p_names[k.at + k.lim : k.at + k.places - 1])
+                        AND CASE WHEN o.key <> ALL (coalesce(p_leased, '{}'))  -- (a CASE: only those places' locks are tried)
+                                 THEN NOT pg_try_advisory_xact_lock(p_ids[array_position(p_names, o.key)]) ELSE false END)
+                 ELSE 0 END
+        FROM unnest(p_lim, p_places, p_at) WITH ORDINALITY k(lim, places, at, n)
+        ORDER BY k.n);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]) IS 'Admission: how many more handlers each concurrency_limited key may start: its limit less those holding its places, above the limit too (S99).';
 
 
 --
@@ -6301,7 +6426,7 @@ CREATE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
     AS $_$
 DECLARE
     v_freed text[];
-    v_queue text;
+    v_n     bigint[];
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
@@ -6311,26 +6436,13 @@ BEGIN
         WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
         RETURNING o.key
     )
-    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
-    FROM gone g WHERE g.key LIKE '#%';
-    IF v_freed IS NULL THEN
-        RETURN;
+    SELECT array_agg(f.key), array_agg(f.n) INTO v_freed, v_n
+    FROM (SELECT regexp_replace(substr(g.key, 2), '#[0-9]+$', '') AS key, count(*) AS n
+          FROM gone g WHERE g.key LIKE '#%'
+          GROUP BY 1) f;
+    IF v_freed IS NOT NULL THEN
+        PERFORM pgq._wake_waiting(v_freed, v_n);
     END IF;
-    FOR v_queue IN
-        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
-        woken AS (
-            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
-            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
-                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
-                                   ORDER BY w.id LIMIT f.n
-                                   FOR UPDATE SKIP LOCKED) w
-            WHERE j.uuid = w.uuid
-            RETURNING j.queue
-        )
-        SELECT DISTINCT queue FROM woken
-    LOOP
-        PERFORM pgq._notify(v_queue);
-    END LOOP;
 END;
 $_$;
 
@@ -6622,6 +6734,39 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._sees_payloads() IS 'Whether the current role may read job payloads (a member of the payload reader role, S45).';
+
+
+--
+-- Name: _shrink_places(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._shrink_places() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_name text;
+BEGIN
+    FOR v_name IN
+        SELECT l.name FROM pgq.concurrency_limits l WHERE l.places > l."limit" ORDER BY l.name FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A named limit's keys are '@' and its name, then ':' and the by values as a JSON
+        -- array when it has by (S99); no name holds '['.
+        UPDATE pgq.concurrency_limits l
+        SET places = greatest(l."limit", (SELECT max(substring(o.key FROM '#([0-9]+)$')::int)
+                                          FROM pgq.overlap_locks o
+                                          WHERE starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':[')))
+        WHERE l.name = v_name;
+    END LOOP;
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _shrink_places(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._shrink_places() IS 'Brings the places of each named concurrency limit down to the highest place a lease of its keys names, never below the limit (S99).';
 
 
 --
@@ -7477,6 +7622,45 @@ COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as
 
 
 --
+-- Name: _wake_waiting(text[], bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_hashjoin TO 'on'
+    SET enable_mergejoin TO 'on'
+    AS $$
+DECLARE
+    v_queue text;
+BEGIN
+    FOR v_queue IN
+        WITH woken AS (
+            UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
+            FROM unnest(p_keys, p_counts) f(key, n),
+                 LATERAL (SELECT w.uuid FROM pgq.jobs w
+                          WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                          ORDER BY w.id LIMIT f.n
+                          FOR UPDATE SKIP LOCKED) w
+            WHERE j.uuid = w.uuid
+            RETURNING j.queue
+        )
+        SELECT DISTINCT queue FROM woken
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _wake_waiting(p_keys text[], p_counts bigint[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) IS 'Makes ready, per concurrency_limited key, its first waiting jobs that no other transaction has locked, and wakes their queues (S99).';
+
+
+--
 -- Name: _window_lock_ids(text[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -7848,13 +8032,29 @@ CREATE FUNCTION pgq.define_concurrency(name text, "limit" integer) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_was int;
 BEGIN
     PERFORM pgq._check_name('limit', define_concurrency.name);
     IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
-    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    -- The limit this one replaces: read under the row's lock, which a concurrent change waits for.
+    SELECT l."limit" INTO v_was FROM pgq.concurrency_limits l WHERE l.name = define_concurrency.name FOR UPDATE;
+    IF v_was > define_concurrency."limit" THEN
+        PERFORM pg_advisory_xact_lock((pgq._concurrency_lock_ids('limit', ARRAY[define_concurrency.name]))[1]);
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit", places)
+    VALUES (define_concurrency.name, define_concurrency."limit", define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey
+    DO UPDATE SET "limit" = EXCLUDED."limit", places = greatest(l.places, EXCLUDED."limit"), updated_at = now();
+    IF v_was < define_concurrency."limit" THEN
+        PERFORM pgq._wake_waiting(k.keys, array_fill(define_concurrency."limit" - v_was::bigint, ARRAY[cardinality(k.keys)]))
+        FROM (SELECT array_agg(DISTINCT w.waits_on) AS keys FROM pgq.jobs w
+              WHERE w.waits_on IS NOT NULL
+                AND (w.waits_on = '@' || define_concurrency.name OR starts_with(w.waits_on, '@' || define_concurrency.name || ':['))) k
+        WHERE k.keys IS NOT NULL;
+    END IF;
     RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
                   define_concurrency.name, define_concurrency."limit");
 END;
@@ -9498,6 +9698,7 @@ BEGIN
         RETURN v_done;
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
+    PERFORM pgq._shrink_places();
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -10453,7 +10654,9 @@ CREATE TABLE pgq.concurrency_limits (
     "limit" integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT concurrency_limits_limit_check CHECK ((("limit" >= 1) AND ("limit" <= 1000)))
+    places integer NOT NULL,
+    CONSTRAINT concurrency_limits_limit_check CHECK ((("limit" >= 1) AND ("limit" <= 1000))),
+    CONSTRAINT concurrency_limits_places_check CHECK (((places >= "limit") AND (places <= 1000)))
 );
 
 
@@ -10462,6 +10665,13 @@ CREATE TABLE pgq.concurrency_limits (
 --
 
 COMMENT ON TABLE pgq.concurrency_limits IS 'Named concurrency limits (pgq.define_concurrency): at most "limit" handlers of a key run at once across every worker (S99).';
+
+
+--
+-- Name: COLUMN concurrency_limits.places; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON COLUMN pgq.concurrency_limits.places IS 'The places 1..places of each key that a handler may hold: the limit, or more while handlers that started under a higher limit still hold places above it (pgq.define_concurrency raises it, pgq.rotate brings it back, S99).';
 
 
 --
@@ -13383,6 +13593,13 @@ REVOKE ALL ON FUNCTION pgq._admit_concurrency(p_ord integer[], p_name text[], p_
 
 
 --
+-- Name: FUNCTION _admit_concurrency_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], OUT ords integer[], OUT keys text[], OUT lims integer[], OUT k_key text[], OUT k_lim integer[], OUT k_places integer[], OUT busy pgq.admission[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._admit_concurrency_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], OUT ords integer[], OUT keys text[], OUT lims integer[], OUT k_key text[], OUT k_lim integer[], OUT k_places integer[], OUT busy pgq.admission[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _admit_missing_keys(p_ord integer[], p_name text[], p_cfg jsonb[], p_key text[], p_jobs text[], p_payloads jsonb[], OUT keys text[], OUT failed pgq.admission[]); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -13625,6 +13842,20 @@ REVOKE ALL ON FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb
 --
 
 REVOKE ALL ON FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_payloads jsonb[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _concurrency_lock_ids(p_kind text, p_names text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]) FROM PUBLIC;
 
 
 --
@@ -14397,6 +14628,13 @@ GRANT ALL ON FUNCTION pgq._sees_payloads() TO pgq_reader;
 
 
 --
+-- Name: FUNCTION _shrink_places(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._shrink_places() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION _slot(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -14577,6 +14815,13 @@ REVOKE ALL ON FUNCTION pgq._turn_away_slack() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _wake_waiting(p_keys text[], p_counts bigint[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) FROM PUBLIC;
 
 
 --

@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pgq-dev/pgq/internal/pgqtest"
 	"github.com/pgq-dev/pgq/pgq"
+	pgqsql "github.com/pgq-dev/pgq/sql"
 )
 
 // An installation of the last release whose functions lived in its migrations (version
@@ -217,4 +219,40 @@ func TestUpgradeFromSchema24KeepsEveryJob(t *testing.T) {
 	require.True(t, seen[bulk1[2500]] && seen[bulk1[2999]] && seen[bulk2[499]])
 	require.False(t, seen[bulk2[250]])
 	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.live_jobs`), "the delayed job is left")
+}
+
+// S99: migration 45 gives each named concurrency limit its places from the leases
+// there are, so that a limit lowered before the upgrade, with handlers still holding
+// places above it, holds once it is applied: with two of them running, no job of its
+// key starts under a limit of 1.
+func TestUpgradeS99PlacesCountHandlersAboveALoweredLimit(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	for i := 0; i < 4; i++ {
+		dispatch(t, db, `'push'`)
+	}
+	running := runnable(reserveOn(t, db.Pool, "w1", clock()))
+	require.Len(t, running, 3)
+
+	fsys, err := fs.Sub(pgqsql.Files, "migrations")
+	require.NoError(t, err)
+	sqlDB := stdlib.OpenDBFromPool(db.Pool)
+	defer sqlDB.Close()
+	migrations, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys, goose.WithTableName(pgq.VersionTable))
+	require.NoError(t, err)
+	_, err = migrations.DownTo(ctx, 44)
+	require.NoError(t, err)
+	db.Exec(t, `UPDATE pgq.concurrency_limits SET "limit" = 1`) // lowered as before places were kept
+	_, err = pgq.Migrate(ctx, db.Pool) // the migrations Down undid, and the functions
+	require.NoError(t, err)
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT places FROM pgq.concurrency_limits WHERE name = 'vendor'`))
+
+	for _, r := range running {
+		if r.Overlap[0] == "#@vendor#1" {
+			require.True(t, complete(t, db, reserved{UUID: r.UUID, Token: *r.Token}))
+		}
+	}
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", clock())), "two run under a limit of 1")
 }

@@ -210,6 +210,8 @@ type PgqConcurrencyLimit struct {
 	Limit     int32
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// The places 1..places of each key that a handler may hold: the limit, or more while handlers that started under a higher limit still hold places above it (pgq.define_concurrency raises it, pgq.rotate brings it back, S99).
+	Places int32
 }
 
 // The current debounce token per key (S24): only the job carrying it runs. burst_started_at bounds the wait with debounce_max_wait.
@@ -321,6 +323,8 @@ type PgqFairTurn struct {
 	Queue string
 	Key   string
 	Pass  float64
+	// NULL: the turn is in play. Else the key had nothing ready when a reserve last walked it, and reserves pass it over until then (S125).
+	ParkedUntil *time.Time
 }
 
 // Weights of keys of fair queues (S117, pgq.set_fair_weight): a key of weight w gets w jobs a round; a key with no row weighs 1.
@@ -1071,6 +1075,13 @@ type PgqLock struct {
 	ExpiresAt *time.Time
 	JobExists bool
 	Worker    *string
+}
+
+type PgqNamedKey struct {
+	Uuid uuid.UUID
+	Pos  int32
+	Old  interface{}
+	New  interface{}
 }
 
 // The generations of pgq.overlap_locks (S81): current (new leases go there) or old (its leases end where they are; truncated and made current again once none is live). pgq.rotate moves them on.

@@ -131,8 +131,9 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 -- pgq.rotate: moves the slots of pgq.jobs on (S80); the worker calls it every second.
 -- One worker at a time does the work (the others return at once). In one call:
 --   0. the generations of pgq.overlap_locks move on once the current one holds
---      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens; not among the lines
---      returned);
+--      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens), and the places of
+--      the named concurrency limits come back to the limits once no lease holds one
+--      above (S99, pgq._shrink_places); neither among the lines returned;
 --   1. the oldest draining slot in which no job is left is truncated, and is empty;
 --   2. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
 --      empty slot becomes current, and the current one drains;
@@ -169,6 +170,7 @@ BEGIN
         RETURN v_done;
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
+    PERFORM pgq._shrink_places();
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -353,3 +355,37 @@ ORDER BY s.slot;
 
 COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a draining one is looked at again, size with indexes and with the slot''s part of pgq.loads (bytes), and the statistics'' live and dead row counts of pgq.jobs.';
 
+-- pgq._shrink_places: brings the places of each named concurrency limit (S99) down to
+-- the highest place a lease of its keys names, never below the limit: once the handlers
+-- that started under a higher limit have ended, reserves look at the key's places
+-- 1..limit only, and no longer count its handlers one reserve at a time. A lease that
+-- has run out still counts while its row is kept: a late heartbeat may renew it, and a
+-- SQL handler may still run under it. A limit whose row another transaction has locked
+-- (pgq.define_concurrency changing it) is left for a later call. The leases are read
+-- in a statement after the row's lock, so they include every lease a reserve took
+-- under a higher limit: lowering a limit waits for the reserves that read it to
+-- commit, and the places later reserves take are in 1..limit. Called by pgq.rotate,
+-- under its lock.
+CREATE OR REPLACE FUNCTION pgq._shrink_places() RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_name text;
+BEGIN
+    FOR v_name IN
+        SELECT l.name FROM pgq.concurrency_limits l WHERE l.places > l."limit" ORDER BY l.name FOR UPDATE SKIP LOCKED
+    LOOP
+        -- A named limit's keys are '@' and its name, then ':' and the by values as a JSON
+        -- array when it has by (S99); no name holds '['.
+        UPDATE pgq.concurrency_limits l
+        SET places = greatest(l."limit", (SELECT max(substring(o.key FROM '#([0-9]+)$')::int)
+                                          FROM pgq.overlap_locks o
+                                          WHERE starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':[')))
+        WHERE l.name = v_name;
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._shrink_places() IS
+    'Brings the places of each named concurrency limit down to the highest place a lease of its keys names, never below the limit (S99).';

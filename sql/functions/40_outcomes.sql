@@ -297,9 +297,7 @@ COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job a
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. For each place of a concurrency_limited key freed ('#' key '#'
 -- i), the key's first job waiting for it is made ready and its queue's workers woken
--- (S99); a waiting job that another transaction has locked (another end waking it) is
--- passed over for the next, so two ends never wait for each other over the jobs they
--- wake. No-op when p_keys is NULL.
+-- (S99, pgq._wake_waiting). No-op when p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -307,7 +305,7 @@ SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
 AS $$
 DECLARE
     v_freed text[];
-    v_queue text;
+    v_n     bigint[];
 BEGIN
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
@@ -317,19 +315,40 @@ BEGIN
         WHERE o.key = ANY (p_keys) AND o.job_uuid IN (SELECT u FROM unnest(p_uuids) u)
         RETURNING o.key
     )
-    SELECT array_agg(regexp_replace(substr(g.key, 2), '#[0-9]+$', '')) INTO v_freed
-    FROM gone g WHERE g.key LIKE '#%';
-    IF v_freed IS NULL THEN
-        RETURN;
+    SELECT array_agg(f.key), array_agg(f.n) INTO v_freed, v_n
+    FROM (SELECT regexp_replace(substr(g.key, 2), '#[0-9]+$', '') AS key, count(*) AS n
+          FROM gone g WHERE g.key LIKE '#%'
+          GROUP BY 1) f;
+    IF v_freed IS NOT NULL THEN
+        PERFORM pgq._wake_waiting(v_freed, v_n);
     END IF;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34); wakes a job waiting for each concurrency_limited place freed (S99).';
+
+-- pgq._wake_waiting: for each concurrency_limited key of p_keys, its first p_counts
+-- jobs waiting for a place (jobs.waits_on) are made ready, and their queues' workers
+-- woken (S99). A waiting job that another transaction has locked (another end waking
+-- it) is passed over for the next, so two wakers never wait for each other over the
+-- jobs they wake. A woken job runs only if its key has room when a reserve takes it;
+-- else it waits again.
+CREATE OR REPLACE FUNCTION pgq._wake_waiting(p_keys text[], p_counts bigint[]) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_hashjoin = on SET enable_mergejoin = on  -- see pgq._admit
+AS $$
+DECLARE
+    v_queue text;
+BEGIN
     FOR v_queue IN
-        WITH freed AS (SELECT f.key, count(*) AS n FROM unnest(v_freed) f(key) GROUP BY f.key),
-        woken AS (
+        WITH woken AS (
             UPDATE pgq.jobs j SET available_at = now(), waits_on = NULL
-            FROM freed f, LATERAL (SELECT w.uuid FROM pgq.jobs w
-                                   WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
-                                   ORDER BY w.id LIMIT f.n
-                                   FOR UPDATE SKIP LOCKED) w
+            FROM unnest(p_keys, p_counts) f(key, n),
+                 LATERAL (SELECT w.uuid FROM pgq.jobs w
+                          WHERE w.waits_on = f.key AND w.reserved_at IS NULL AND w.available_at > now()
+                          ORDER BY w.id LIMIT f.n
+                          FOR UPDATE SKIP LOCKED) w
             WHERE j.uuid = w.uuid
             RETURNING j.queue
         )
@@ -340,4 +359,4 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._release_overlap(uuid[], text[]) IS 'Ends the overlap leases these jobs hold on these keys; a lease taken over by another job stays (S26, S34); wakes a job waiting for each concurrency_limited place freed (S99).';
+COMMENT ON FUNCTION pgq._wake_waiting(text[], bigint[]) IS 'Makes ready, per concurrency_limited key, its first waiting jobs that no other transaction has locked, and wakes their queues (S99).';

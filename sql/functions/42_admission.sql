@@ -63,7 +63,8 @@ COMMENT ON FUNCTION pgq._admit_missing_keys(int[], text[], jsonb[], text[], text
 -- the middleware that turned it away, a note, the delay and whether to drop it
 -- (dont_release), having ended any lease an earlier middleware took; or busy, with
 -- rate_limited and a note, when the job's window is locked by another transaction and
--- the job must be left waiting, untouched (S82); or error when a key cannot be
+-- the job must be left waiting, untouched (S82), or with concurrency_limited when its
+-- named limit or key is (S99); or error when a key cannot be
 -- computed. Never raises for a job's settings and opens no subtransaction (S67):
 -- dispatch validated them, and a broken job must not stop reserve.
 -- Within one batch, a key is offered to the first job (in batch order) that reaches it
@@ -73,7 +74,8 @@ COMMENT ON FUNCTION pgq._admit_missing_keys(int[], text[], jsonb[], text[], text
 -- order, so no lock is waited for once one is held: overlap keys are taken behind
 -- advisory locks tried without waiting, and rate-limit windows are waited for only by
 -- the first call of a transaction that needs any, in (limit, key) order (S82); a later
--- call leaves the jobs of a window another transaction holds waiting (busy).
+-- call leaves the jobs of a window another transaction holds waiting (busy); the locks
+-- of concurrency limits and keys are tried without waiting (busy when taken, S99).
 -- The joins here are of a batch's arrays with each other and with small keyed tables;
 -- as nested loops (pgq.reserve's callers turn hash and merge joins off for pgq.jobs,
 -- S78) they would cost n². The same for pgq._release_overlap.
@@ -287,20 +289,131 @@ $$;
 COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
     'Admission: without_overlapping for one middleware position of a batch: the leases won and the jobs turned away (S26, S34, S81).';
 
+-- pgq._concurrency_lock_ids: the advisory lock ids of concurrency_limited (S99), one
+-- per name: of named limits (p_kind 'limit': held shared by a reserve from before it
+-- reads the limit until it commits, taken alone by pgq.define_concurrency to lower it)
+-- or of keys (p_kind 'key': taken by a reserve that admits jobs of a key whose places
+-- exceed its limit, pgq._admit_concurrency_keys).
+CREATE OR REPLACE FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) RETURNS bigint[]
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN pgq._lock_ids(ARRAY(SELECT 'concurrency_' || p_kind || ':' || u.name
+                               FROM unnest(p_names) WITH ORDINALITY u(name, n) ORDER BY u.n));
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._concurrency_lock_ids(text, text[]) IS 'The advisory lock ids of named concurrency limits (''limit'') or of concurrency_limited keys (''key''), one per name (S99).';
+
+-- pgq._admit_concurrency_keys: the first stage of pgq._admit_concurrency, for one
+-- position of the middleware lists of a batch (as pgq._admit_overlap): the jobs under
+-- concurrency_limited whose limit exists (place, key, limit), in batch order, and their
+-- keys with the limit and places of each (as its first job in the batch has them; a
+-- class's own numeric limit has as many places as its limit), in key order. Until the
+-- transaction ends, it guarantees for what it returns:
+--   - a named limit was read under its lock, held shared: pgq.define_concurrency waits
+--     for that lock alone to lower it, so no job is admitted under a limit lowered
+--     since it was read, and every place taken under the higher limit is a lease
+--     visible once the lowering has committed;
+--   - a key whose places exceed its limit is this transaction's alone: handlers that
+--     started under a higher limit may hold places above it, so a free place does not
+--     mean the key has room; the reserves that admit its jobs count its handlers one
+--     after another, each (in a statement after this call) seeing the leases of those
+--     before.
+-- A job whose limit or key another transaction holds is left waiting, untouched, for a
+-- later reserve (busy, as for a rate limit's window, S82). A named limit dropped after
+-- dispatch admits its jobs: they are not returned.
+CREATE OR REPLACE FUNCTION pgq._admit_concurrency_keys(
+    p_ord int[], p_name text[], p_cfg jsonb[], p_key text[],
+    OUT ords int[], OUT keys text[], OUT lims int[], OUT k_key text[], OUT k_lim int[], OUT k_places int[],
+    OUT busy pgq.admission[]
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan  -- planned once per session, not per call
+SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
+AS $$
+DECLARE
+    v_named  text[];                    -- the batch's named limits, and whether this transaction holds their lock
+    v_ours   boolean[];
+    v_places int[];                     -- per job: its key's places, and whether its limit's lock is another's
+    v_busy   boolean[];
+    v_k_ours boolean[];                 -- per key: this transaction may admit its jobs
+BEGIN
+    SELECT array_agg(DISTINCT s.cfg ->> 'limit') INTO v_named
+    FROM unnest(p_name, p_cfg, p_key) s(name, cfg, key)
+    WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL AND jsonb_typeof(s.cfg -> 'limit') = 'string';
+    v_ours := ARRAY(SELECT pg_try_advisory_xact_lock_shared(l.id)
+                    FROM unnest(pgq._concurrency_lock_ids('limit', v_named)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+    -- The limits, in a statement after their locks: it sees a lowering that committed.
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim), array_agg(j.places), array_agg(j.busy)
+    INTO ords, keys, lims, v_places, v_busy
+    FROM (SELECT s.ord, s.key, coalesce(n.lim, l."limit") AS lim, coalesce(n.lim, l.places) AS places,
+                 coalesce(NOT v_ours[array_position(v_named, s.cfg ->> 'limit')], false) AS busy
+          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
+          CROSS JOIN LATERAL (SELECT CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int END AS lim) n
+          LEFT JOIN LATERAL (SELECT l."limit", l.places FROM pgq.concurrency_limits l
+                             WHERE n.lim IS NULL AND l.name = s.cfg ->> 'limit') l ON true
+          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL
+          ORDER BY s.ord) j
+    WHERE j.lim IS NOT NULL OR j.busy;
+    IF ords IS NULL THEN
+        RETURN;
+    END IF;
+    -- Each key's lock is tried only while its places exceed its limit.
+    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.places),
+           array_agg(CASE WHEN k.places > k.lim THEN pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
+                          ELSE true END)
+    INTO k_key, k_lim, k_places, v_k_ours
+    FROM (SELECT DISTINCT ON (j.key) j.key, j.lim, j.places
+          FROM unnest(ords, keys, lims, v_places, v_busy) j(ord, key, lim, places, busy)
+          WHERE NOT j.busy
+          ORDER BY j.key, j.ord) k;
+    IF true = ALL (v_k_ours) AND false = ALL (v_busy) THEN
+        busy := '{}';
+        RETURN;
+    END IF;
+    busy := ARRAY(
+        SELECT ROW(j.ord, 'concurrency_limited',
+                   format('concurrency_limited key %s: another transaction holds its limit or key; left waiting', j.key),
+                   NULL, false, NULL, NULL, NULL, true)::pgq.admission
+        FROM unnest(ords, keys, v_busy) j(ord, key, busy)
+        LEFT JOIN unnest(k_key, v_k_ours) k(key, ours) ON k.key = j.key
+        WHERE j.busy OR NOT k.ours);
+    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO ords, keys, lims
+    FROM (SELECT j.ord, j.key, j.lim
+          FROM unnest(ords, keys, lims, v_busy) j(ord, key, lim, busy)
+          JOIN unnest(k_key, v_k_ours) k(key, ours) ON k.key = j.key AND k.ours
+          WHERE NOT j.busy
+          ORDER BY j.ord) j;
+    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.places) INTO k_key, k_lim, k_places
+    FROM (SELECT * FROM unnest(k_key, k_lim, k_places, v_k_ours) WITH ORDINALITY k(key, lim, places, ours, n)
+          WHERE k.ours ORDER BY k.n) k;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._admit_concurrency_keys(int[], text[], jsonb[], text[]) IS
+    'Admission: the jobs of one middleware position under concurrency_limited and their keys'' limits and places, read under the locks that keep them exact; the jobs left waiting when another transaction holds those (S99).';
+
 -- pgq._admit_concurrency: concurrency_limited (S99) for one position of the middleware
 -- lists of a batch (as pgq._admit_overlap). A key whose limit is N has N places; a
 -- running job holds one by an overlap lease on the place ('#' key '#' i), so that it
 -- has S34's guarantees: renewed by its worker's heartbeats, ended with its attempt,
--- free within the overlap TTL when its worker is gone. Each key's places are offered in
--- an order of this call's own (reserves running together seldom start at the same
--- place): the places no live lease holds are locked without waiting, in that order,
--- until as many are locked as the key has jobs, in one statement; a place another
--- reserve is taking (its lock held) is passed over. The places locked go to the key's
--- jobs in batch order through pgq._admit_overlap, which checks their leases again
--- after the locks; a place leased meanwhile sends its job on to the next ones.
--- A job that gets none waits uncounted: turned_by concurrency_limited, its key in held,
--- and delay the seconds until the first of the key's leases could run out (at least 1).
--- A named limit dropped after dispatch admits its jobs.
+-- free within the overlap TTL when its worker is gone. A key may start as many
+-- handlers as its limit less those holding any of its places 1..places
+-- (pgq._admit_concurrency_keys, pgq._concurrency_room): a handler that started under a
+-- higher limit keeps its place above the new one until it ends. New jobs take places
+-- in 1..N only. Each key's places are offered in an order of this call's own (reserves running together seldom
+-- start at the same place): the places no live lease holds are locked without waiting,
+-- in that order, until as many are locked as the key has jobs and room, in one
+-- statement; a place another reserve is taking (its lock held) is passed over. The
+-- places locked go to the key's jobs in batch order through pgq._admit_overlap, which
+-- checks their leases again after the locks; a place leased meanwhile sends its job on
+-- to the next ones. A job that gets none waits uncounted: turned_by
+-- concurrency_limited, its key in held, and delay the seconds until the first of the
+-- key's leases could run out (at least 1). Returns the leases won, the jobs waiting,
+-- and those left waiting untouched (busy).
 CREATE OR REPLACE FUNCTION pgq._admit_concurrency(
     p_ord int[], p_name text[], p_cfg jsonb[], p_key text[], p_uuids uuid[], p_tokens uuid[], p_worker text, p_now timestamptz,
     OUT turned pgq.admission[], OUT won_ord int[], OUT won_key text[], OUT won_exp int[]
@@ -311,14 +424,14 @@ SET plan_cache_mode = force_generic_plan  -- planned once per session, not per c
 SET enable_hashjoin = on SET enable_mergejoin = on  -- joins of the batch's arrays: see pgq._admit
 AS $$
 DECLARE
-    v_ord   int[];                      -- the jobs of a limit that still exists: place, key, limit
+    v_ord   int[];                      -- the jobs to admit: place, key, limit
     v_key   text[];
     v_lim   int[];
-    v_k_key text[];                     -- per key: the key, its limit, where its places start in v_p_*,
-    v_k_lim int[];                      -- and the next of them to offer
-    v_k_at  int[]; v_k_next int[];
-    v_p_name text[];                    -- every place of the batch's keys, in offer order: name, lock id, leased
-    v_p_id  bigint[]; v_p_live boolean[];
+    v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
+    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
+    v_k_at  int[]; v_k_next int[]; v_k_room int[];
+    v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
+    v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
     v_h_end timestamptz[];
     v_l_key int[]; v_l_at int[];        -- the places locked in a round: key (index), place (index)
@@ -327,26 +440,21 @@ DECLARE
     v_spin  int := floor(random() * 1000)::int;
     v_ov    record;
 BEGIN
-    SELECT array_agg(j.ord), array_agg(j.key), array_agg(j.lim) INTO v_ord, v_key, v_lim
-    FROM (SELECT s.ord, s.key,
-                 CASE jsonb_typeof(s.cfg -> 'limit') WHEN 'number' THEN (s.cfg ->> 'limit')::int
-                      ELSE (SELECT l."limit" FROM pgq.concurrency_limits l WHERE l.name = s.cfg ->> 'limit') END AS lim
-          FROM unnest(p_ord, p_name, p_cfg, p_key) s(ord, name, cfg, key)
-          WHERE s.name = 'concurrency_limited' AND s.key IS NOT NULL) j
-    WHERE j.lim IS NOT NULL;
+    SELECT k.ords, k.keys, k.lims, k.k_key, k.k_lim, k.k_places, k.busy
+    INTO v_ord, v_key, v_lim, v_k_key, v_k_lim, v_k_places, turned
+    FROM pgq._admit_concurrency_keys(p_ord, p_name, p_cfg, p_key) k;
     IF v_ord IS NULL THEN
         RETURN;
     END IF;
-    -- Each key (its limit, as its first job in the batch has it) and its places, those
-    -- of a key together; then which a live lease holds, by one index scan of their names
-    -- (a join with the leases gets planned as a scan of every generation).
-    SELECT array_agg(k.key), array_agg(k.lim), array_agg(k.at) INTO v_k_key, v_k_lim, v_k_at
-    FROM (SELECT f.key, f.lim, 1 + (sum(f.lim) OVER (ORDER BY f.key) - f.lim)::int AS at
-          FROM (SELECT DISTINCT ON (j.key) j.key, j.lim FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim) ORDER BY j.key, j.ord) f
-          ORDER BY f.key) k;
+    -- Each key's places, those of a key together, then which a live lease holds, by one
+    -- index scan of their names (a join with the leases gets planned as a scan of every
+    -- generation); then each key's room.
+    v_k_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
+                    FROM unnest(v_k_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
     v_k_next := v_k_at;
-    v_p_name := ARRAY(SELECT '#' || k.key || '#' || (1 + (i + v_spin) % k.lim)
-                      FROM unnest(v_k_key, v_k_lim) WITH ORDINALITY k(key, lim, n), generate_series(0, k.lim - 1) i
+    v_p_name := ARRAY(SELECT '#' || k.key || '#' || CASE WHEN i < k.lim THEN 1 + (i + v_spin) % k.lim ELSE i + 1 END
+                      FROM unnest(v_k_key, v_k_lim, v_k_places) WITH ORDINALITY k(key, lim, places, n),
+                           generate_series(0, k.places - 1) i
                       ORDER BY k.n, i);
     v_p_id := pgq._overlap_lock_ids(v_p_name);
     SELECT array_agg(o.key), array_agg(o.expires_at) INTO v_h_name, v_h_end
@@ -354,19 +462,19 @@ BEGIN
     WHERE o.key = ANY (v_p_name) AND o.expires_at > p_now;
     SELECT array_agg(h.name IS NOT NULL ORDER BY p.n) INTO v_p_live
     FROM unnest(v_p_name) WITH ORDINALITY p(name, n) LEFT JOIN unnest(v_h_name) h(name) ON h.name = p.name;
+    v_k_room := pgq._concurrency_room(v_k_lim, v_k_places, v_k_at, v_p_name, v_p_id, v_p_live, v_h_name);
     LOOP
         -- Per key, its free places from the next not yet offered, locked without waiting
-        -- until as many are locked as it has jobs without one: the LIMIT stops the
-        -- locking there (the lateral scan evaluates its filter row by row).
+        -- until as many are locked as it has jobs without one and room: the LIMIT stops
+        -- the locking there (the lateral scan evaluates its filter row by row).
         SELECT array_agg(k.n ORDER BY k.n, c.i), array_agg(c.i ORDER BY k.n, c.i) INTO v_l_key, v_l_at
-        FROM (SELECT n, count(*) AS jobs
+        FROM (SELECT n, count(*) FILTER (WHERE j.ord <> ALL (coalesce(won_ord, '{}'))) AS jobs, count(*) AS all_jobs
               FROM unnest(v_key, v_ord) j(key, ord), array_position(v_k_key, j.key) n
-              WHERE j.ord <> ALL (coalesce(won_ord, '{}'))
               GROUP BY n) k
         CROSS JOIN LATERAL (
             SELECT i FROM generate_series(v_k_next[k.n], v_k_at[k.n] + v_k_lim[k.n] - 1) i
             WHERE NOT v_p_live[i] AND pg_try_advisory_xact_lock(v_p_id[i])
-            LIMIT k.jobs) c;
+            LIMIT greatest(least(k.jobs, v_k_room[k.n] - (k.all_jobs - k.jobs)), 0)) c;
         EXIT WHEN v_l_key IS NULL;
         -- The next round offers each key the places after its last one locked here.
         FOR i IN 1 .. cardinality(v_l_key) LOOP
@@ -391,11 +499,11 @@ BEGIN
     END LOOP;
     -- A job left waiting is ready again when the first of its key's leases could run
     -- out: one held before this call, or else one it took.
-    turned := ARRAY(
+    turned := turned || ARRAY(
         SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
                    greatest(1, ceil(extract(epoch FROM coalesce(
                        (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_lim[k.n] - 1])),
+                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
                        pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
                    false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
@@ -404,7 +512,38 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._admit_concurrency(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
-    'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases) and the jobs left to wait, uncounted (S99).';
+    'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases), the jobs left to wait, uncounted, and those left untouched while another transaction counts their key (S99).';
+
+-- pgq._concurrency_room: how many more handlers each key of pgq._admit_concurrency may
+-- start: its limit less its handlers running, those whose lease on one of its places
+-- (1..places) is live, and those above its limit whose lease ran out while their SQL
+-- handler's transaction still holds the place's lock (S34: the handler may still run;
+-- in 1..limit such a place is not taken, its lock being held). p_lim, p_places, p_at:
+-- per key, its limit, its places and where they start in p_names; p_names, p_ids,
+-- p_live: per place, its name, its lock id and whether a live lease holds it; p_leased:
+-- the places live leases hold.
+CREATE OR REPLACE FUNCTION pgq._concurrency_room(
+    p_lim int[], p_places int[], p_at int[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]
+) RETURNS int[]
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT k.lim - (SELECT count(*) FROM generate_series(k.at, k.at + k.places - 1) i WHERE p_live[i])
+               - CASE WHEN k.places > k.lim THEN
+                     (SELECT count(DISTINCT o.key) FROM pgq.overlap_locks o
+                      WHERE o.key = ANY (p_names[k.at + k.lim : k.at + k.places - 1])
+                        AND CASE WHEN o.key <> ALL (coalesce(p_leased, '{}'))  -- (a CASE: only those places' locks are tried)
+                                 THEN NOT pg_try_advisory_xact_lock(p_ids[array_position(p_names, o.key)]) ELSE false END)
+                 ELSE 0 END
+        FROM unnest(p_lim, p_places, p_at) WITH ORDINALITY k(lim, places, at, n)
+        ORDER BY k.n);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._concurrency_room(int[], int[], int[], text[], bigint[], boolean[], text[]) IS
+    'Admission: how many more handlers each concurrency_limited key may start: its limit less those holding its places, above the limit too (S99).';
 
 -- pgq._admit_rate: rate_limited (S28, S82) for one position of the middleware lists of
 -- a batch (as pgq._admit_overlap): a fixed window per (limit, key), exact under
@@ -547,9 +686,9 @@ COMMENT ON FUNCTION pgq._admit_circuit(int[], text[], text[], timestamptz) IS
 -- order (S26-S29, S67). A job turned away uses its attempt (S5), is recorded (S19),
 -- waits its delay (or with dont_release is deleted, S27) and keeps an until-processing
 -- lock (S23); one whose middleware cannot be evaluated fails for good; one whose
--- rate-limit window another transaction holds is left waiting as it was, and ends the
--- queue's turn (busy, S82). The admitted are handed over (S23) with their overlap
--- leases (S34). Returns the batch.
+-- rate-limit window, or concurrency limit or key, another transaction holds is left
+-- waiting as it was, and ends the queue's turn (busy, S82, S99). The admitted are
+-- handed over (S23) with their overlap leases (S34). Returns the batch.
 CREATE OR REPLACE FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamptz, p_worker text)
 RETURNS pgq.reserve_batch
 LANGUAGE plpgsql VOLATILE

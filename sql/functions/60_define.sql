@@ -437,21 +437,41 @@ COMMENT ON FUNCTION pgq.drop_limit(text) IS
 
 -- pgq.define_concurrency: creates or updates a named concurrency limit (S99): at most
 -- "limit" handlers (1 to 1,000) of each of its keys run at once across every worker, for
--- every job class whose concurrency_limited middleware names it. Lowering it lets the
--- handlers running finish; a new one starts only in one of the first "limit" places,
--- so while handlers started under the higher limit hold places above them, up to that
--- limit run (S99).
+-- every job class whose concurrency_limited middleware names it. A lowered limit holds
+-- once this commits: the handlers running finish, and no job of a key starts until
+-- fewer than the new limit of them run, those holding places above it included
+-- (places: how many of each key's places a handler may hold, raised here, brought back
+-- down by pgq.rotate). Lowering waits for the reserves that read the limit to commit
+-- (each holds its lock shared), so that none admits a job under the higher limit after
+-- this commits. A raised limit wakes, per key, as many of its waiting jobs as it adds
+-- places.
 CREATE OR REPLACE FUNCTION pgq.define_concurrency(name text, "limit" int) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_was int;
 BEGIN
     PERFORM pgq._check_name('limit', define_concurrency.name);
     IF define_concurrency."limit" IS NULL OR define_concurrency."limit" NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'pgq: a concurrency limit is 1 to 1000 handlers, got %', define_concurrency."limit" USING ERRCODE = '22023';
     END IF;
-    INSERT INTO pgq.concurrency_limits AS l (name, "limit") VALUES (define_concurrency.name, define_concurrency."limit")
-    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey DO UPDATE SET "limit" = EXCLUDED."limit", updated_at = now();
+    -- The limit this one replaces: read under the row's lock, which a concurrent change waits for.
+    SELECT l."limit" INTO v_was FROM pgq.concurrency_limits l WHERE l.name = define_concurrency.name FOR UPDATE;
+    IF v_was > define_concurrency."limit" THEN
+        PERFORM pg_advisory_xact_lock((pgq._concurrency_lock_ids('limit', ARRAY[define_concurrency.name]))[1]);
+    END IF;
+    INSERT INTO pgq.concurrency_limits AS l (name, "limit", places)
+    VALUES (define_concurrency.name, define_concurrency."limit", define_concurrency."limit")
+    ON CONFLICT ON CONSTRAINT concurrency_limits_pkey
+    DO UPDATE SET "limit" = EXCLUDED."limit", places = greatest(l.places, EXCLUDED."limit"), updated_at = now();
+    IF v_was < define_concurrency."limit" THEN
+        PERFORM pgq._wake_waiting(k.keys, array_fill(define_concurrency."limit" - v_was::bigint, ARRAY[cardinality(k.keys)]))
+        FROM (SELECT array_agg(DISTINCT w.waits_on) AS keys FROM pgq.jobs w
+              WHERE w.waits_on IS NOT NULL
+                AND (w.waits_on = '@' || define_concurrency.name OR starts_with(w.waits_on, '@' || define_concurrency.name || ':['))) k
+        WHERE k.keys IS NOT NULL;
+    END IF;
     RETURN format('concurrency limit %s: at most %s at once per key, across every worker',
                   define_concurrency.name, define_concurrency."limit");
 END;
