@@ -688,3 +688,36 @@ func TestS125ParkedKeyComesBack(t *testing.T) {
 	require.Equal(t, 1, firstTurnOf(t, other, "none", time.Now(), 1), "a first reserve looks from no snapshot")
 	require.LessOrEqual(t, firstTurnOf(t, other, "last", time.Now(), 50), 1, "brought back by the first reserve's end")
 }
+
+// S125: a key parked while its one job ran keeps no turn once the job has ended: the
+// worker's rotation ends it, as a reserve ends an idle key's; a key whose store is
+// under way keeps its turn.
+func TestS125ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 100, 0)
+	dispatchTenant(t, db, "done", 1, 0)
+	dispatchTenant(t, db, "storing", 1, 0)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 3)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"big", "done", "storing"}, tenants(got))
+	for range 3 {
+		_, err := reserveFairOn(t, c, "w1", 1)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until = 'infinity'`))
+	db.Exec(t, `SELECT pgq.complete(array_agg(uuid), array_agg(lease_token)) FROM pgq.jobs WHERE fair_key IN ('done', 'storing')`)
+
+	tx, err := db.Pool.Begin(ctx) // a store of 'storing' under way
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `SELECT pgq.dispatch('export', '{"tenant": "storing"}', queue => 'exports')`)
+	require.NoError(t, err)
+	db.Exec(t, `SELECT pgq.rotate()`)
+	require.Equal(t, []string{"big", "storing"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key ORDER BY key) FROM pgq.fair_turns`))
+	require.NoError(t, tx.Commit(ctx))
+	require.LessOrEqual(t, firstTurnOf(t, c, "storing", time.Now(), 50), 1)
+}

@@ -3985,6 +3985,39 @@ COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text
 
 
 --
+-- Name: _fair_prune(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_prune() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+DECLARE
+    v_tids tid[];
+BEGIN
+    SELECT array_agg(x.tid) INTO v_tids
+    FROM (SELECT t.ctid AS tid FROM pgq.fair_turns t
+          WHERE t.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
+            AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL
+                     THEN false
+                     ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(t.queue, t.key)) END
+          FOR UPDATE SKIP LOCKED) x;
+    DELETE FROM pgq.fair_turns t
+    WHERE t.ctid = ANY (v_tids)
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_prune(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_prune() IS 'Ends the parked turns of fair queues whose key has no live job left (S125); called by pgq.rotate.';
+
+
+--
 -- Name: _fair_rejoin(double precision, timestamp with time zone, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -9699,6 +9732,7 @@ BEGIN
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
     PERFORM pgq._shrink_places();
+    PERFORM pgq._fair_prune();
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
@@ -14043,6 +14077,13 @@ REVOKE ALL ON FUNCTION pgq._fair_next_ready(p_queue text, p_key text) FROM PUBLI
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_prune(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_prune() FROM PUBLIC;
 
 
 --

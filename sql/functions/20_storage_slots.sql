@@ -133,7 +133,8 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 --   0. the generations of pgq.overlap_locks move on once the current one holds
 --      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens), and the places of
 --      the named concurrency limits come back to the limits once no lease holds one
---      above (S99, pgq._shrink_places); neither among the lines returned;
+--      above (S99, pgq._shrink_places), and the parked turns of fair queues' keys with
+--      no live job left end (S125, pgq._fair_prune); none among the lines returned;
 --   1. the oldest draining slot in which no job is left is truncated, and is empty;
 --   2. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
 --      empty slot becomes current, and the current one drains;
@@ -171,6 +172,7 @@ BEGIN
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
     PERFORM pgq._shrink_places();
+    PERFORM pgq._fair_prune();
 
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN

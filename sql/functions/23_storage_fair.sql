@@ -402,3 +402,32 @@ $$;
 
 COMMENT ON FUNCTION pgq._fair_settle(jsonb, jsonb) IS
     'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn, those with live jobs are parked, turns that came back are due (S115, S117, S125).';
+
+-- pgq._fair_prune: ends the parked turns whose key has no live job left. A key parked
+-- while all its jobs ran keeps its turn once they end, since no reserve walks it; this,
+-- called by pgq.rotate every second, ends those turns as a reserve ends an idle key's:
+-- the key's lock alone first, then, in a later statement, no live job (see the top of
+-- this file). A turn a reserve is settling is left for a later call.
+CREATE OR REPLACE FUNCTION pgq._fair_prune() RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off
+AS $$
+DECLARE
+    v_tids tid[];
+BEGIN
+    SELECT array_agg(x.tid) INTO v_tids
+    FROM (SELECT t.ctid AS tid FROM pgq.fair_turns t
+          WHERE t.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
+            AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL
+                     THEN false
+                     ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(t.queue, t.key)) END
+          FOR UPDATE SKIP LOCKED) x;
+    DELETE FROM pgq.fair_turns t
+    WHERE t.ctid = ANY (v_tids)
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._fair_prune() IS
+    'Ends the parked turns of fair queues whose key has no live job left (S125); called by pgq.rotate.';

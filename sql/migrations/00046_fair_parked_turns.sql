@@ -22,6 +22,7 @@ DROP FUNCTION IF EXISTS pgq._fair_settle(jsonb, jsonb);
 DROP FUNCTION IF EXISTS pgq._fair_next_ready(text, text);
 DROP FUNCTION IF EXISTS pgq._fair_rejoin(float8, timestamptz, text);
 DROP FUNCTION IF EXISTS pgq._fair_back(jsonb, jsonb);
+DROP FUNCTION IF EXISTS pgq._fair_prune();
 DROP INDEX pgq.fair_turns_parked_idx;
 DROP INDEX pgq.fair_turns_play_idx;
 CREATE INDEX fair_turns_pass_idx ON pgq.fair_turns (queue, pass, key);
