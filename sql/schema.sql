@@ -4018,25 +4018,23 @@ COMMENT ON FUNCTION pgq._fair_prune() IS 'Ends the parked turns of fair queues w
 
 
 --
--- Name: _fair_rejoin(double precision, timestamp with time zone, text); Type: FUNCTION; Schema: pgq; Owner: -
+-- Name: _fair_rejoin(text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
-CREATE FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) RETURNS double precision
+CREATE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS double precision
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE WHEN p_parked IS NULL THEN p_pass
-                ELSE greatest(p_pass, coalesce((SELECT t.pass FROM pgq.fair_turns t  -- fair_turns_play_idx
-                                                WHERE t.queue = p_queue AND t.parked_until IS NULL
-                                                ORDER BY t.pass LIMIT 1) - 1e-6, p_pass)) END;
+    SELECT t.pass - 1e-6 FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL  -- fair_turns_play_idx
+    ORDER BY t.pass LIMIT 1;
 $$;
 
 
 --
--- Name: FUNCTION _fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_rejoin(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) IS 'A fair turn''s pass as reserves order it: back from parking, at least just below the lowest pass in play (S125).';
+COMMENT ON FUNCTION pgq._fair_rejoin(p_queue text) IS 'Where a fair queue''s turn back from parking rejoins: just below the lowest pass in play (S125).';
 
 
 --
@@ -4089,8 +4087,15 @@ DECLARE
     v_n     int;
     v_m     int;
     v_last  bigint;    -- the place of the last turn that gave a job, in pass order
+    v_tk    text[];    -- the turns in play by pass (then key): key, pass, weight
+    v_tp    float8[];
+    v_tw    int[];
 BEGIN
     tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
+    SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
+           coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}')
+    INTO v_tk, v_tp, v_tw
+    FROM pgq._fair_turns_now(p_queue, p_now) t;
     -- The first round, in one statement: the turns by pass, each key's next jobs up to
     -- its weight, until p_want jobs.
     SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
@@ -4100,9 +4105,7 @@ BEGIN
            max(x.ord)
     INTO tids, slots, ids, plain, keys, tags, v_last
     FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
-          FROM (SELECT t.key, t.pass, t.weight, row_number() OVER (ORDER BY t.pass, t.key) AS ord
-                FROM pgq._fair_turns_now(p_queue, p_now) t
-                ORDER BY t.pass, t.key) t
+          FROM unnest(v_tk, v_tp, v_tw) WITH ORDINALITY t(key, pass, weight, ord)
           CROSS JOIN LATERAL (
               SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
               FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
@@ -4119,16 +4122,16 @@ BEGIN
           LIMIT p_want) x;
     -- The keys that gave their whole share may have more; the turns walked before the
     -- last that gave none are idle.
-    SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
-           coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.took ORDER BY t.pass, t.key), '{}')
+    SELECT coalesce(array_agg(t.key ORDER BY t.ord), '{}'), coalesce(array_agg(t.pass ORDER BY t.ord), '{}'),
+           coalesce(array_agg(t.weight ORDER BY t.ord), '{}'), coalesce(array_agg(t.took ORDER BY t.ord), '{}')
     INTO v_more, v_pass, v_w, v_took
-    FROM (SELECT t.key, t.pass, t.weight, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM pgq._fair_turns_now(p_queue, p_now) t
+    FROM (SELECT t.key, t.pass, t.weight, t.ord, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
+          FROM unnest(v_tk, v_tp, v_tw) WITH ORDINALITY t(key, pass, weight, ord)
           WHERE t.key = ANY (keys)) t
     WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM pgq._fair_turns_now(p_queue, p_now) t
+    idle := ARRAY(SELECT t.key FROM unnest(v_tk) WITH ORDINALITY t(key, ord)
                   WHERE t.key <> ALL (keys)
-                  ORDER BY t.pass, t.key
+                  ORDER BY t.ord
                   LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
                              ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
     WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
@@ -4186,7 +4189,7 @@ DECLARE
     v_q     text[];
     v_k     text[];
     v_n     bigint[];  -- jobs taken of the key; 0: idle; NULL: back, not walked
-    v_pass  float8[];  -- as reserves order it (pgq._fair_rejoin)
+    v_pass  float8[];  -- as reserves order it (a turn back: where it rejoins, pgq._fair_rejoin)
     v_w     int[];
     v_at    timestamptz[];
     v_front jsonb;     -- per queue, the lowest pass served
@@ -4198,7 +4201,8 @@ BEGIN
            array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
            array_agg(l.at ORDER BY l.queue, l.key)
     INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at
-    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, pgq._fair_rejoin(t.pass, t.parked_until, t.queue) AS pass,
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n,
+                 CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, pgq._fair_rejoin(t.queue)) END AS pass,
                  coalesce(w.weight, 1) AS weight, e.at
           FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
                 FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
@@ -4215,6 +4219,7 @@ BEGIN
                 GROUP BY x.q, x.k) e
           JOIN pgq.fair_turns t ON t.queue = e.q AND t.key = e.k
           LEFT JOIN pgq.fair_weights w ON w.queue = t.queue AND w.key = t.key
+          WHERE e.n IS NOT NULL OR t.parked_until > e.at  -- a turn back, and not walked: only when parked later
           ORDER BY t.queue, t.key
           FOR UPDATE OF t) l;
     IF v_tids IS NULL THEN
@@ -4305,19 +4310,19 @@ CREATE FUNCTION pgq._fair_turns_now(p_queue text, p_now timestamp with time zone
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    v_back jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
+    v_back  jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
 BEGIN
     RETURN QUERY
-    SELECT t.key, pgq._fair_rejoin(t.pass, t.parked_until, p_queue) + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1),
-           coalesce(w.weight, 1)
-    FROM (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
+    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
+    FROM (SELECT p.key, p.pass FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
           UNION ALL
-          SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
+          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- evaluated once, if at all
+          FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
           UNION ALL
-          SELECT p.key, p.pass, p.parked_until  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
           FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
                 WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
-          CROSS JOIN LATERAL (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p
+          CROSS JOIN LATERAL (SELECT p.key, p.pass FROM pgq.fair_turns p
                               WHERE p.queue = p_queue AND p.key = b.k AND p.parked_until > p_now) p) t
     LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = t.key
     LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
@@ -14087,10 +14092,10 @@ REVOKE ALL ON FUNCTION pgq._fair_prune() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION _fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text); Type: ACL; Schema: pgq; Owner: -
+-- Name: FUNCTION _fair_rejoin(p_queue text); Type: ACL; Schema: pgq; Owner: -
 --
 
-REVOKE ALL ON FUNCTION pgq._fair_rejoin(p_pass double precision, p_parked timestamp with time zone, p_queue text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION pgq._fair_rejoin(p_queue text) FROM PUBLIC;
 
 
 --

@@ -20,7 +20,7 @@ DROP FUNCTION IF EXISTS pgq._fair_settle(jsonb);
 DROP FUNCTION IF EXISTS pgq._fair_turns_now(text, timestamptz);
 DROP FUNCTION IF EXISTS pgq._fair_settle(jsonb, jsonb);
 DROP FUNCTION IF EXISTS pgq._fair_next_ready(text, text);
-DROP FUNCTION IF EXISTS pgq._fair_rejoin(float8, timestamptz, text);
+DROP FUNCTION IF EXISTS pgq._fair_rejoin(text);
 DROP FUNCTION IF EXISTS pgq._fair_back(jsonb, jsonb);
 DROP FUNCTION IF EXISTS pgq._fair_prune();
 DROP INDEX pgq.fair_turns_parked_idx;
