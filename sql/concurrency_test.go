@@ -396,8 +396,10 @@ func TestS99RotateBringsPlacesBackToTheLimit(t *testing.T) {
 	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
 	require.Equal(t, 2, places(), "down to the highest place held")
 	db.Exec(t, `UPDATE pgq.overlap_locks SET expires_at = now() - interval '1 minute' WHERE key = '#@vendor:[1]#2'`)
-	require.Equal(t, 2, places(), "a lease that ran out still counts")
-	require.True(t, complete(t, db, holder(2)))
+	require.Equal(t, 2, places(), "a lease that ran out still counts while its job holds it")
+	// Its job no longer holds it (swept and failed for good, say): the row is left
+	// until its generation goes, and counts no more.
+	db.Exec(t, `UPDATE pgq.jobs SET lease_token = gen_random_uuid() WHERE uuid = $1`, holder(2).UUID)
 	require.Equal(t, 1, places(), "no handler above the limit")
 	require.True(t, complete(t, db, holder(1)))
 	require.Equal(t, 1, places(), "never below the limit")
@@ -487,4 +489,20 @@ func TestS99LoweredLimitHoldsUnderConcurrentReserves(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 1, total, "places 3 and 4 are held: room for one under a limit of 3")
 	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`))
+}
+
+// S99: a job whose key of a named limit was stored without its '@' (by the functions of
+// an earlier release, during an upgrade) counts in the named limit's places all the
+// same: its key is computed again at reserve.
+func TestS99KeyStoredWithoutItsAtIsComputedAgain(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	dispatch(t, db, `'push'`)
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w1", clock())), 1)
+	old := dispatch(t, db, `'push'`)
+	db.Exec(t, `UPDATE pgq.jobs SET middleware_keys = '["vendor"]' WHERE uuid = $1`, old)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w1", clock())), "one runs under a limit of 1")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on = '@vendor'`, old))
 }

@@ -721,3 +721,50 @@ func TestS125ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	require.LessOrEqual(t, firstTurnOf(t, c, "storing", time.Now(), 50), 1)
 }
+
+// S115, S125: a key that gets its turn while every other key is parked (their jobs all
+// run) starts at the queue's front, not below it: when the others' jobs come back it
+// takes its turn among them, one job a round, instead of running its backlog first.
+func TestS115S125NewKeyStartsAtTheFrontWhenAllAreParked(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "a", 30, 0)
+	dispatchTenant(t, db, "b", 30, 0)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 60)
+	require.NoError(t, err)
+	require.Len(t, got, 60)
+	db.Exec(t, `SELECT pgq.complete(array_agg(uuid), array_agg(lease_token)) FROM pgq.jobs WHERE reserved_at IS NOT NULL`)
+	dispatchTenant(t, db, "a", 1, 0)
+	dispatchTenant(t, db, "b", 1, 0)
+	got, err = reserveFairOn(t, c, "w1", 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	dispatchTenant(t, db, "c", 1, 0)
+	// Another transaction holds c's job while this reserve walks: a and b (running) and
+	// c are all parked.
+	other := session(t, db)
+	tx, err := other.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `SELECT FROM pgq.jobs WHERE fair_key = 'c' FOR UPDATE`)
+	require.NoError(t, err)
+	got, err = reserveFairOn(t, c, "w1", 10)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until IS NULL`), "all parked")
+
+	dispatchTenant(t, db, "n", 50, 0)
+	dispatchTenant(t, db, "a", 20, 0)
+	dispatchTenant(t, db, "b", 20, 0)
+	seen := map[string]int{}
+	for range 7 {
+		got, err := reserveFairOn(t, c, "w1", 1)
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		seen[got[0].Tenant]++
+	}
+	require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 1, "n": 2}, seen, "round-robin from the front")
+}

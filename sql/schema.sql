@@ -601,7 +601,12 @@ BEGIN
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
         INTO v_ord, v_name, v_cfg, v_key, v_missing
-        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+        -- A named concurrency limit's key stored without its '@' (by the functions of an
+        -- earlier release, S99) is computed again.
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg,
+                     CASE WHEN m.key = 'concurrency_limited' AND jsonb_typeof(m.value -> 'limit') = 'string'
+                               AND NOT starts_with(j.keys ->> v_pos, '@') THEN NULL
+                          ELSE j.keys ->> v_pos END AS key
               FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
                    jsonb_each(j.middleware -> v_pos) m
               WHERE v_alive[j.ord]
@@ -3862,7 +3867,7 @@ $$;
 -- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) at its commit if they have none (S115, S121).';
+COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s front) at its commit if they have none (S115, S121).';
 
 
 --
@@ -3879,8 +3884,7 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key,
-               coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue AND t.parked_until IS NULL ORDER BY t.pass LIMIT 1), 0)
+        SELECT e.queue, e.key, coalesce((SELECT f.pass FROM pgq.fair_fronts f WHERE f.queue = e.queue), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -4025,8 +4029,7 @@ CREATE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS double precision
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT t.pass - 1e-6 FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL  -- fair_turns_play_idx
-    ORDER BY t.pass LIMIT 1;
+    SELECT f.pass - 1e-6 FROM pgq.fair_fronts f WHERE f.queue = p_queue;
 $$;
 
 
@@ -4034,7 +4037,7 @@ $$;
 -- Name: FUNCTION _fair_rejoin(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_rejoin(p_queue text) IS 'Where a fair queue''s turn back from parking rejoins: just below the lowest pass in play (S125).';
+COMMENT ON FUNCTION pgq._fair_rejoin(p_queue text) IS 'Where a fair queue''s turn back from parking rejoins: just below the queue''s front (S125).';
 
 
 --
@@ -4050,6 +4053,8 @@ BEGIN
     SET fair_key = CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END
     WHERE j.queue = p_queue
       AND j.fair_key IS DISTINCT FROM CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END;
+    -- In key order, as a reserve's settle locks them: the two never wait in a cycle.
+    PERFORM FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.key FOR UPDATE;
     DELETE FROM pgq.fair_turns t WHERE t.queue = p_queue;
     IF p_fair_by IS NOT NULL THEN
         PERFORM pgq._fair_enter(p_queue, ARRAY(SELECT DISTINCT j.fair_key FROM pgq.jobs j WHERE j.queue = p_queue));
@@ -4259,6 +4264,9 @@ BEGIN
         UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
         FROM unnest(v_tids, v_pass) u(tid, pass)
         WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
+        INSERT INTO pgq.fair_fronts AS f (queue, pass)  -- locked after the turns, in queue order: no cycle
+        SELECT x.key, x.value::float8 FROM jsonb_each_text(v_front) x ORDER BY x.key
+        ON CONFLICT (queue) DO UPDATE SET pass = EXCLUDED.pass WHERE f.pass < EXCLUDED.pass;
     END IF;
 END;
 $$;
@@ -6793,7 +6801,10 @@ BEGIN
         UPDATE pgq.concurrency_limits l
         SET places = greatest(l."limit", (SELECT max(substring(o.key FROM '#([0-9]+)$')::int)
                                           FROM pgq.overlap_locks o
-                                          WHERE starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':[')))
+                                          WHERE (starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':['))
+                                            AND (o.expires_at > now()
+                                                 OR EXISTS (SELECT FROM pgq.jobs j  -- its job still holds it: it may be renewed
+                                                            WHERE j.uuid = o.job_uuid AND j.lease_token = o.lease_token))))
         WHERE l.name = v_name;
     END LOOP;
 END;
@@ -10834,6 +10845,23 @@ COMMENT ON TABLE pgq.fair_entries IS 'A row per open transaction that stored job
 
 
 --
+-- Name: fair_fronts; Type: TABLE; Schema: pgq; Owner: -
+--
+
+CREATE TABLE pgq.fair_fronts (
+    queue text NOT NULL,
+    pass double precision NOT NULL
+);
+
+
+--
+-- Name: TABLE fair_fronts; Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON TABLE pgq.fair_fronts IS 'Per fair queue, the lowest pass its reserves served, only ever raised: where a new key''s turn starts and a turn back from parking rejoins (S115, S125).';
+
+
+--
 -- Name: fair_turns; Type: TABLE; Schema: pgq; Owner: -
 --
 
@@ -12451,6 +12479,14 @@ ALTER TABLE ONLY pgq.failed_jobs
 
 ALTER TABLE ONLY pgq.fair_entries
     ADD CONSTRAINT fair_entries_pkey PRIMARY KEY (txid);
+
+
+--
+-- Name: fair_fronts fair_fronts_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
+--
+
+ALTER TABLE ONLY pgq.fair_fronts
+    ADD CONSTRAINT fair_fronts_pkey PRIMARY KEY (queue);
 
 
 --

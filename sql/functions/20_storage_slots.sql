@@ -361,8 +361,8 @@ COMMENT ON VIEW pgq.job_storage IS 'The slots of pgq.jobs: state, when a drainin
 -- the highest place a lease of its keys names, never below the limit: once the handlers
 -- that started under a higher limit have ended, reserves look at the key's places
 -- 1..limit only, and no longer count its handlers one reserve at a time. A lease that
--- has run out still counts while its row is kept: a late heartbeat may renew it, and a
--- SQL handler may still run under it. A limit whose row another transaction has locked
+-- has run out still counts while its job holds it: a late heartbeat may renew it, and
+-- a SQL handler may still run under it. A limit whose row another transaction has locked
 -- (pgq.define_concurrency changing it) is left for a later call. The leases are read
 -- in a statement after the row's lock, so they include every lease a reserve took
 -- under a higher limit: lowering a limit waits for the reserves that read it to
@@ -383,7 +383,10 @@ BEGIN
         UPDATE pgq.concurrency_limits l
         SET places = greatest(l."limit", (SELECT max(substring(o.key FROM '#([0-9]+)$')::int)
                                           FROM pgq.overlap_locks o
-                                          WHERE starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':[')))
+                                          WHERE (starts_with(o.key, '#@' || l.name || '#') OR starts_with(o.key, '#@' || l.name || ':['))
+                                            AND (o.expires_at > now()
+                                                 OR EXISTS (SELECT FROM pgq.jobs j  -- its job still holds it: it may be renewed
+                                                            WHERE j.uuid = o.job_uuid AND j.lease_token = o.lease_token))))
         WHERE l.name = v_name;
     END LOOP;
 END;

@@ -4,9 +4,10 @@
 -- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
 -- priority that has a ready job by ascending pass (then key), up to its weight
 -- (pgq.fair_weights, 1 by default) a key a round, and each job it takes adds 1/weight
--- to its key's pass. A key that gets a turn starts at the lowest pass of the queue, so
--- it waits at most one round, whatever the others' backlog (S115); within a key the
--- jobs go in queue order (S116).
+-- to its key's pass. The queue's front (pgq.fair_fronts) is the lowest pass its
+-- reserves served, only ever raised; a key that gets a turn starts there, so it waits
+-- at most one round, whatever the others' backlog (S115); within a key the jobs go in
+-- queue order (S116).
 --
 -- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
 -- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
@@ -29,8 +30,8 @@
 -- no snapshot to look from: at its end it checks every parked turn of the queue and
 -- brings back those whose key has a job ready earlier. A reserve locks turns only at
 -- its end, in one ordered statement, so reserves never deadlock over them. A turn back
--- from parking rejoins just ahead of the lowest pass in play: it banks no turns while
--- parked, and waits for none when back.
+-- from parking rejoins just ahead of the queue's front: it banks no turns while parked,
+-- and waits for none when back.
 --
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
 -- from the session's marks (S77): they walk each key's jobs from its front in
@@ -121,19 +122,18 @@ COMMENT ON FUNCTION pgq._fair_turns_now(text, timestamptz) IS
     'Reserve: a fair queue''s turns in play, with the passes this reserve''s earlier picks moved on, and their weights (S115, S117, S125).';
 
 -- pgq._fair_rejoin: where a turn of the fair queue p_queue back from parking rejoins:
--- just below the lowest pass in play (NULL: none in play, it keeps its own), so that it
--- banks no turns while parked and its next job goes ahead of the keys at that pass
--- (S125).
+-- just below the queue's front (pgq.fair_fronts; NULL: no front yet, it keeps its own
+-- pass), so that it banks no turns while parked and its next job goes ahead of the keys
+-- at the front (S125).
 CREATE OR REPLACE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS float8
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT t.pass - 1e-6 FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL  -- fair_turns_play_idx
-    ORDER BY t.pass LIMIT 1;
+    SELECT f.pass - 1e-6 FROM pgq.fair_fronts f WHERE f.queue = p_queue;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rejoin(text) IS
-    'Where a fair queue''s turn back from parking rejoins: just below the lowest pass in play (S125).';
+    'Where a fair queue''s turn back from parking rejoins: just below the queue''s front (S125).';
 
 -- pgq._fair_next_ready: when the first waiting job of key p_key of the fair queue
 -- p_queue is ready (NULL: it has none waiting): the first of each priority, one probe a
@@ -317,7 +317,7 @@ COMMENT ON FUNCTION pgq._fair_back(jsonb, jsonb) IS
 -- has no live job left (the module's comment says why no store is missed); one with
 -- live jobs is parked until its first waiting job is ready (S125), or, when only a
 -- store under way writes its jobs, keeps up with the lowest pass served in its queue
--- here, so that it banks no turns; a turn that came back and was not walked is parked
+-- here, so that it banks no turns; and that pass raises the queue's front; a turn that came back and was not walked is parked
 -- no later than its job's time, for every reserve to walk; of a queue noted whole, each
 -- parked turn whose key has a job ready before its parking ends comes back then.
 CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
@@ -401,6 +401,9 @@ BEGIN
         UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
         FROM unnest(v_tids, v_pass) u(tid, pass)
         WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
+        INSERT INTO pgq.fair_fronts AS f (queue, pass)  -- locked after the turns, in queue order: no cycle
+        SELECT x.key, x.value::float8 FROM jsonb_each_text(v_front) x ORDER BY x.key
+        ON CONFLICT (queue) DO UPDATE SET pass = EXCLUDED.pass WHERE f.pass < EXCLUDED.pass;
     END IF;
 END;
 $$;

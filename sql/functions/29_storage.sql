@@ -225,7 +225,7 @@ COMMENT ON FUNCTION pgq._fair_by(text) IS 'A queue''s fair_by, read under its ''
 -- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue when the
 -- jobs written with them by this transaction become visible: each key's 'fair' lock is
 -- taken shared until the transaction ends (see 23_storage_fair.sql), and a key with no
--- turn gets one at commit (pgq._fair_entered), at the queue's lowest pass then, so it
+-- turn gets one at commit (pgq._fair_entered), at the queue's front then, so it
 -- waits at most one round (S115). The transaction holds no new turn before it commits,
 -- so two that store jobs of the same new keys in any order never wait for each other
 -- in a cycle (S121). At READ COMMITTED a key whose turn this statement sees keeps it
@@ -258,11 +258,11 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_enter(text, text[]) IS
-    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s lowest pass) at its commit if they have none (S115, S121).';
+    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s front) at its commit if they have none (S115, S121).';
 
 -- pgq._fair_entered: the deferred trigger of pgq.fair_entries, at the commit of a
 -- transaction that stored jobs of keys with no turn (pgq._fair_enter): makes their
--- turns, at the queue's lowest pass, in one statement in (queue, key) order, so that
+-- turns, at the queue's front, in one statement in (queue, key) order, so that
 -- two transactions committing the same new turns wait for each other in that order
 -- only. The keys' 'fair' locks are still held: no reserve ends a turn meanwhile.
 -- SECURITY DEFINER: it runs at commit, as the session's role, outside the function
@@ -277,8 +277,7 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key,
-               coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = e.queue AND t.parked_until IS NULL ORDER BY t.pass LIMIT 1), 0)
+        SELECT e.queue, e.key, coalesce((SELECT f.pass FROM pgq.fair_fronts f WHERE f.queue = e.queue), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -311,6 +310,8 @@ BEGIN
     SET fair_key = CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END
     WHERE j.queue = p_queue
       AND j.fair_key IS DISTINCT FROM CASE WHEN p_fair_by IS NOT NULL THEN coalesce(j.payload ->> p_fair_by, '') END;
+    -- In key order, as a reserve's settle locks them: the two never wait in a cycle.
+    PERFORM FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.key FOR UPDATE;
     DELETE FROM pgq.fair_turns t WHERE t.queue = p_queue;
     IF p_fair_by IS NOT NULL THEN
         PERFORM pgq._fair_enter(p_queue, ARRAY(SELECT DISTINCT j.fair_key FROM pgq.jobs j WHERE j.queue = p_queue));

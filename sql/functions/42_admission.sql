@@ -117,7 +117,12 @@ BEGIN
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
         INTO v_ord, v_name, v_cfg, v_key, v_missing
-        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg, j.keys ->> v_pos AS key
+        -- A named concurrency limit's key stored without its '@' (by the functions of an
+        -- earlier release, S99) is computed again.
+        FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg,
+                     CASE WHEN m.key = 'concurrency_limited' AND jsonb_typeof(m.value -> 'limit') = 'string'
+                               AND NOT starts_with(j.keys ->> v_pos, '@') THEN NULL
+                          ELSE j.keys ->> v_pos END AS key
               FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
                    jsonb_each(j.middleware -> v_pos) m
               WHERE v_alive[j.ord]

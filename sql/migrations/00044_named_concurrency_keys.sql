@@ -55,8 +55,11 @@ WHERE j.uuid IN (SELECT n.uuid FROM pgq_named_keys n);
 -- +goose StatementEnd
 
 -- +goose Down
--- Every key that starts with '@' is a named limit's: the '@' goes.
-UPDATE pgq.overlap_locks o SET key = '#' || substr(o.key, 3) WHERE o.key LIKE '#@%';
+-- Every key that starts with '@' is a named limit's: the '@' goes; a lease whose old
+-- name a class's own limit holds now keeps its name (the old functions do not count
+-- it: up to twice that limit may run until it ends).
+UPDATE pgq.overlap_locks o SET key = '#' || substr(o.key, 3)
+WHERE o.key LIKE '#@%' AND NOT EXISTS (SELECT FROM pgq.overlap_locks x WHERE x.key = '#' || substr(o.key, 3));
 
 -- +goose StatementBegin
 UPDATE pgq.jobs j
