@@ -337,7 +337,9 @@ func TestS99LoweredLimitHoldsAtOnce(t *testing.T) {
 	used := func() int {
 		return pgqtest.Scalar[int](t, db, `SELECT used FROM pgq.limits WHERE kind = 'concurrency' AND key = '@vendor'`)
 	}
-	leases := func() int { return count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`) }
+	leases := func() int {
+		return count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`)
+	}
 
 	for i, r := range running[:2] {
 		require.True(t, complete(t, db, reserved{UUID: r.UUID, Token: *r.Token}))

@@ -245,7 +245,7 @@ func TestUpgradeS99PlacesCountHandlersAboveALoweredLimit(t *testing.T) {
 	_, err = migrations.DownTo(ctx, 44)
 	require.NoError(t, err)
 	db.Exec(t, `UPDATE pgq.concurrency_limits SET "limit" = 1`) // lowered as before places were kept
-	_, err = pgq.Migrate(ctx, db.Pool) // the migrations Down undid, and the functions
+	_, err = pgq.Migrate(ctx, db.Pool)                          // the migrations Down undid, and the functions
 	require.NoError(t, err)
 	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT places FROM pgq.concurrency_limits WHERE name = 'vendor'`))
 
