@@ -586,9 +586,7 @@ DECLARE
     v_key   text[];
     v_missing boolean;                  -- a key of this position was not stored at dispatch
     v_ov    record;                     -- the leases without_overlapping or concurrency_limited won:
-    v_w_ord int[];                      -- place, key, expire_after
-    v_w_key text[];
-    v_w_exp int[];
+    v_w_ord int[]; v_w_key text[]; v_w_exp int[];  -- place, key, expire_after
     v_kind  text;
     v_max   int := (pgq._middleware_bounds()).entries;
 BEGIN
@@ -601,11 +599,9 @@ BEGIN
         -- (aggregates over a sorted subquery keep its order: one sort instead of five)
         SELECT array_agg(s.ord), array_agg(s.name), array_agg(s.cfg), array_agg(s.key), bool_or(s.key IS NULL)
         INTO v_ord, v_name, v_cfg, v_key, v_missing
-        -- A named concurrency limit's key stored without its '@' (by the functions of an
-        -- earlier release, S99) is computed again.
         FROM (SELECT j.ord::int, m.key AS name, m.value AS cfg,
                      CASE WHEN m.key = 'concurrency_limited' AND jsonb_typeof(m.value -> 'limit') = 'string'
-                               AND NOT starts_with(j.keys ->> v_pos, '@') THEN NULL
+                               AND NOT starts_with(j.keys ->> v_pos, '@') THEN NULL  -- stored by an earlier release
                           ELSE j.keys ->> v_pos END AS key
               FROM unnest(p_middleware, p_keys) WITH ORDINALITY AS j(middleware, keys, ord),
                    jsonb_each(j.middleware -> v_pos) m
