@@ -843,7 +843,7 @@ BEGIN
                                    'since', jsonb_build_object('xmax', pg_snapshot_xmax(v_snap)::text,
                                                                'xip', split_part(v_snap::text, ':', 3)));
     IF v_queues = '{}' THEN
-        RETURN pgq._fair_back(v_cursor, v_back);
+        RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;
     END IF;
     v_xmax := (v_state #>> '{since,xmax}')::xid8;
     v_xip := coalesce(string_to_array(nullif(v_state #>> '{since,xip}', ''), ',')::xid8[], '{}');
@@ -881,7 +881,7 @@ BEGIN
             v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
         END IF;
     END LOOP;
-    RETURN pgq._fair_back(v_cursor, v_back);
+    RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;  -- no call for plain queues
 END;
 $$;
 
