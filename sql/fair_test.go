@@ -603,11 +603,12 @@ func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
 		"late, now and gone have turns")
 }
 
-// S125: keys whose jobs all wait for later are parked by the first reserve that finds
-// them so, and the reserves after it read none of their jobs: a reserve of ten jobs
+// S125, S119: keys whose jobs all wait for later are parked by the first reserve that
+// finds them so (pgq.fair_keys shows until when), and the reserves after it read none
+// of their jobs: a reserve of ten jobs
 // of a big key, beside 500 keys with a job an hour away, fetches a few rows by index,
 // not one for each of the 500.
-func TestS125ParkedKeysCostReservesNothing(t *testing.T) {
+func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -618,7 +619,7 @@ func TestS125ParkedKeysCostReservesNothing(t *testing.T) {
 	got, err := reserveFairOn(t, c, "w1", 10)
 	require.NoError(t, err)
 	require.Len(t, got, 10)
-	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until > now() + '59 minutes'`))
+	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys WHERE parked_until > now() + '59 minutes'`))
 	fetched := func() int {
 		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 		require.NoError(t, err)

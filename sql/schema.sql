@@ -10914,19 +10914,20 @@ CREATE VIEW pgq.fair_keys AS
     COALESCE((now() - min(j.available_at) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at <= now())))), '00:00:00'::interval) AS oldest_wait,
     count(*) FILTER (WHERE ((j.reserved_at IS NULL) AND (j.available_at > now()))) AS later,
     count(*) FILTER (WHERE (j.reserved_at IS NOT NULL)) AS running,
-    t.pass
+    t.pass,
+    t.parked_until
    FROM ((pgq.jobs j
      LEFT JOIN pgq.fair_weights w ON (((w.queue = j.queue) AND (w.key = j.fair_key))))
      LEFT JOIN pgq.fair_turns t ON (((t.queue = j.queue) AND (t.key = j.fair_key))))
   WHERE (j.fair_key IS NOT NULL)
-  GROUP BY j.queue, j.fair_key, w.weight, t.pass;
+  GROUP BY j.queue, j.fair_key, w.weight, t.pass, t.parked_until;
 
 
 --
 -- Name: VIEW fair_keys; Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S119).';
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, the pass that orders their turns, and until when a key with nothing ready is set aside (S119, S125).';
 
 
 --

@@ -306,16 +306,23 @@ type PgqFairEntry struct {
 	Txid pgtype.Uint64
 }
 
-// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, and the pass that orders their turns (S119).
+// Per fair queue, the lowest pass its reserves served, only ever raised: where a new key's turn starts and a turn back from parking rejoins (S115, S125).
+type PgqFairFront struct {
+	Queue string
+	Pass  float64
+}
+
+// Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, the pass that orders their turns, and until when a key with nothing ready is set aside (S119, S125).
 type PgqFairKey struct {
-	Queue      string
-	Key        *string
-	Weight     int32
-	Ready      int64
-	OldestWait time.Duration
-	Later      int64
-	Running    int64
-	Pass       *float64
+	Queue       string
+	Key         *string
+	Weight      int32
+	Ready       int64
+	OldestWait  time.Duration
+	Later       int64
+	Running     int64
+	Pass        *float64
+	ParkedUntil *time.Time
 }
 
 // The turns of a fair queue's keys that have live jobs (S115): the reserve serves keys by ascending pass; each job it takes adds 1/weight to its key's pass.

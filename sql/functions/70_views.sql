@@ -142,11 +142,11 @@ SELECT j.queue, j.fair_key AS key, coalesce(w.weight, 1) AS weight,
                 interval '0')::interval AS oldest_wait,
        count(*) FILTER (WHERE j.reserved_at IS NULL AND j.available_at > now()) AS later,
        count(*) FILTER (WHERE j.reserved_at IS NOT NULL) AS running,
-       t.pass
+       t.pass, t.parked_until
 FROM pgq.jobs j
 LEFT JOIN pgq.fair_weights w ON w.queue = j.queue AND w.key = j.fair_key
 LEFT JOIN pgq.fair_turns t ON t.queue = j.queue AND t.key = j.fair_key
 WHERE j.fair_key IS NOT NULL
-GROUP BY j.queue, j.fair_key, w.weight, t.pass;
+GROUP BY j.queue, j.fair_key, w.weight, t.pass, t.parked_until;
 
-COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, and the pass that orders their turns (S119).';
+COMMENT ON VIEW pgq.fair_keys IS 'Keys of fair queues with live jobs: weight, ready jobs and the oldest one''s wait, waiting later, running, the pass that orders their turns, and until when a key with nothing ready is set aside (S119, S125).';
