@@ -655,7 +655,7 @@ func firstTurnOf(t *testing.T, c *pgx.Conn, tenant string, as time.Time, limit i
 // written waiting: run now, dispatched, or backed off after its last running job
 // failed; and when its delayed job's time comes. A session's first reserve on the
 // queue brings back, at its end, a key whose job another session ran now.
-func TestS125ParkedKeyComesBack(t *testing.T) {
+func TestS125S115ParkedKeyComesBack(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -724,9 +724,9 @@ func TestS125ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
 }
 
 // S115, S125: a key that gets its turn while every other key is parked (their jobs all
-// run) starts at the queue's front, not below it: when the others' jobs come back it
+// run) starts at the queue's floor, not below the others: when their jobs come back it
 // takes its turn among them, one job a round, instead of running its backlog first.
-func TestS115S125NewKeyStartsAtTheFrontWhenAllAreParked(t *testing.T) {
+func TestS115S125NewKeyStartsAtTheFloorWhenAllAreParked(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -767,5 +767,48 @@ func TestS115S125NewKeyStartsAtTheFrontWhenAllAreParked(t *testing.T) {
 		require.Len(t, got, 1)
 		seen[got[0].Tenant]++
 	}
-	require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 1, "n": 2}, seen, "round-robin from the front")
+	require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 1, "n": 2}, seen, "round-robin from the floor")
+}
+
+// S115: after a reserve of a batch across keys, a new key starts at the lowest pass in
+// play: it waits for at most one job of each, not for as many as the batch took.
+func TestS115NewKeyAfterABatchWaitsOneRound(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "a", 60, 0)
+	dispatchTenant(t, db, "b", 60, 0)
+	require.Len(t, reserveTenants(t, db, 100), 100)
+	dispatchTenant(t, db, "n", 60, 0)
+	var got []string
+	for range 6 {
+		got = append(got, tenants(reserveTenants(t, db, 1))...)
+	}
+	require.ElementsMatch(t, []string{"a", "a", "b", "b", "n", "n"}, got, "one job of each a round: %v", got)
+}
+
+// S125, S115: a key back from parking rejoins just ahead of the lowest pass in play: a
+// key parked at pass 0 while another ran 50 jobs takes one job a round when its
+// backlog comes, not 50 in a row.
+func TestS125S115ParkedKeyRejoinsAtTheFloor(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "late"}', queue => 'exports', delay => '1 hour')`)
+	dispatchTenant(t, db, "big", 100, 0)
+	c := session(t, db)
+	for range 50 {
+		got, err := reserveFairOn(t, c, "w1", 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"big"}, tenants(got))
+	}
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE key = 'late' AND pass < 1 AND parked_until > now()`))
+	dispatchTenant(t, db, "late", 20, 0)
+	var got []string
+	for range 6 {
+		g, err := reserveFairOn(t, c, "w1", 1)
+		require.NoError(t, err)
+		got = append(got, tenants(g)...)
+	}
+	require.Equal(t, []string{"late", "big", "late", "big", "late", "big"}, got)
 }

@@ -3863,7 +3863,7 @@ $$;
 -- Name: FUNCTION _fair_enter(p_queue text, p_keys text[]); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s front) at its commit if they have none (S115, S121).';
+COMMENT ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) IS 'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s floor) at its commit if they have none (S115, S121).';
 
 
 --
@@ -3880,7 +3880,7 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key, coalesce((SELECT f.pass FROM pgq.fair_fronts f WHERE f.queue = e.queue), 0)
+        SELECT e.queue, e.key, coalesce(pgq._fair_floor(e.queue), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -3896,6 +3896,27 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._fair_entered() IS 'Trigger, at commit: the turns of the keys of fair queues that the transaction stored jobs of and that had none, made in (queue, key) order (S121).';
+
+
+--
+-- Name: _fair_floor(text); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_floor(p_queue text) RETURNS double precision
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
+                     ORDER BY t.pass LIMIT 1),
+                    (SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass DESC LIMIT 1));
+$$;
+
+
+--
+-- Name: FUNCTION _fair_floor(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_floor(p_queue text) IS 'Where a fair queue''s turns start: the lowest pass in play, or the highest when every turn is parked (S115, S125).';
 
 
 --
@@ -4025,7 +4046,7 @@ CREATE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS double precision
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT f.pass - 1e-6 FROM pgq.fair_fronts f WHERE f.queue = p_queue;
+    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-12) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
 $$;
 
 
@@ -4033,7 +4054,7 @@ $$;
 -- Name: FUNCTION _fair_rejoin(p_queue text); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_rejoin(p_queue text) IS 'Where a fair queue''s turn back from parking rejoins: just below the queue''s front (S125).';
+COMMENT ON FUNCTION pgq._fair_rejoin(p_queue text) IS 'Where a fair queue''s turn back from parking rejoins: just below the queue''s floor (S125).';
 
 
 --
@@ -4250,19 +4271,19 @@ BEGIN
     WHERE t.ctid = ANY (v_alone)
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
     -- The other idle keys: parked at the pass they rejoined at when a live job is seen;
-    -- else a store under way writes their jobs, and they keep up with the front.
+    -- else a store under way writes their jobs, and they keep up with the lowest pass
+    -- served here.
     UPDATE pgq.fair_turns t
     SET parked_until = coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity'), pass = u.pass
     FROM unnest(v_tids, v_pass) u(tid, pass)
     WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL;
     IF v_front IS NOT NULL THEN
+        -- The rows just parked or deleted have no visible version at their old TIDs any
+        -- more: only the idle turns left in play keep up.
         UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
         FROM unnest(v_tids, v_pass) u(tid, pass)
         WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
-        INSERT INTO pgq.fair_fronts AS f (queue, pass)  -- locked after the turns, in queue order: no cycle
-        SELECT x.key, x.value::float8 FROM jsonb_each_text(v_front) x ORDER BY x.key
-        ON CONFLICT (queue) DO UPDATE SET pass = EXCLUDED.pass WHERE f.pass < EXCLUDED.pass;
     END IF;
 END;
 $$;
@@ -4317,13 +4338,14 @@ DECLARE
     v_back  jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
 BEGIN
     RETURN QUERY
-    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
-    FROM (SELECT p.key, p.pass FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
+    SELECT t.key, CASE WHEN t.back THEN greatest(t.pass, (SELECT pgq._fair_rejoin(p_queue))) ELSE t.pass END  -- once, if at all
+                  + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1),
+           coalesce(w.weight, 1)
+    FROM (SELECT p.key, p.pass, false AS back FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
           UNION ALL
-          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- evaluated once, if at all
-          FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
+          SELECT p.key, p.pass, true FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
           UNION ALL
-          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          SELECT p.key, p.pass, true  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
           FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
                 WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
           CROSS JOIN LATERAL (SELECT p.key, p.pass FROM pgq.fair_turns p
@@ -5851,7 +5873,7 @@ BEGIN
             v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
         END IF;
     END LOOP;
-    RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;  -- no call for plain queues
+    RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;  -- no call when none comes back
 END;
 $$;
 
@@ -9744,8 +9766,9 @@ BEGIN
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
     PERFORM pgq._shrink_places();
-    PERFORM pgq._fair_prune();
 
+    <<steps>>
+    BEGIN
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
         SELECT * FROM pgq.job_slots s
@@ -9780,14 +9803,15 @@ BEGIN
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
     v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
-        RETURN v_done;
+        EXIT steps;
     END IF;
     SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
     IF FOUND THEN
         UPDATE pgq.job_slots s SET state = 'draining', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_cur.slot;
         UPDATE pgq.job_slots s SET state = 'current', since = v_now WHERE s.slot = v_next.slot;
-        RETURN v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
-                                v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                   v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        EXIT steps;
     END IF;
 
     -- 3. No slot is empty: the few jobs waiting long in the oldest draining slot move on,
@@ -9808,6 +9832,9 @@ BEGIN
             END IF;
         END IF;
     END IF;
+    END steps;
+    -- Last: the 'fair' locks it takes hold up the stores of their keys until this commits.
+    PERFORM pgq._fair_prune();
     RETURN v_done;
 END;
 $$;
@@ -10838,23 +10865,6 @@ CREATE UNLOGGED TABLE pgq.fair_entries (
 --
 
 COMMENT ON TABLE pgq.fair_entries IS 'A row per open transaction that stored jobs of keys of fair queues with no turn: its deferred trigger makes their turns at commit (S121).';
-
-
---
--- Name: fair_fronts; Type: TABLE; Schema: pgq; Owner: -
---
-
-CREATE TABLE pgq.fair_fronts (
-    queue text NOT NULL,
-    pass double precision NOT NULL
-);
-
-
---
--- Name: TABLE fair_fronts; Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON TABLE pgq.fair_fronts IS 'Per fair queue, the lowest pass its reserves served, only ever raised: where a new key''s turn starts and a turn back from parking rejoins (S115, S125).';
 
 
 --
@@ -12479,14 +12489,6 @@ ALTER TABLE ONLY pgq.fair_entries
 
 
 --
--- Name: fair_fronts fair_fronts_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
---
-
-ALTER TABLE ONLY pgq.fair_fronts
-    ADD CONSTRAINT fair_fronts_pkey PRIMARY KEY (queue);
-
-
---
 -- Name: fair_turns fair_turns_pkey; Type: CONSTRAINT; Schema: pgq; Owner: -
 --
 
@@ -12771,6 +12773,13 @@ CREATE INDEX failed_jobs_failed_at_idx ON pgq.failed_jobs USING btree (failed_at
 --
 
 CREATE INDEX fair_turns_parked_idx ON pgq.fair_turns USING btree (queue, parked_until) WHERE (parked_until IS NOT NULL);
+
+
+--
+-- Name: fair_turns_pass_idx; Type: INDEX; Schema: pgq; Owner: -
+--
+
+CREATE INDEX fair_turns_pass_idx ON pgq.fair_turns USING btree (queue, pass, key);
 
 
 --
@@ -14094,6 +14103,13 @@ REVOKE ALL ON FUNCTION pgq._fair_enter(p_queue text, p_keys text[]) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_entered() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_floor(p_queue text); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_floor(p_queue text) FROM PUBLIC;
 
 
 --

@@ -225,7 +225,7 @@ func TestUpgradeFromSchema24KeepsEveryJob(t *testing.T) {
 // there are, so that a limit lowered before the upgrade, with handlers still holding
 // places above it, holds once it is applied: with two of them running, no job of its
 // key starts under a limit of 1.
-func TestUpgradeS99PlacesCountHandlersAboveALoweredLimit(t *testing.T) {
+func TestS99UpgradePlacesCountHandlersAboveALoweredLimit(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)

@@ -133,8 +133,7 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 --   0. the generations of pgq.overlap_locks move on once the current one holds
 --      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens), and the places of
 --      the named concurrency limits come back to the limits once no lease holds one
---      above (S99, pgq._shrink_places), and the parked turns of fair queues' keys with
---      no live job left end (S125, pgq._fair_prune); none among the lines returned;
+--      above (S99, pgq._shrink_places); neither among the lines returned;
 --   1. the oldest draining slot in which no job is left is truncated, and is empty;
 --   2. when the current slot holds slot_bytes or more (table, indexes and TOAST), an
 --      empty slot becomes current, and the current one drains;
@@ -143,7 +142,9 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
 --      pgq._slot_move_max() jobs: they are jobs that wait long (a delay, a backoff, a
 --      paused queue), which would keep its dead rows for as long. A running job keeps
 --      its slot until it ends. A slot holding more is a backlog the workers are
---      taking: it drains by itself.
+--      taking: it drains by itself;
+--   4. the parked turns of fair queues' keys with no live job left end (S125,
+--      pgq._fair_prune), not among the lines returned.
 -- A draining slot that still holds a job, or whose lock was not free within 50 ms, is
 -- looked at again 1, 2, 4, 8, then every 10 seconds later (pgq.job_slots.next_try).
 -- A truncation holds its lock until the call commits; only the hand-over (two updates
@@ -172,8 +173,9 @@ BEGIN
     END IF;
     PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
     PERFORM pgq._shrink_places();
-    PERFORM pgq._fair_prune();
 
+    <<steps>>
+    BEGIN
     -- 1. The oldest draining slot in which no job is left is truncated.
     FOR v_slot IN
         SELECT * FROM pgq.job_slots s
@@ -208,14 +210,15 @@ BEGIN
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
     v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
-        RETURN v_done;
+        EXIT steps;
     END IF;
     SELECT * INTO v_next FROM pgq.job_slots s WHERE s.state = 'empty' ORDER BY s.since, s.slot LIMIT 1;
     IF FOUND THEN
         UPDATE pgq.job_slots s SET state = 'draining', since = v_now, tries = 0, next_try = NULL WHERE s.slot = v_cur.slot;
         UPDATE pgq.job_slots s SET state = 'current', since = v_now WHERE s.slot = v_next.slot;
-        RETURN v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
-                                v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        v_done := v_done || format('slot %s holds %s: new jobs go to slot %s, and slot %s drains',
+                                   v_cur.slot, pg_size_pretty(v_bytes), v_next.slot, v_cur.slot);
+        EXIT steps;
     END IF;
 
     -- 3. No slot is empty: the few jobs waiting long in the oldest draining slot move on,
@@ -236,6 +239,9 @@ BEGIN
             END IF;
         END IF;
     END IF;
+    END steps;
+    -- Last: the 'fair' locks it takes hold up the stores of their keys until this commits.
+    PERFORM pgq._fair_prune();
     RETURN v_done;
 END;
 $$;

@@ -4,10 +4,10 @@
 -- a turn (pgq.fair_turns) with a pass; a reserve serves the keys of the highest
 -- priority that has a ready job by ascending pass (then key), up to its weight
 -- (pgq.fair_weights, 1 by default) a key a round, and each job it takes adds 1/weight
--- to its key's pass. The queue's front (pgq.fair_fronts) is the lowest pass its
--- reserves served, only ever raised; a key that gets a turn starts there, so it waits
--- at most one round, whatever the others' backlog (S115); within a key the jobs go in
--- queue order (S116).
+-- to its key's pass. A key that gets a turn starts at the queue's floor: the lowest
+-- pass in play, or the highest pass when every turn is parked (pgq._fair_floor), so it
+-- waits at most one round, whatever the others' backlog (S115); within a key the jobs
+-- go in queue order (S116).
 --
 -- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
 -- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
@@ -30,7 +30,7 @@
 -- no snapshot to look from: at its end it checks every parked turn of the queue and
 -- brings back those whose key has a job ready earlier. A reserve locks turns only at
 -- its end, in one ordered statement, so reserves never deadlock over them. A turn back
--- from parking rejoins just ahead of the queue's front: it banks no turns while parked,
+-- from parking rejoins just ahead of the queue's floor: it banks no turns while parked,
 -- and waits for none when back.
 --
 -- Fair queues keep no loads (pgq._store writes their rows one by one) and do not start
@@ -99,13 +99,14 @@ DECLARE
     v_back  jsonb := coalesce(nullif(current_setting('pgq.fair_back', true), ''), '[]')::jsonb;
 BEGIN
     RETURN QUERY
-    SELECT t.key, t.pass + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1), coalesce(w.weight, 1)
-    FROM (SELECT p.key, p.pass FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
+    SELECT t.key, CASE WHEN t.back THEN greatest(t.pass, (SELECT pgq._fair_rejoin(p_queue))) ELSE t.pass END  -- once, if at all
+                  + coalesce(s.n, 0)::float8 / coalesce(w.weight, 1),
+           coalesce(w.weight, 1)
+    FROM (SELECT p.key, p.pass, false AS back FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until IS NULL
           UNION ALL
-          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- evaluated once, if at all
-          FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
+          SELECT p.key, p.pass, true FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
           UNION ALL
-          SELECT p.key, greatest(p.pass, (SELECT pgq._fair_rejoin(p_queue)))  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          SELECT p.key, p.pass, true  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
           FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
                 WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
           CROSS JOIN LATERAL (SELECT p.key, p.pass FROM pgq.fair_turns p
@@ -121,19 +122,36 @@ $$;
 COMMENT ON FUNCTION pgq._fair_turns_now(text, timestamptz) IS
     'Reserve: a fair queue''s turns in play, with the passes this reserve''s earlier picks moved on, and their weights (S115, S117, S125).';
 
+-- pgq._fair_floor: where the turns of the fair queue p_queue start (S115, S125): the
+-- lowest pass in play (fair_turns_play_idx); when every turn is parked, the highest
+-- pass of the queue (fair_turns_pass_idx), so that a turn that starts or comes back
+-- then is never behind the keys that come back after it. NULL: the queue has no turn.
+CREATE OR REPLACE FUNCTION pgq._fair_floor(p_queue text) RETURNS float8
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
+                     ORDER BY t.pass LIMIT 1),
+                    (SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass DESC LIMIT 1));
+$$;
+
+COMMENT ON FUNCTION pgq._fair_floor(text) IS
+    'Where a fair queue''s turns start: the lowest pass in play, or the highest when every turn is parked (S115, S125).';
+
 -- pgq._fair_rejoin: where a turn of the fair queue p_queue back from parking rejoins:
--- just below the queue's front (pgq.fair_fronts; NULL: no front yet, it keeps its own
--- pass), so that it banks no turns while parked and its next job goes ahead of the keys
--- at the front (S125).
+-- just below the queue's floor (pgq._fair_floor; NULL: it keeps its own pass), so that
+-- it banks no turns while parked and its next job goes ahead of the keys at the floor
+-- (S125). Just below by a step that float8 keeps apart from the floor however large
+-- the passes have grown, and far less than a job's 1/weight (at least 1/1000).
 CREATE OR REPLACE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS float8
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT f.pass - 1e-6 FROM pgq.fair_fronts f WHERE f.queue = p_queue;
+    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-12) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rejoin(text) IS
-    'Where a fair queue''s turn back from parking rejoins: just below the queue''s front (S125).';
+    'Where a fair queue''s turn back from parking rejoins: just below the queue''s floor (S125).';
 
 -- pgq._fair_next_ready: when the first waiting job of key p_key of the fair queue
 -- p_queue is ready (NULL: it has none waiting): the first of each priority, one probe a
@@ -317,7 +335,7 @@ COMMENT ON FUNCTION pgq._fair_back(jsonb, jsonb) IS
 -- has no live job left (the module's comment says why no store is missed); one with
 -- live jobs is parked until its first waiting job is ready (S125), or, when only a
 -- store under way writes its jobs, keeps up with the lowest pass served in its queue
--- here, so that it banks no turns; and that pass raises the queue's front; a turn that came back and was not walked is parked
+-- here, so that it banks no turns; a turn that came back and was not walked is parked
 -- no later than its job's time, for every reserve to walk; of a queue noted whole, each
 -- parked turn whose key has a job ready before its parking ends comes back then.
 CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
@@ -391,19 +409,19 @@ BEGIN
     WHERE t.ctid = ANY (v_alone)
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
     -- The other idle keys: parked at the pass they rejoined at when a live job is seen;
-    -- else a store under way writes their jobs, and they keep up with the front.
+    -- else a store under way writes their jobs, and they keep up with the lowest pass
+    -- served here.
     UPDATE pgq.fair_turns t
     SET parked_until = coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity'), pass = u.pass
     FROM unnest(v_tids, v_pass) u(tid, pass)
     WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid
       AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL;
     IF v_front IS NOT NULL THEN
+        -- The rows just parked or deleted have no visible version at their old TIDs any
+        -- more: only the idle turns left in play keep up.
         UPDATE pgq.fair_turns t SET pass = greatest(u.pass, (v_front ->> t.queue)::float8), parked_until = NULL
         FROM unnest(v_tids, v_pass) u(tid, pass)
         WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid;
-        INSERT INTO pgq.fair_fronts AS f (queue, pass)  -- locked after the turns, in queue order: no cycle
-        SELECT x.key, x.value::float8 FROM jsonb_each_text(v_front) x ORDER BY x.key
-        ON CONFLICT (queue) DO UPDATE SET pass = EXCLUDED.pass WHERE f.pass < EXCLUDED.pass;
     END IF;
 END;
 $$;

@@ -225,7 +225,7 @@ COMMENT ON FUNCTION pgq._fair_by(text) IS 'A queue''s fair_by, read under its ''
 -- pgq._fair_enter: every key of p_keys has a turn in the fair queue p_queue when the
 -- jobs written with them by this transaction become visible: each key's 'fair' lock is
 -- taken shared until the transaction ends (see 23_storage_fair.sql), and a key with no
--- turn gets one at commit (pgq._fair_entered), at the queue's front then, so it
+-- turn gets one at commit (pgq._fair_entered), at the queue's floor then, so it
 -- waits at most one round (S115). The transaction holds no new turn before it commits,
 -- so two that store jobs of the same new keys in any order never wait for each other
 -- in a cycle (S121). At READ COMMITTED a key whose turn this statement sees keeps it
@@ -258,13 +258,13 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_enter(text, text[]) IS
-    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s front) at its commit if they have none (S115, S121).';
+    'Storage: keys of a fair queue whose jobs this transaction writes get a turn (at the queue''s floor) at its commit if they have none (S115, S121).';
 
 -- pgq._fair_entered: the deferred trigger of pgq.fair_entries, at the commit of a
 -- transaction that stored jobs of keys with no turn (pgq._fair_enter): makes their
--- turns, at the queue's front, in one statement in (queue, key) order, so that
--- two transactions committing the same new turns wait for each other in that order
--- only. The keys' 'fair' locks are still held: no reserve ends a turn meanwhile.
+-- turns, at the queue's floor (pgq._fair_floor), in one statement in (queue, key)
+-- order, so that two transactions committing the same new turns wait for each other in
+-- that order only. The keys' 'fair' locks are still held: no reserve ends a turn meanwhile.
 -- SECURITY DEFINER: it runs at commit, as the session's role, outside the function
 -- that stored the jobs.
 CREATE OR REPLACE FUNCTION pgq._fair_entered() RETURNS trigger
@@ -277,7 +277,7 @@ BEGIN
     IF coalesce(v_pending, '') <> '' THEN
         PERFORM set_config('pgq.fair_entering', '', true);
         INSERT INTO pgq.fair_turns (queue, key, pass)
-        SELECT e.queue, e.key, coalesce((SELECT f.pass FROM pgq.fair_fronts f WHERE f.queue = e.queue), 0)
+        SELECT e.queue, e.key, coalesce(pgq._fair_floor(e.queue), 0)
         FROM (SELECT DISTINCT x ->> 0 AS queue, x ->> 1 AS key FROM jsonb_array_elements(v_pending::jsonb) x) e
         ORDER BY e.queue, e.key
         ON CONFLICT ON CONSTRAINT fair_turns_pkey DO NOTHING;
@@ -881,7 +881,7 @@ BEGIN
             v_cursor := jsonb_set(v_cursor, ARRAY['queues', r.queue, 'l'], to_jsonb(r.until));
         END IF;
     END LOOP;
-    RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;  -- no call for plain queues
+    RETURN CASE WHEN v_back = '[]' THEN v_cursor ELSE pgq._fair_back(v_cursor, v_back) END;  -- no call when none comes back
 END;
 $$;
 
