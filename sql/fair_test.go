@@ -812,3 +812,28 @@ func TestS125S115ParkedKeyRejoinsAtTheFloor(t *testing.T) {
 	}
 	require.Equal(t, []string{"late", "big", "late", "big", "late", "big"}, got)
 }
+
+// S125, S14: a key parked while its one job ran comes back when the job is released,
+// and when its lease runs out and a reserve sweeps it back to waiting: the next reserve
+// of the session takes it within a turn.
+func TestS125S14ReleasedAndSweptKeysComeBack(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 100, 0)
+	dispatchTenant(t, db, "rel", 1, 0)
+	dispatchTenant(t, db, "exp", 1, 0)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 3)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"big", "rel", "exp"}, tenants(got))
+	for range 3 {
+		require.Equal(t, 1, firstTurnOf(t, c, "none", time.Now(), 1))
+	}
+	require.Equal(t, 2, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until = 'infinity'`))
+
+	db.Exec(t, `SELECT pgq.release(uuid, lease_token, 0) FROM pgq.jobs WHERE fair_key = 'rel'`)
+	require.LessOrEqual(t, firstTurnOf(t, c, "rel", time.Now(), 50), 1, "released")
+	later := time.Now().Add(10 * time.Minute) // past exp's lease: the first reserve sweeps it
+	require.LessOrEqual(t, firstTurnOf(t, c, "exp", later, 50), 2, "swept back")
+}
