@@ -306,12 +306,6 @@ type PgqFairEntry struct {
 	Txid pgtype.Uint64
 }
 
-// Per fair queue, the lowest pass its reserves served, only ever raised: where a new key's turn starts and a turn back from parking rejoins (S115, S125).
-type PgqFairFront struct {
-	Queue string
-	Pass  float64
-}
-
 // Keys of fair queues with live jobs: weight, ready jobs and the oldest one's wait, waiting later, running, the pass that orders their turns, and until when a key with nothing ready is set aside (S119, S125).
 type PgqFairKey struct {
 	Queue       string
