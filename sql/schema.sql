@@ -4046,7 +4046,7 @@ CREATE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS double precision
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-12) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
+    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-15) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
 $$;
 
 

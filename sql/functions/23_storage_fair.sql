@@ -141,13 +141,14 @@ COMMENT ON FUNCTION pgq._fair_floor(text) IS
 -- pgq._fair_rejoin: where a turn of the fair queue p_queue back from parking rejoins:
 -- just below the queue's floor (pgq._fair_floor; NULL: it keeps its own pass), so that
 -- it banks no turns while parked and its next job goes ahead of the keys at the floor
--- (S125). Just below by a step that float8 keeps apart from the floor however large
--- the passes have grown, and far less than a job's 1/weight (at least 1/1000).
+-- (S125). Just below by a step of a few units in float8's last place at the floor's
+-- size, so that it stays apart however large the passes grow, and far below a job's
+-- 1/weight (at least 1/1000) until passes of some 10^11.
 CREATE OR REPLACE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS float8
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-12) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
+    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-15) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rejoin(text) IS
