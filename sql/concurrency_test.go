@@ -66,6 +66,27 @@ func TestS34S99ConcurrencyPlaceFreesWhenItsLeaseEnds(t *testing.T) {
 	require.Equal(t, waiting, later[0].UUID)
 }
 
+// reserveAtOnce runs n reserves at once, each on a session of its own, and returns how
+// many jobs they took to run in all.
+func reserveAtOnce(t *testing.T, db *pgqtest.DB, n int) int {
+	t.Helper()
+	now := clock()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range n {
+		c := session(t, db)
+		wg.Go(func() {
+			got := len(runnable(reserveOn(t, c, "w", now)))
+			mu.Lock()
+			total += got
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return total
+}
+
 // S99: a named limit is one budget shared by every class that names it; it is checked
 // at dispatch, and may not be dropped while a class names it.
 func TestS99NamedConcurrencyLimitIsShared(t *testing.T) {
@@ -109,22 +130,7 @@ func TestS99ConcurrentReservesKeepTheLimit(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		dispatch(t, db, `'k', middleware => '[{"concurrency_limited": {"key": "shared", "limit": 3}}]'`)
 	}
-	now := clock()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	for w := 0; w < 8; w++ {
-		c := session(t, db)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := len(runnable(reserveOn(t, c, "w", now)))
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	total := reserveAtOnce(t, db, 8)
 	require.Equal(t, 3, total)
 	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#k:shared#%'`))
 }
@@ -473,22 +479,7 @@ func TestS99LoweredLimitHoldsUnderConcurrentReserves(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		dispatch(t, db, `'push'`)
 	}
-	now := clock()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	for w := 0; w < 8; w++ {
-		c := session(t, db)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := len(runnable(reserveOn(t, c, "w", now)))
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	total := reserveAtOnce(t, db, 8)
 	require.Equal(t, 1, total, "places 3 and 4 are held: room for one under a limit of 3")
 	require.Equal(t, 3, count(t, db, `pgq.overlap_locks WHERE key LIKE '#@vendor#%' AND expires_at > now()`))
 }
