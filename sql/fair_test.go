@@ -837,3 +837,36 @@ func TestS125S14ReleasedAndSweptKeysComeBack(t *testing.T) {
 	later := time.Now().Add(10 * time.Minute) // past exp's lease: the first reserve sweeps it
 	require.LessOrEqual(t, firstTurnOf(t, c, "exp", later, 50), 2, "swept back")
 }
+
+// S125: keys whose one job runs are parked too: beside 300 of them, a reserve of ten
+// jobs of a big key fetches a few rows by index, not one for each running key.
+func TestS125KeysWhoseJobsRunCostReservesNothing(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'r' || k), queue => 'exports')
+	            FROM generate_series(1, 300) k`)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 300)
+	require.NoError(t, err)
+	require.Len(t, got, 300, "each key's one job runs")
+	dispatchTenant(t, db, "big", 1000, 0)
+	got, err = reserveFairOn(t, c, "w1", 10) // walks the 300 idle keys once, and parks them
+	require.NoError(t, err)
+	require.Len(t, got, 10)
+	require.Equal(t, 300, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until = 'infinity'`))
+	fetched := func() int {
+		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
+			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
+		return n
+	}
+	before := fetched()
+	got, err = reserveFairOn(t, c, "w1", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 10)
+	n := fetched() - before
+	require.Less(t, n, 100, "the reserve fetched %d rows by index: it walked the parked keys", n)
+}
