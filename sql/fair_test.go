@@ -4,6 +4,7 @@ package sql_test
 // across the values of a payload field.
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -52,6 +53,21 @@ func reserveFairOn(t testing.TB, c *pgx.Conn, worker string, max int) ([]taken, 
 		var j taken
 		return j, r.Scan(&j.Tenant, &j.N)
 	})
+}
+
+// indexFetches is how many rows of pgq.jobs's partitions the session c has fetched
+// through indexes, as flushed to the statistics by the statement before.
+func indexFetches(t *testing.T, c interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) int {
+	t.Helper()
+	_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
+		WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
+	return n
 }
 
 // reserveTenants reserves up to max jobs of 'exports' on a connection of db's pool.
@@ -440,24 +456,14 @@ func TestS123FairTurnReadsItsKeyOnly(t *testing.T) {
 	c, err := db.Pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer c.Release()
-	// Rows fetched through the indexes of pgq.jobs's partitions, as flushed to the
-	// statistics by the statement before.
-	fetched := func() int {
-		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var n int
-		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
-			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
-		return n
-	}
 	got, err := reserveFairOn(t, c.Conn(), "w1", 1)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	before := fetched()
+	before := indexFetches(t, c)
 	got, err = reserveFairOn(t, c.Conn(), "w1", 51)
 	require.NoError(t, err)
 	require.Len(t, got, 51, "fifty keys and the big one")
-	n := fetched() - before
+	n := indexFetches(t, c) - before
 	require.Less(t, n, 2000, "the turns fetched %d rows by index: a key's turn read other keys' jobs", n)
 }
 
@@ -620,19 +626,11 @@ func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 10)
 	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys WHERE parked_until > now() + '59 minutes'`))
-	fetched := func() int {
-		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var n int
-		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
-			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
-		return n
-	}
-	before := fetched()
+	before := indexFetches(t, c)
 	got, err = reserveFairOn(t, c, "w1", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big"}, tenants(got))
-	n := fetched() - before
+	n := indexFetches(t, c) - before
 	require.Less(t, n, 100, "the reserve fetched %d rows by index: it walked the parked keys", n)
 }
 
@@ -855,18 +853,10 @@ func TestS125KeysWhoseJobsRunCostReservesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 10)
 	require.Equal(t, 300, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until = 'infinity'`))
-	fetched := func() int {
-		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var n int
-		require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
-			WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
-		return n
-	}
-	before := fetched()
+	before := indexFetches(t, c)
 	got, err = reserveFairOn(t, c, "w1", 10)
 	require.NoError(t, err)
 	require.Len(t, got, 10)
-	n := fetched() - before
+	n := indexFetches(t, c) - before
 	require.Less(t, n, 100, "the reserve fetched %d rows by index: it walked the parked keys", n)
 }
