@@ -2603,10 +2603,12 @@ COMMENT ON FUNCTION pgq._check_unique_debounce(p_unique boolean, p_debounce bool
 --
 
 CREATE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
+BEGIN
+    RETURN CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
+END;
 $$;
 
 
@@ -3903,12 +3905,14 @@ COMMENT ON FUNCTION pgq._fair_entered() IS 'Trigger, at commit: the turns of the
 --
 
 CREATE FUNCTION pgq._fair_floor(p_queue text) RETURNS double precision
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
+BEGIN
+    RETURN coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
                      ORDER BY t.pass LIMIT 1),
                     (SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass DESC LIMIT 1));
+END;
 $$;
 
 
@@ -3924,9 +3928,13 @@ COMMENT ON FUNCTION pgq._fair_floor(p_queue text) IS 'Where a fair queue''s turn
 --
 
 CREATE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS integer
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+    AS $$
+BEGIN
+    RETURN hashtext(p_queue || '/' || p_key) & 255;
+END;
+$$;
 
 
 --
@@ -3941,12 +3949,15 @@ COMMENT ON FUNCTION pgq._fair_lock(p_queue text, p_key text) IS 'The second key 
 --
 
 CREATE FUNCTION pgq._fair_next_ready(p_queue text, p_key text) RETURNS timestamp with time zone
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
+BEGIN
+    RETURN (
     WITH RECURSIVE p AS (
         (SELECT j.priority, j.available_at FROM pgq.jobs j
          WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL
@@ -3958,7 +3969,8 @@ CREATE FUNCTION pgq._fair_next_ready(p_queue text, p_key text) RETURNS timestamp
             WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL AND j.priority < p.priority
             ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1) n
     )
-    SELECT min(p.available_at) FROM p;
+    SELECT min(p.available_at) FROM p);
+END;
 $$;
 
 
@@ -4043,10 +4055,14 @@ COMMENT ON FUNCTION pgq._fair_prune() IS 'Ends the parked turns of fair queues w
 --
 
 CREATE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS double precision
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-15) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
+DECLARE
+    v_floor float8 := pgq._fair_floor(p_queue);
+BEGIN
+    RETURN v_floor - greatest(1e-6, abs(v_floor) * 1e-15);
+END;
 $$;
 
 
@@ -5428,10 +5444,12 @@ COMMENT ON FUNCTION pgq._may_exceed_ceilings() IS 'Whether the login role may de
 --
 
 CREATE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
+BEGIN
+    RETURN (SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1);
+END;
 $$;
 
 
@@ -5447,9 +5465,15 @@ COMMENT ON FUNCTION pgq._middleware(p_middleware jsonb, p_name text) IS 'The set
 --
 
 CREATE FUNCTION pgq._middleware_bounds(OUT entries integer, OUT by_fields integer, OUT key_bytes integer) RETURNS record
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT 8, 8, 4000 $$;
+    AS $$
+BEGIN
+    entries := 8;
+    by_fields := 8;
+    key_bytes := 4000;
+END;
+$$;
 
 
 --
@@ -5464,10 +5488,12 @@ COMMENT ON FUNCTION pgq._middleware_bounds(OUT entries integer, OUT by_fields in
 --
 
 CREATE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
+BEGIN
+    RETURN (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
+END;
 $$;
 
 
@@ -7236,15 +7262,20 @@ COMMENT ON FUNCTION pgq._take_chunk(p_chunk pgq.loads, p_want integer, p_now tim
 --
 
 CREATE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamp with time zone
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_began timestamptz;
+BEGIN
     INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
     VALUES (p_key, p_token, p_job, now())
     ON CONFLICT (key) DO UPDATE
         SET token = EXCLUDED.token, job_uuid = EXCLUDED.job_uuid, updated_at = now(),
             burst_started_at = coalesce(d.burst_started_at, now())
-    RETURNING d.burst_started_at;
+    RETURNING d.burst_started_at INTO v_began;
+    RETURN v_began;
+END;
 $$;
 
 

@@ -45,9 +45,13 @@
 -- some 64 a connection). Keys that share a lock only make a reserve keep an idle turn
 -- a while longer.
 CREATE OR REPLACE FUNCTION pgq._fair_lock(p_queue text, p_key text) RETURNS int
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT hashtext(p_queue || '/' || p_key) & 255 $$;
+AS $$
+BEGIN
+    RETURN hashtext(p_queue || '/' || p_key) & 255;
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._fair_lock(text, text) IS
     'The second key of a fair queue''s key''s ''fair'' advisory lock: one of 256 (S120).';
@@ -127,12 +131,14 @@ COMMENT ON FUNCTION pgq._fair_turns_now(text, timestamptz) IS
 -- pass of the queue (fair_turns_pass_idx), so that a turn that starts or comes back
 -- then is never behind the keys that come back after it. NULL: the queue has no turn.
 CREATE OR REPLACE FUNCTION pgq._fair_floor(p_queue text) RETURNS float8
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
+BEGIN
+    RETURN coalesce((SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.parked_until IS NULL
                      ORDER BY t.pass LIMIT 1),
                     (SELECT t.pass FROM pgq.fair_turns t WHERE t.queue = p_queue ORDER BY t.pass DESC LIMIT 1));
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_floor(text) IS
@@ -145,10 +151,14 @@ COMMENT ON FUNCTION pgq._fair_floor(text) IS
 -- size, so that it stays apart however large the passes grow, and far below a job's
 -- 1/weight (at least 1/1000) until passes of some 10^11.
 CREATE OR REPLACE FUNCTION pgq._fair_rejoin(p_queue text) RETURNS float8
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT f.floor - greatest(1e-6, abs(f.floor) * 1e-15) FROM (SELECT pgq._fair_floor(p_queue) AS floor) f;
+DECLARE
+    v_floor float8 := pgq._fair_floor(p_queue);
+BEGIN
+    RETURN v_floor - greatest(1e-6, abs(v_floor) * 1e-15);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_rejoin(text) IS
@@ -158,10 +168,13 @@ COMMENT ON FUNCTION pgq._fair_rejoin(text) IS
 -- p_queue is ready (NULL: it has none waiting): the first of each priority, one probe a
 -- priority (jobs_fair_idx), so a key with a large backlog costs a few index reads.
 CREATE OR REPLACE FUNCTION pgq._fair_next_ready(p_queue text, p_key text) RETURNS timestamptz
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+SET plan_cache_mode = force_generic_plan
 AS $$
+BEGIN
+    RETURN (
     WITH RECURSIVE p AS (
         (SELECT j.priority, j.available_at FROM pgq.jobs j
          WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL
@@ -173,7 +186,8 @@ AS $$
             WHERE j.queue = p_queue AND j.fair_key = p_key AND j.reserved_at IS NULL AND j.priority < p.priority
             ORDER BY j.priority DESC, j.available_at, j.id LIMIT 1) n
     )
-    SELECT min(p.available_at) FROM p;
+    SELECT min(p.available_at) FROM p);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_next_ready(text, text) IS

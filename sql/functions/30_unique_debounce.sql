@@ -30,15 +30,20 @@ COMMENT ON FUNCTION pgq._take_unique(text, uuid, uuid, interval) IS
 -- burst began (the first dispatch since a job of the key last started), which
 -- debounce_max_wait counts from.
 CREATE OR REPLACE FUNCTION pgq._take_debounce(p_key text, p_token uuid, p_job uuid) RETURNS timestamptz
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_began timestamptz;
+BEGIN
     INSERT INTO pgq.debounce_tokens AS d (key, token, job_uuid, burst_started_at)
     VALUES (p_key, p_token, p_job, now())
     ON CONFLICT (key) DO UPDATE
         SET token = EXCLUDED.token, job_uuid = EXCLUDED.job_uuid, updated_at = now(),
             burst_started_at = coalesce(d.burst_started_at, now())
-    RETURNING d.burst_started_at;
+    RETURNING d.burst_started_at INTO v_began;
+    RETURN v_began;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._take_debounce(text, uuid, uuid) IS

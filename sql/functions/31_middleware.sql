@@ -36,9 +36,15 @@ COMMENT ON FUNCTION pgq._check_regex(jsonb) IS 'Raises 22023 unless a throttles_
 -- one entry at a time for the whole reserve batch, so a job's share of a reserve call
 -- grows with these; they are far above what a job class needs.
 CREATE OR REPLACE FUNCTION pgq._middleware_bounds(OUT entries int, OUT by_fields int, OUT key_bytes int)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT 8, 8, 4000 $$;
+AS $$
+BEGIN
+    entries := 8;
+    by_fields := 8;
+    key_bytes := 4000;
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._middleware_bounds() IS 'The most middleware a job may carry: 8 entries, 8 "by" fields each, 4,000 bytes of keys (S98).';
 
@@ -175,10 +181,12 @@ COMMENT ON FUNCTION pgq._check_middleware(jsonb) IS 'Raises 22023 naming the bad
 
 -- pgq._middleware: the settings of the first middleware of that name, or NULL.
 CREATE OR REPLACE FUNCTION pgq._middleware(p_middleware jsonb, p_name text) RETURNS jsonb
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1;
+BEGIN
+    RETURN (SELECT m -> p_name FROM jsonb_array_elements(p_middleware) m WHERE m ? p_name LIMIT 1);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._middleware(jsonb, text) IS 'The settings of the first middleware of that name, or NULL.';
@@ -213,10 +221,12 @@ COMMENT ON FUNCTION pgq._middleware_keys(text[], text[], jsonb[], jsonb[]) IS 'T
 
 -- pgq._middleware_key: pgq._middleware_keys for one job.
 CREATE OR REPLACE FUNCTION pgq._middleware_key(p_job text, p_name text, p_cfg jsonb, p_payload jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
+BEGIN
+    RETURN (pgq._middleware_keys(ARRAY[p_job], ARRAY[p_name], ARRAY[p_cfg], ARRAY[p_payload]))[1];
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._middleware_key(text, text, jsonb, jsonb) IS 'The overlap, rate-limit or circuit key a middleware uses for a job; NULL when a by field is missing.';
@@ -281,10 +291,12 @@ COMMENT ON FUNCTION pgq._check_middleware_keys(text, jsonb, jsonb[]) IS 'Raises 
 -- pgq._circuit_key: a throttles_exceptions circuit's key (S29); NULL when p_cfg is NULL
 -- (the job has no circuit breaker).
 CREATE OR REPLACE FUNCTION pgq._circuit_key(p_job text, p_payload jsonb, p_cfg jsonb) RETURNS text
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
+BEGIN
+    RETURN CASE WHEN p_cfg IS NOT NULL THEN pgq._middleware_key(p_job, 'throttles_exceptions', p_cfg, p_payload) END;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._circuit_key(text, jsonb, jsonb) IS 'The key of a throttles_exceptions circuit (S29).';
