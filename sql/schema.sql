@@ -1499,10 +1499,12 @@ COMMENT ON FUNCTION pgq._batch_settle(p_batch uuid) IS 'Finds whether a batch ha
 --
 
 CREATE FUNCTION pgq._batch_shard(p_member uuid) RETURNS smallint
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT (hashtext(p_member::text) & 15)::smallint;
+BEGIN
+    RETURN (hashtext(p_member::text) & 15)::smallint;
+END;
 $$;
 
 
@@ -3698,9 +3700,11 @@ COMMENT ON FUNCTION pgq._edit_distance(a text, b text) IS 'The Levenshtein dista
 --
 
 CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time zone) RETURNS text
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+BEGIN
+    RETURN (
     WITH turned AS (
         SELECT coalesce(sum(t.value::int), 0) AS total,
                string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
@@ -3727,7 +3731,8 @@ CREATE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamp with time
         || CASE WHEN p_job.interruptions > 0
                 THEN format('; %s× interrupted by infrastructure and given back', p_job.interruptions)
                 ELSE '' END
-    FROM turned;
+    FROM turned);
+END;
 $$;
 
 
@@ -4786,13 +4791,15 @@ COMMENT ON FUNCTION pgq._jobs_retried(p_uuids uuid[], p_batches uuid[], p_chains
 --
 
 CREATE FUNCTION pgq._json_interval(p_value jsonb) RETURNS interval
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE jsonb_typeof(p_value)
+BEGIN
+    RETURN CASE jsonb_typeof(p_value)
                WHEN 'number' THEN make_interval(secs => (p_value #>> '{}')::double precision)
                WHEN 'string' THEN (p_value #>> '{}')::interval
            END;
+END;
 $$;
 
 
@@ -5013,12 +5020,14 @@ COMMENT ON FUNCTION pgq._load_chunk() IS 'The most jobs one pgq.loads row holds:
 --
 
 CREATE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
-    LANGUAGE sql STABLE STRICT SECURITY DEFINER
+    LANGUAGE plpgsql STABLE STRICT SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT c.first_uuid
-    FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
-    WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1
+BEGIN
+    RETURN (SELECT c.first_uuid
+            FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
+            WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1);
+END;
 $$;
 
 
@@ -5092,11 +5101,13 @@ COMMENT ON FUNCTION pgq._load_min() IS 'The fewest payloads of a plain dispatch 
 --
 
 CREATE FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) RETURNS bigint
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
-                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END
+BEGIN
+    RETURN CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
+                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END;
+END;
 $$;
 
 
@@ -5262,10 +5273,12 @@ COMMENT ON FUNCTION pgq._load_unpacked(p_load pgq.loads, p_count integer) IS 'A 
 --
 
 CREATE FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) RETURNS uuid
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid
+BEGIN
+    RETURN (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid;
+END;
 $$;
 
 
@@ -5281,9 +5294,13 @@ COMMENT ON FUNCTION pgq._load_uuid(p_first uuid, p_offset integer) IS 'The uuid 
 --
 
 CREATE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
+    AS $$
+BEGIN
+    RETURN (pgq._lock_ids(ARRAY[p_name]))[1];
+END;
+$$;
 
 
 --
@@ -5672,10 +5689,12 @@ COMMENT ON FUNCTION pgq._overlap_key_lock(p_lock_id bigint) IS 'Takes an overlap
 --
 
 CREATE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT pgq._lock_id('overlap:' || p_key);
+BEGIN
+    RETURN pgq._lock_id('overlap:' || p_key);
+END;
 $$;
 
 
@@ -6243,9 +6262,8 @@ CREATE FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timesta
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
     SET enable_mergejoin TO 'off'
-    SET enable_nestloop TO 'off'
-    SET enable_hashjoin TO 'on'
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
@@ -6265,19 +6283,7 @@ DECLARE
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO v_jobs, v_ords, v_checked
-    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
-          FROM pgq.jobs j
-          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
-          CROSS JOIN LATERAL (
-              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
-                      OR j.unique_until = 'processing'
-                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
-                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
-                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
-          ) c
-          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
-          ORDER BY p.ord) x;  -- the aggregates keep this order
+    SELECT r.jobs, r.ords, r.checked INTO v_jobs, v_ords, v_checked FROM pgq._pickup_rows(p_pick, p_now, p_default_tries) r;
     v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission
@@ -6347,6 +6353,44 @@ COMMENT ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now tim
 
 
 --
+-- Name: _pickup_rows(pgq.picked, timestamp with time zone, integer); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._pickup_rows(p_pick pgq.picked, p_now timestamp with time zone, p_default_tries integer, OUT jobs pgq.jobs[], OUT ords integer[], OUT checked boolean[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_nestloop TO 'off'
+    SET enable_hashjoin TO 'on'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO jobs, ords, checked
+    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
+          FROM pgq.jobs j
+          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
+          CROSS JOIN LATERAL (
+              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
+                      OR j.unique_until = 'processing'
+                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
+                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
+                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
+          ) c
+          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
+          ORDER BY p.ord) x;  -- the aggregates keep this order
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _pickup_rows(p_pick pgq.picked, p_now timestamp with time zone, p_default_tries integer, OUT jobs pgq.jobs[], OUT ords integer[], OUT checked boolean[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._pickup_rows(p_pick pgq.picked, p_now timestamp with time zone, p_default_tries integer, OUT jobs pgq.jobs[], OUT ords integer[], OUT checked boolean[]) IS 'Reserve: the picked rows a pickup check or admission applies to, in pick order, by one TID scan (S78).';
+
+
+--
 -- Name: _proc_search_path(regprocedure); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -6403,11 +6447,13 @@ COMMENT ON FUNCTION pgq._record(p_job pgq.jobs, p_outcome text, p_now timestamp 
 --
 
 CREATE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL::text) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+BEGIN
     INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
     VALUES (session_user, p_action, p_job, p_queue, p_detail);
+END;
 $$;
 
 
@@ -6576,13 +6622,15 @@ COMMENT ON FUNCTION pgq._release_owned(p_unique text[], p_owners uuid[], p_debou
 --
 
 CREATE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL::text) RETURNS pgq.reservation
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
+BEGIN
+    RETURN ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
                p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
                p_job.traceparent, p_job.tracestate)::pgq.reservation;
+END;
 $$;
 
 
@@ -7924,11 +7972,14 @@ COMMENT ON FUNCTION pgq.cancel_batch(batch uuid) IS 'Cancels a batch: waiting jo
 --
 
 CREATE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+BEGIN
+    RETURN QUERY
     SELECT j.lease_token FROM pgq.jobs j
     WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
+END;
 $$;
 
 
@@ -14629,6 +14680,13 @@ REVOKE ALL ON FUNCTION pgq._pick_swept(p_cursor jsonb, p_queues text[], p_low ti
 --
 
 REVOKE ALL ON FUNCTION pgq._pickup_checks(p_pick pgq.picked, p_base text, p_now timestamp with time zone, p_lease integer, p_worker text, p_default_tries integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _pickup_rows(p_pick pgq.picked, p_now timestamp with time zone, p_default_tries integer, OUT jobs pgq.jobs[], OUT ords integer[], OUT checked boolean[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._pickup_rows(p_pick pgq.picked, p_now timestamp with time zone, p_default_tries integer, OUT jobs pgq.jobs[], OUT ords integer[], OUT checked boolean[]) FROM PUBLIC;
 
 
 --

@@ -112,9 +112,13 @@ COMMENT ON FUNCTION pgq._lock_ids(text[]) IS 'One-key advisory lock ids in pgq''
 
 -- pgq._lock_id: a one-key advisory lock id in pgq's space: 'pgq.' || p_name, hashed.
 CREATE OR REPLACE FUNCTION pgq._lock_id(p_name text) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT (pgq._lock_ids(ARRAY[p_name]))[1] $$;
+AS $$
+BEGIN
+    RETURN (pgq._lock_ids(ARRAY[p_name]))[1];
+END;
+$$;
 
 COMMENT ON FUNCTION pgq._lock_id(text) IS 'A one-key advisory lock id in pgq''s space, hashed from ''pgq.'' || name.';
 
@@ -438,11 +442,13 @@ COMMENT ON FUNCTION pgq._handler_proc(text) IS 'Resolves a SQL handler name to i
 -- login role: a SECURITY DEFINER function's current_user would be pgq's owner).
 CREATE OR REPLACE FUNCTION pgq._record_action(p_action text, p_job uuid, p_queue text, p_detail text DEFAULT NULL)
 RETURNS void
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
     INSERT INTO pgq.actions (actor, action, job_uuid, queue, detail)
     VALUES (session_user, p_action, p_job, p_queue, p_detail);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._record_action(text, uuid, text, text) IS 'Records an operator''s action in pgq.actions, with the login role that took it.';

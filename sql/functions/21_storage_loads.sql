@@ -49,10 +49,12 @@ COMMENT ON FUNCTION pgq._load_chunk() IS 'The most jobs one pgq.loads row holds:
 -- pgq._load_uuid: the uuid p_offset jobs after p_first in a chunk: p_first with
 -- p_offset added to its last 48 bits (pgq._uuid7s counts there, and never carries out).
 CREATE OR REPLACE FUNCTION pgq._load_uuid(p_first uuid, p_offset int) RETURNS uuid
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid
+BEGIN
+    RETURN (left(p_first::text, 24) || lpad(to_hex(('x' || right(p_first::text, 12))::bit(48)::bigint + p_offset), 12, '0'))::uuid;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._load_uuid(uuid, int) IS 'The uuid of the job p_offset places after the one whose uuid is p_first, in a chunk of pgq.loads.';
@@ -60,11 +62,13 @@ COMMENT ON FUNCTION pgq._load_uuid(uuid, int) IS 'The uuid of the job p_offset p
 -- pgq._load_offset: how many places after p_first the job p_uuid is, if both are of one
 -- dispatch (the same first twelve bytes); NULL otherwise.
 CREATE OR REPLACE FUNCTION pgq._load_offset(p_first uuid, p_uuid uuid) RETURNS bigint
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
-                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END
+BEGIN
+    RETURN CASE WHEN left(p_first::text, 24) = left(p_uuid::text, 24)
+                THEN ('x' || right(p_uuid::text, 12))::bit(48)::bigint - ('x' || right(p_first::text, 12))::bit(48)::bigint END;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._load_offset(uuid, uuid) IS 'How many places after p_first the job p_uuid is in a chunk of pgq.loads, NULL when they are not of one dispatch.';
@@ -155,12 +159,14 @@ COMMENT ON FUNCTION pgq._load_rows(pgq.loads, int, int, smallint, timestamptz, i
 -- live job). SECURITY DEFINER: pgq.live_job calls it as the reader, and it tells no
 -- more than pgq.live_jobs does.
 CREATE OR REPLACE FUNCTION pgq._load_chunk_of(p_uuid uuid) RETURNS uuid
-LANGUAGE sql STABLE STRICT SECURITY DEFINER
+LANGUAGE plpgsql STABLE STRICT SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT c.first_uuid
-    FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
-    WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1
+BEGIN
+    RETURN (SELECT c.first_uuid
+            FROM (SELECT l.first_uuid, l.n, l.next FROM pgq.loads l WHERE l.first_uuid <= p_uuid ORDER BY l.first_uuid DESC LIMIT 1) c
+            WHERE pgq._load_offset(c.first_uuid, p_uuid) BETWEEN c.next AND c.n - 1);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._load_chunk_of(uuid) IS 'The first_uuid of the chunk of pgq.loads that holds the job with this uuid, NULL when none does (S85).';

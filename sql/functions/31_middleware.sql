@@ -304,10 +304,12 @@ COMMENT ON FUNCTION pgq._circuit_key(text, jsonb, jsonb) IS 'The key of a thrott
 -- pgq._overlap_lock_id: the advisory lock id of an overlap key. A SQL handler's
 -- transaction holds it while the handler runs (pgq.run_sql_job); pgq.reserve tests it.
 CREATE OR REPLACE FUNCTION pgq._overlap_lock_id(p_key text) RETURNS bigint
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pgq._lock_id('overlap:' || p_key);
+BEGIN
+    RETURN pgq._lock_id('overlap:' || p_key);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._overlap_lock_id(text) IS 'The advisory lock id of a without_overlapping key (S26, S34).';

@@ -126,9 +126,11 @@ COMMENT ON FUNCTION pgq._held(text, uuid, uuid, timestamptz) IS 'The job a lease
 -- attempt or deadline, with the last real exception and the lease expiries, so the
 -- failed job says why it ran out.
 CREATE OR REPLACE FUNCTION pgq._exhausted_message(p_job pgq.jobs, p_now timestamptz) RETURNS text
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+    RETURN (
     WITH turned AS (
         SELECT coalesce(sum(t.value::int), 0) AS total,
                string_agg(format('%s× by %s', t.value, t.key), ', ' ORDER BY t.key) AS detail
@@ -155,7 +157,8 @@ AS $$
         || CASE WHEN p_job.interruptions > 0
                 THEN format('; %s× interrupted by infrastructure and given back', p_job.interruptions)
                 ELSE '' END
-    FROM turned;
+    FROM turned);
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._exhausted_message(pgq.jobs, timestamptz) IS 'The MaxAttemptsExceeded text of a job exhausted at pickup, with its last exception, turn-aways and lease expiries (S12).';

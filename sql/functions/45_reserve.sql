@@ -4,13 +4,15 @@
 -- happened to it at pickup instead.
 CREATE OR REPLACE FUNCTION pgq._reported(p_job pgq.jobs, p_pickup pgq.pickup, p_note text, p_middleware text DEFAULT NULL)
 RETURNS pgq.reservation
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
+BEGIN
+    RETURN ROW(p_job.uuid, p_job.job, p_job.queue, p_job.payload, p_job.priority, p_job.attempts, p_job.tries,
                p_job.handler::text, p_job.timeout, p_job.lease_token, p_job.reserved_at, p_job.reserved_until,
                p_job.overlap_keys, p_job.created_at, p_pickup, p_note, p_middleware, NULL,
                p_job.traceparent, p_job.tracestate)::pgq.reservation;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as pgq.reserve returns it: to run, or with what happened at pickup.';
@@ -117,6 +119,40 @@ $$;
 COMMENT ON FUNCTION pgq._sweep_leases(jsonb, text[], timestamptz) IS
     'Reserve stage 1: expired leases of these queues come back to waiting, recorded as lease_expired (S14; given back for SQL handlers, S35); returns the cursor.';
 
+-- pgq._pickup_rows: the rows of p_pick that a pickup check or admission applies to
+-- (pgq._pickup_checks), with their places in the pick and whether a check other than
+-- admission applies, in pick order, read by one TID scan. Its own function, for its
+-- planner settings: the functions a pickup check calls plan their statements under the
+-- settings of their caller, and with nested loops turned off as well as hash and merge
+-- joins, every join of theirs would be planned at a cost that turns JIT on.
+CREATE OR REPLACE FUNCTION pgq._pickup_rows(p_pick pgq.picked, p_now timestamptz, p_default_tries int,
+                                            OUT jobs pgq.jobs[], OUT ords int[], OUT checked boolean[])
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_mergejoin = off  -- by TID only (S78)
+SET enable_nestloop = off SET enable_hashjoin = on  -- the rows matched to their places in the pick in a hash
+SET plan_cache_mode = force_generic_plan  -- a custom plan costs more than the rest of a reserve
+AS $$
+BEGIN
+    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO jobs, ords, checked
+    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
+          FROM pgq.jobs j
+          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
+          CROSS JOIN LATERAL (
+              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
+                      OR j.unique_until = 'processing'
+                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
+                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
+                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
+          ) c
+          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
+          ORDER BY p.ord) x;  -- the aggregates keep this order
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._pickup_rows(pgq.picked, timestamptz, int) IS
+    'Reserve: the picked rows a pickup check or admission applies to, in pick order, by one TID scan (S78).';
+
 -- pgq._pickup_checks: stage 3 of pgq.reserve, for rows p_pick picked: each job is
 -- checked as its pickup would make it (attempt counted, leased to p_worker with the
 -- token built on p_base: pgq._as_reserved), in pick order, and ends here, without its
@@ -136,8 +172,7 @@ CREATE OR REPLACE FUNCTION pgq._pickup_checks(
 ) RETURNS pgq.reserve_batch
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET enable_seqscan = off SET enable_mergejoin = off  -- by TID only (S78)
-SET enable_nestloop = off SET enable_hashjoin = on  -- the rows matched to their places in the pick in a hash
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
 SET plan_cache_mode = force_generic_plan  -- a custom plan costs more than the rest of a reserve
 AS $$
 DECLARE
@@ -157,19 +192,7 @@ DECLARE
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
-    SELECT array_agg(x.job), array_agg(x.ord), array_agg(x.checked) INTO v_jobs, v_ords, v_checked
-    FROM (SELECT j AS job, p.ord::int AS ord, c.checked
-          FROM pgq.jobs j
-          JOIN unnest(p_pick.tids) WITH ORDINALITY p(tid, ord) ON j.ctid = p.tid
-          CROSS JOIN LATERAL (
-              SELECT (j.cancel_requested_at IS NOT NULL OR j.batch_id IS NOT NULL OR j.debounce_key IS NOT NULL
-                      OR j.unique_until = 'processing'
-                      OR (j.retry_until IS NOT NULL AND p_now > j.retry_until)
-                      OR (j.retry_until IS NULL AND coalesce(j.tries, p_default_tries) > 0
-                          AND j.attempts + 1 > coalesce(j.tries, p_default_tries))) IS TRUE AS checked
-          ) c
-          WHERE j.slot = p_pick.slot AND j.ctid = ANY (p_pick.tids) AND (j.middleware IS NOT NULL OR c.checked)
-          ORDER BY p.ord) x;  -- the aggregates keep this order
+    SELECT r.jobs, r.ords, r.checked INTO v_jobs, v_ords, v_checked FROM pgq._pickup_rows(p_pick, p_now, p_default_tries) r;
     v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission

@@ -11,10 +11,12 @@
 
 -- pgq._batch_shard: the counter shard of a batch member (a job's uuid, or a chain's id).
 CREATE OR REPLACE FUNCTION pgq._batch_shard(p_member uuid) RETURNS smallint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT (hashtext(p_member::text) & 15)::smallint;
+BEGIN
+    RETURN (hashtext(p_member::text) & 15)::smallint;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._batch_shard(uuid) IS 'The pgq.batch_counts shard (0-15) a batch member counts in: its id hashed.';
@@ -22,13 +24,15 @@ COMMENT ON FUNCTION pgq._batch_shard(uuid) IS 'The pgq.batch_counts shard (0-15)
 -- pgq._json_interval: an interval given in JSON as a number of seconds or as text
 -- ('10 minutes'). NULL for JSON null or absent.
 CREATE OR REPLACE FUNCTION pgq._json_interval(p_value jsonb) RETURNS interval
-LANGUAGE sql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE jsonb_typeof(p_value)
+BEGIN
+    RETURN CASE jsonb_typeof(p_value)
                WHEN 'number' THEN make_interval(secs => (p_value #>> '{}')::double precision)
                WHEN 'string' THEN (p_value #>> '{}')::interval
            END;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq._json_interval(jsonb) IS 'An interval from JSON: a number of seconds, or text such as ''10 minutes''.';

@@ -37,11 +37,14 @@ COMMENT ON FUNCTION pgq.cancel(uuid) IS
 -- (pgq.cancel): their lease tokens. Workers poll it every second; it reads only marked
 -- rows (a partial index).
 CREATE OR REPLACE FUNCTION pgq.cancel_requests(worker text) RETURNS SETOF uuid
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+    RETURN QUERY
     SELECT j.lease_token FROM pgq.jobs j
     WHERE j.reserved_by = cancel_requests.worker AND j.cancel_requested_at IS NOT NULL;
+END;
 $$;
 
 COMMENT ON FUNCTION pgq.cancel_requests(text) IS 'Worker protocol: the lease tokens of this worker''s jobs that an operator asked to cancel.';
