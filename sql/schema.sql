@@ -533,11 +533,7 @@ BEGIN
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
         ELSIF v_a.turned_by = 'concurrency_limited' THEN
-            -- Waits, uncounted, until its key's place frees (S99): its row as it was,
-            -- but for when it is ready and what it waits on.
-            UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => v_a.delay), waits_on = v_a.held[1]
-            WHERE j.uuid = v_job.uuid AND j.slot = p_batch.slot;
-            p_batch.turned := p_batch.turned || v_job.id;
+            p_batch.turned := p_batch.turned || v_job.id;  -- waits, below
         ELSE
             PERFORM pgq._turn_away(v_job, v_a.turned_by, v_a.note, v_a.delay, v_a.drop, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'turned_away', v_a.note, v_a.turned_by);
@@ -546,6 +542,13 @@ BEGIN
         END IF;
         v_tids[v_places[i]] := NULL;
     END LOOP;
+    -- The jobs that wait, uncounted, until a place of their key frees (S99), in one
+    -- statement: each row as it was, but for when it is ready and what it waits on.
+    UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => w.delay), waits_on = w.key
+    FROM (SELECT a.delay, a.held[1] AS key, v_uuids[a.ordinality] AS uuid
+          FROM unnest(v_adm) WITH ORDINALITY a
+          WHERE a.turned_by = 'concurrency_limited' AND a.error IS NULL AND a.busy IS NOT TRUE) w
+    WHERE j.uuid = w.uuid AND j.slot = p_batch.slot;
     p_batch.tids := v_tids;
     p_batch.held := v_held;
     p_batch.expire := v_expire;
