@@ -3990,42 +3990,6 @@ COMMENT ON FUNCTION pgq._fair_next_ready(p_queue text, p_key text) IS 'When a fa
 
 
 --
--- Name: _fair_probe(smallint[], text, text, integer, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) RETURNS TABLE(row_tid tid, row_slot smallint, row_id bigint, row_plain boolean)
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
-BEGIN
-    RETURN QUERY
-    SELECT p.ctid, p.slot, p.id,
-           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
-           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
-           AND (p.retry_until IS NULL OR p.retry_until >= p_now)
-    FROM pgq.jobs p
-    WHERE p.queue = p_queue AND p.fair_key = p_key AND p.priority = p_prio
-      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
-      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
-    ORDER BY p.available_at, p.id  -- jobs_fair_idx
-    LIMIT p_want
-    FOR UPDATE SKIP LOCKED;
-END;
-$$;
-
-
---
--- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) IS 'Reserve: the next ready rows of one key of a fair queue at one priority, locked (SKIP LOCKED), in queue order (S116).';
-
-
---
 -- Name: _fair_prune(); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -4112,6 +4076,51 @@ COMMENT ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) IS 'Storage: a
 
 
 --
+-- Name: _fair_round(smallint[], text, integer, text[], integer[], integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_round(p_slots smallint[], p_queue text, p_prio integer, p_keys text[], p_quotas integer[], p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT ords integer[], OUT nth integer[], OUT last integer) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+BEGIN
+    SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.row_id ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_plain ORDER BY x.ord, x.n), '{}'),
+           coalesce(array_agg(x.ord ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.n ORDER BY x.ord, x.n), '{}'),
+           max(x.ord)
+    INTO tids, slots, ids, plain, ords, nth, last
+    FROM (SELECT t.ord::int AS ord, j.*
+          FROM unnest(p_keys, p_quotas) WITH ORDINALITY t(key, quota, ord)
+          CROSS JOIN LATERAL (
+              SELECT l.*, (row_number() OVER (ORDER BY l.available_at, l.row_id))::int AS n
+              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
+                           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
+                           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
+                           AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
+                    FROM pgq.jobs p
+                    WHERE p.queue = p_queue AND p.fair_key = t.key AND p.priority = p_prio
+                      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
+                      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
+                    ORDER BY p.available_at, p.id  -- jobs_fair_idx
+                    LIMIT least(t.quota, p_want)
+                    FOR UPDATE SKIP LOCKED) l) j
+          LIMIT p_want) x;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _fair_round(p_slots smallint[], p_queue text, p_prio integer, p_keys text[], p_quotas integer[], p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT ords integer[], OUT nth integer[], OUT last integer); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_round(p_slots smallint[], p_queue text, p_prio integer, p_keys text[], p_quotas integer[], p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT ords integer[], OUT nth integer[], OUT last integer) IS 'Reserve: one round of a fair queue''s walk: each key''s next ready rows up to its quota, locked (SKIP LOCKED), in queue order within a key (S115, S116).';
+
+
+--
 -- Name: _fair_rows(smallint[], text, integer, integer, timestamp with time zone, bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -4124,88 +4133,50 @@ CREATE FUNCTION pgq._fair_rows(p_slots smallint[], p_queue text, p_prio integer,
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
-    v_more  text[] := '{}';    -- keys that gave their whole share: they may have more
-    v_pass  float8[] := '{}';  -- and their pass, weight and rows taken, in walk order
-    v_w     int[] := '{}';
-    v_took  int[] := '{}';
-    v_keys  text[];
-    v_quota int;
-    v_n     int;
-    v_m     int;
-    v_last  bigint;    -- the place of the last turn that gave a job, in pass order
     v_tk    text[];    -- the turns in play by pass (then key): key, pass, weight
     v_tp    float8[];
     v_tw    int[];
+    v_more  text[];    -- keys that gave their whole share: they may have more
+    v_pass  float8[];  -- and their pass, weight and rows taken, in walk order
+    v_w     int[];
+    v_took  int[];
+    v_m     int;
+    v_r     record;    -- a round (pgq._fair_round)
 BEGIN
-    tids := '{}'; slots := '{}'; ids := '{}'; plain := '{}'; keys := '{}'; idle := '{}';
     SELECT coalesce(array_agg(t.key ORDER BY t.pass, t.key), '{}'), coalesce(array_agg(t.pass ORDER BY t.pass, t.key), '{}'),
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}')
     INTO v_tk, v_tp, v_tw
     FROM pgq._fair_turns_now(p_queue, p_now) t;
-    -- The first round, in one statement: the turns by pass, each key's next jobs up to
-    -- its weight, until p_want jobs.
-    SELECT coalesce(array_agg(x.row_tid ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_slot ORDER BY x.ord, x.n), '{}'),
-           coalesce(array_agg(x.row_id ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.row_plain ORDER BY x.ord, x.n), '{}'),
-           coalesce(array_agg(x.key ORDER BY x.ord, x.n), '{}'),
-           coalesce(array_agg(x.pass + x.n::float8 / x.weight ORDER BY x.ord, x.n), '{}'),
-           max(x.ord)
-    INTO tids, slots, ids, plain, keys, tags, v_last
-    FROM (SELECT t.key, t.pass, t.weight, t.ord, j.*
-          FROM unnest(v_tk, v_tp, v_tw) WITH ORDINALITY t(key, pass, weight, ord)
-          CROSS JOIN LATERAL (
-              SELECT l.*, row_number() OVER (ORDER BY l.available_at, l.row_id) AS n
-              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
-                           p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
-                           AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
-                           AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
-                    FROM pgq.jobs p
-                    WHERE p.queue = p_queue AND p.fair_key = t.key AND p.priority = p_prio
-                      AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.id <> ALL (p_skip)
-                      AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
-                    ORDER BY p.available_at, p.id  -- jobs_fair_idx
-                    LIMIT least(t.weight, p_want)  -- a row locked and not taken would pass its key's FIFO order (S116)
-                    FOR UPDATE SKIP LOCKED) l) j
-          LIMIT p_want) x;
-    -- The keys that gave their whole share may have more; the turns walked before the
-    -- last that gave none are idle.
-    SELECT coalesce(array_agg(t.key ORDER BY t.ord), '{}'), coalesce(array_agg(t.pass ORDER BY t.ord), '{}'),
-           coalesce(array_agg(t.weight ORDER BY t.ord), '{}'), coalesce(array_agg(t.took ORDER BY t.ord), '{}')
+    -- The first round: the turns by pass, each key's next jobs up to its weight, until
+    -- p_want jobs. The turns walked before the last that gave a job, and every turn
+    -- when it left room, that gave none are idle.
+    v_r := pgq._fair_round(p_slots, p_queue, p_prio, v_tk, v_tw, p_want, p_now, p_skip);
+    tids := v_r.tids; slots := v_r.slots; ids := v_r.ids; plain := v_r.plain;
+    keys := ARRAY(SELECT v_tk[u.o] FROM unnest(v_r.ords) WITH ORDINALITY u(o, i) ORDER BY u.i);
+    tags := ARRAY(SELECT v_tp[u.o] + u.n::float8 / v_tw[u.o] FROM unnest(v_r.ords, v_r.nth) WITH ORDINALITY u(o, n, i) ORDER BY u.i);
+    idle := ARRAY(SELECT v_tk[o]
+                  FROM generate_series(1, CASE WHEN cardinality(tids) < p_want THEN cardinality(v_tk) ELSE v_r.last END) o
+                  WHERE o <> ALL (v_r.ords) ORDER BY o);
+    SELECT coalesce(array_agg(v_tk[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_tp[c.o] ORDER BY c.o), '{}'),
+           coalesce(array_agg(v_tw[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(c.n ORDER BY c.o), '{}')
     INTO v_more, v_pass, v_w, v_took
-    FROM (SELECT t.key, t.pass, t.weight, t.ord, (SELECT count(*) FROM unnest(keys) k WHERE k = t.key)::int AS took
-          FROM unnest(v_tk, v_tp, v_tw) WITH ORDINALITY t(key, pass, weight, ord)
-          WHERE t.key = ANY (keys)) t
-    WHERE t.took = t.weight;
-    idle := ARRAY(SELECT t.key FROM unnest(v_tk) WITH ORDINALITY t(key, ord)
-                  WHERE t.key <> ALL (keys)
-                  ORDER BY t.ord
-                  LIMIT CASE WHEN cardinality(tids) < p_want THEN NULL
-                             ELSE v_last - (SELECT count(DISTINCT k) FROM unnest(keys) k) END);
+    FROM (SELECT u.o, count(*)::int AS n FROM unnest(v_r.ords) u(o) GROUP BY u.o) c
+    WHERE c.n = v_tw[c.o];
     WHILE cardinality(tids) < p_want AND cardinality(v_more) > 0 LOOP
         -- Whole rounds of the keys left, at once: each takes its weight times m.
         v_m := greatest(1, (p_want - cardinality(tids)) / (SELECT sum(w) FROM unnest(v_w) w)::int);
-        v_keys := v_more;
-        v_more := '{}';
-        FOR i IN 1 .. cardinality(v_keys) LOOP
-            EXIT WHEN cardinality(tids) >= p_want;
-            v_quota := least(v_w[i] * v_m, p_want - cardinality(tids));
-            v_n := cardinality(tids);
-            SELECT tids || coalesce(array_agg(x.row_tid), '{}'), slots || coalesce(array_agg(x.row_slot), '{}'),
-                   ids || coalesce(array_agg(x.row_id), '{}'), _fair_rows.plain || coalesce(array_agg(x.row_plain), '{}')
-            INTO tids, slots, ids, plain
-            FROM pgq._fair_probe(p_slots, p_queue, v_keys[i], p_prio, v_quota, p_now, p_skip || ids) x;
-            v_n := cardinality(tids) - v_n;
-            keys := keys || array_fill(v_keys[i], ARRAY[v_n]);
-            tags := tags || ARRAY(SELECT v_pass[i] + (v_took[i] + j)::float8 / v_w[i] FROM generate_series(1, v_n) j);
-            v_took[i] := v_took[i] + v_n;
-            IF v_n = v_quota THEN
-                v_more := v_more || v_keys[i];  -- kept at the same place of the arrays below
-            END IF;
-        END LOOP;
-        -- Keep the arrays of the keys that go on, in their order.
-        SELECT coalesce(array_agg(v_pass[i] ORDER BY i), '{}'), coalesce(array_agg(v_w[i] ORDER BY i), '{}'),
-               coalesce(array_agg(v_took[i] ORDER BY i), '{}')
-        INTO v_pass, v_w, v_took
-        FROM generate_subscripts(v_keys, 1) i WHERE v_keys[i] = ANY (v_more);
+        v_r := pgq._fair_round(p_slots, p_queue, p_prio, v_more, ARRAY(SELECT w * v_m FROM unnest(v_w) WITH ORDINALITY u(w, i) ORDER BY u.i),
+                               p_want - cardinality(tids), p_now, p_skip || ids);
+        tids := tids || v_r.tids; slots := slots || v_r.slots; ids := ids || v_r.ids; plain := plain || v_r.plain;
+        keys := keys || ARRAY(SELECT v_more[u.o] FROM unnest(v_r.ords) WITH ORDINALITY u(o, i) ORDER BY u.i);
+        tags := tags || ARRAY(SELECT v_pass[u.o] + (v_took[u.o] + u.n)::float8 / v_w[u.o]
+                              FROM unnest(v_r.ords, v_r.nth) WITH ORDINALITY u(o, n, i) ORDER BY u.i);
+        -- The keys that gave their whole quota go on, in their order.
+        SELECT coalesce(array_agg(v_more[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_pass[c.o] ORDER BY c.o), '{}'),
+               coalesce(array_agg(v_w[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_took[c.o] + c.n ORDER BY c.o), '{}')
+        INTO v_more, v_pass, v_w, v_took
+        FROM (SELECT u.o, count(*)::int AS n FROM unnest(v_r.ords) u(o) GROUP BY u.o) c
+        WHERE c.n = v_w[c.o] * v_m;
     END LOOP;
 END;
 $$;
@@ -14212,13 +14183,6 @@ REVOKE ALL ON FUNCTION pgq._fair_next_ready(p_queue text, p_key text) FROM PUBLI
 
 
 --
--- Name: FUNCTION _fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._fair_probe(p_slots smallint[], p_queue text, p_key text, p_prio integer, p_want integer, p_now timestamp with time zone, p_skip bigint[]) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _fair_prune(); Type: ACL; Schema: pgq; Owner: -
 --
 
@@ -14237,6 +14201,13 @@ REVOKE ALL ON FUNCTION pgq._fair_rejoin(p_queue text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_rekey(p_queue text, p_fair_by text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_round(p_slots smallint[], p_queue text, p_prio integer, p_keys text[], p_quotas integer[], p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT ords integer[], OUT nth integer[], OUT last integer); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_round(p_slots smallint[], p_queue text, p_prio integer, p_keys text[], p_quotas integer[], p_want integer, p_now timestamp with time zone, p_skip bigint[], OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT ords integer[], OUT nth integer[], OUT last integer) FROM PUBLIC;
 
 
 --
