@@ -537,6 +537,53 @@ func TestS116S117WeightedKeyLocksOnlyWhatItTakes(t *testing.T) {
 	require.Equal(t, []taken{{"a", 2}}, <-second, "the key's next job, in order")
 }
 
+// S116, S117: a reserve whose size cuts a round short, in its first round or a later
+// one, locks no more of the key it stops in than it takes: a concurrent reserve, which
+// picks while the first holds its rows, takes that key's next job.
+func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		weight int // of both keys
+		jobsA  int
+		next   int // the job of b the second reserve takes
+	}{
+		{"later round", 2, 4, 4}, // 7: a1 a2 b1 b2, then a3 a4 b3 of b's quota of 2
+		{"first round", 5, 5, 3}, // 7: a1-a5 b1 b2 of b's quota of 5
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := pgqtest.New(t)
+			fairQueue(t, db)
+			for _, key := range []string{"a", "b"} {
+				db.Exec(t, `SELECT pgq.set_fair_weight('exports', $1, $2)`, key, tc.weight)
+			}
+			dispatchTenant(t, db, "a", tc.jobsA, 0)
+			dispatchTenant(t, db, "b", 10, 0)
+			tx, err := db.Pool.Begin(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = tx.Rollback(ctx) })
+			first, err := reserveFairOn(t, tx.Conn(), "w1", 7)
+			require.NoError(t, err)
+			require.Len(t, first, 7)
+			second := make(chan []taken, 1)
+			go func() {
+				c, err := db.Pool.Acquire(ctx)
+				if err != nil {
+					second <- nil
+					return
+				}
+				defer c.Release()
+				got, _ := reserveFairOn(t, c.Conn(), "w2", 1)
+				second <- got
+			}()
+			time.Sleep(200 * time.Millisecond) // the second reserve picks while the first holds its rows
+			require.NoError(t, tx.Commit(ctx))
+			require.Equal(t, []taken{{"b", tc.next}}, <-second, "b's first job the first reserve did not take")
+		})
+	}
+}
+
 // S114: a fair key is at most 1000 bytes; a dispatch whose fair_by field is longer is
 // refused with 22023 and stores nothing.
 func TestS114FairKeyLengthIsBounded(t *testing.T) {

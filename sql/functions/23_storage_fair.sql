@@ -61,9 +61,10 @@ COMMENT ON FUNCTION pgq._fair_lock(text, text) IS
 -- (p_quotas), in the queue's order, locked with SKIP LOCKED, at most p_want in all,
 -- none of p_skip; whether each is plain (pgq._pick); its key's place in p_keys (ords),
 -- and its place among its key's rows here (nth, from 1). One statement: a key's probe
--- runs only when the rows before it leave room, so no row is locked that is not
--- returned (a row locked and not taken would pass its key's FIFO order, S116). last:
--- the place in p_keys of the last key that gave a row.
+-- runs only when the rows before it leave room, and locks a row only as the LIMIT
+-- above it takes one, so no row is locked that is not returned (a row locked and not
+-- taken would pass its key's FIFO order, S116). last: the place in p_keys of the last
+-- key that gave a row.
 CREATE OR REPLACE FUNCTION pgq._fair_round(
     p_slots smallint[], p_queue text, p_prio int, p_keys text[], p_quotas int[], p_want int, p_now timestamptz,
     p_skip bigint[],
@@ -81,11 +82,11 @@ BEGIN
            coalesce(array_agg(x.ord ORDER BY x.ord, x.n), '{}'), coalesce(array_agg(x.n ORDER BY x.ord, x.n), '{}'),
            max(x.ord)
     INTO tids, slots, ids, plain, ords, nth, last
-    FROM (SELECT t.ord::int AS ord, j.*
-          FROM unnest(p_keys, p_quotas) WITH ORDINALITY t(key, quota, ord)
-          CROSS JOIN LATERAL (
-              SELECT l.*, (row_number() OVER (ORDER BY l.available_at, l.row_id))::int AS n
-              FROM (SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
+    FROM (SELECT r.*, (row_number() OVER (PARTITION BY r.ord ORDER BY r.available_at, r.row_id))::int AS n
+          FROM (SELECT t.ord::int AS ord, l.*
+                FROM unnest(p_keys, p_quotas) WITH ORDINALITY t(key, quota, ord)
+                CROSS JOIN LATERAL (
+                    SELECT p.ctid AS row_tid, p.slot AS row_slot, p.id AS row_id, p.available_at,
                            p.middleware IS NULL AND p.attempts = 0 AND p.cancel_requested_at IS NULL AND p.batch_id IS NULL
                            AND p.debounce_key IS NULL AND p.unique_until IS DISTINCT FROM 'processing'
                            AND (p.retry_until IS NULL OR p.retry_until >= p_now) AS row_plain
@@ -95,8 +96,8 @@ BEGIN
                       AND p.slot IN (p_slots[1], p_slots[2], p_slots[3], p_slots[4])
                     ORDER BY p.available_at, p.id  -- jobs_fair_idx
                     LIMIT least(t.quota, p_want)
-                    FOR UPDATE SKIP LOCKED) l) j
-          LIMIT p_want) x;
+                    FOR UPDATE SKIP LOCKED) l
+                LIMIT p_want) r) x;  -- numbered above the LIMIT: a sort below it would lock rows it drops
 END;
 $$;
 
