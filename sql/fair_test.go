@@ -316,9 +316,12 @@ func TestS120ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 			}
 		}()
 	}
+	// Two minutes on, so that every kept turn (S126) is due: the reserves end the turns of
+	// keys they find with no live job while the producers store jobs of them.
 	reserveAndComplete := func(conn *pgx.Conn, worker string, max int) (int, error) {
 		var ids, tokens []uuid.UUID
-		rows, err := conn.Query(ctx, `SELECT uuid, lease_token FROM pgq.reserve($1, '{exports}', $2) WHERE pickup IS NULL`, worker, max)
+		rows, err := conn.Query(ctx, `SELECT uuid, lease_token FROM pgq.reserve($1, '{exports}', $2, 1, now() + interval '2 minutes')
+		                              WHERE pickup IS NULL`, worker, max)
 		if err != nil {
 			return 0, err
 		}
@@ -396,13 +399,15 @@ func TestS120ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	}
 	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs`))
 	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys`))
-	// A turn ends at the first walk that finds its key with no live job: the keys whose
-	// last jobs the drain took are found so by the next walk of every turn.
+	// A key found with no live job keeps its turn, parked, for a minute at most (S126):
+	// the reserve that serves a key dispatched again walks every turn in play, and
+	// leaves none in play but that key's.
 	dispatchTenant(t, db, "last", 1, 0)
 	n, err := reserveAndComplete(conn, "drain", 50)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"last"}, pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key) FROM pgq.fair_turns`))
+	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns
+	    WHERE key <> 'last' AND (parked_until IS NULL OR parked_until > now() + interval '1 minute')`))
 }
 
 // S119: pgq.fair_keys shows each key of a fair queue with live jobs: its weight, its ready
@@ -584,6 +589,42 @@ func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
 	}
 }
 
+// S126: a key found with no live job keeps its turn, parked, for a minute: a dispatch
+// of it within the minute makes no new turn (no row written to pgq.fair_turns by its
+// transaction, commit trigger included), and its job is served in the next reserve.
+func TestS126KeyDispatchingAgainWithinAMinuteMakesNoTurn(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "a", 1, 0)
+	require.Equal(t, []string{"a"}, tenants(reserveTenants(t, db, 10)))
+	db.Exec(t, `SELECT pgq.complete(ARRAY[uuid], ARRAY[lease_token]) FROM pgq.jobs WHERE fair_key = 'a'`)
+	dispatchTenant(t, db, "b", 1, 0)
+	require.Equal(t, []string{"b"}, tenants(reserveTenants(t, db, 10)), "a walked, with no live job")
+	require.Equal(t, 1, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns
+	    WHERE key = 'a' AND parked_until BETWEEN now() AND now() + interval '1 minute'`), "a's turn kept, parked")
+
+	// Rows written to pgq.fair_turns by this session so far: a backend keeps them
+	// pending across transactions until it reports them, so a dispatch's are the
+	// difference of two reads in its transaction.
+	writes := `SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_xact_user_tables WHERE relid = 'pgq.fair_turns'::regclass`
+	var before, after int64
+	require.NoError(t, pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, writes).Scan(&before); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pgq.dispatch('export', '{"tenant": "a", "n": 2}', queue => 'exports')`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET CONSTRAINTS ALL IMMEDIATE`); err != nil { // the turns made at commit
+			return err
+		}
+		return tx.QueryRow(ctx, writes).Scan(&after)
+	}))
+	require.Equal(t, before, after, "the dispatch wrote no turn")
+	require.Equal(t, []taken{{"a", 2}}, reserveTenants(t, db, 10))
+}
+
 // S114: a fair key is at most 1000 bytes; a dispatch whose fair_by field is longer is
 // refused with 22023 and stores nothing.
 func TestS114FairKeyLengthIsBounded(t *testing.T) {
@@ -623,18 +664,22 @@ func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
 	fairQueue(t, db)
 	require.NotEqual(t, pgqtest.Scalar[int](t, db, `SELECT pgq._fair_lock('exports', 'late')`),
 		pgqtest.Scalar[int](t, db, `SELECT pgq._fair_lock('exports', 'gone')`), "keys of one lock")
-	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "late"}', queue => 'exports', delay => '1 hour')`)
 	dispatchTenant(t, db, "gone", 1, 0)
 	require.Len(t, reserveTenants(t, db, 1), 1)
 	db.Exec(t, `SELECT pgq.complete(ARRAY[uuid], ARRAY[lease_token]) FROM pgq.jobs WHERE fair_key = 'gone'`)
+	dispatchTenant(t, db, "first", 1, 0)
+	require.Equal(t, []string{"first"}, tenants(reserveTenants(t, db, 10)), "'gone' walked with no live job: kept, parked (S126)")
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "late"}', queue => 'exports', delay => '1 hour')`)
 	dispatchTenant(t, db, "now", 1, 0)
 
-	// 'late' (a job an hour away) and 'gone' (none left) are walked and give nothing.
+	// 'late' (a job an hour away) and 'gone' (none left, its keep over two minutes on)
+	// are walked and give nothing.
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
 	var n int
-	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM pgq.reserve('w1', '{exports}', 10) WHERE pickup IS NULL`).Scan(&n))
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM pgq.reserve('w1', '{exports}', 10, 1, now() + interval '2 minutes')
+	                                     WHERE pickup IS NULL`).Scan(&n))
 	require.Equal(t, 1, n, "the job of 'now'")
 
 	dispatch := func(key string) error {
@@ -652,7 +697,7 @@ func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
 	require.Equal(t, "55P03", pgErr.Code)
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, dispatch("gone"))
-	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE queue = 'exports'`),
+	require.Equal(t, 3, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE key IN ('late', 'now', 'gone')`),
 		"late, now and gone have turns")
 }
 
@@ -735,10 +780,11 @@ func TestS125S115ParkedKeyComesBack(t *testing.T) {
 	require.LessOrEqual(t, firstTurnOf(t, other, "last", time.Now(), 50), 1, "brought back by the first reserve's end")
 }
 
-// S125: a key parked while its one job ran keeps no turn once the job has ended: the
-// worker's rotation ends it, as a reserve ends an idle key's; a key whose store is
-// under way keeps its turn.
-func TestS125ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
+// S125, S126: a key parked while its one job ran keeps its turn once the job has ended
+// for a minute only: the worker's rotation parks it until then, and the first reserve
+// after it, finding the key still with no live job, ends the turn as an idle key's; a
+// key whose store is under way meanwhile comes back with its job.
+func TestS125S126ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
@@ -762,10 +808,15 @@ func TestS125ParkedTurnOfAnEndedKeyGoes(t *testing.T) {
 	_, err = tx.Exec(ctx, `SELECT pgq.dispatch('export', '{"tenant": "storing"}', queue => 'exports')`)
 	require.NoError(t, err)
 	db.Exec(t, `SELECT pgq.rotate()`)
-	require.Equal(t, []string{"big", "storing"},
-		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key ORDER BY key) FROM pgq.fair_turns`))
+	require.Equal(t, []string{"done", "storing"}, pgqtest.Scalar[[]string](t, db,
+		`SELECT array_agg(key ORDER BY key) FROM pgq.fair_turns WHERE parked_until BETWEEN now() AND now() + interval '1 minute'`),
+		"kept for a minute")
 	require.NoError(t, tx.Commit(ctx))
 	require.LessOrEqual(t, firstTurnOf(t, c, "storing", time.Now(), 50), 1)
+	_, err = c.Exec(ctx, `SELECT count(*) FROM pgq.reserve('w1', '{exports}', 1, 1, now() + interval '2 minutes')`)
+	require.NoError(t, err)
+	require.Equal(t, []string{"big", "storing"},
+		pgqtest.Scalar[[]string](t, db, `SELECT array_agg(key ORDER BY key) FROM pgq.fair_turns`))
 }
 
 // S115, S125: a key that gets its turn while every other key is parked (their jobs all

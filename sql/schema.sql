@@ -3932,6 +3932,23 @@ COMMENT ON FUNCTION pgq._fair_floor(p_queue text) IS 'Where a fair queue''s turn
 
 
 --
+-- Name: _fair_keep(); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._fair_keep() RETURNS interval
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ SELECT interval '1 minute' $$;
+
+
+--
+-- Name: FUNCTION _fair_keep(); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._fair_keep() IS 'How long a fair queue''s key with no live job keeps its turn, parked: 1 minute (S126).';
+
+
+--
 -- Name: _fair_lock(text, text); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -3998,19 +4015,13 @@ CREATE FUNCTION pgq._fair_prune() RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     AS $$
-DECLARE
-    v_tids tid[];
 BEGIN
-    SELECT array_agg(x.tid) INTO v_tids
-    FROM (SELECT t.ctid AS tid FROM pgq.fair_turns t
-          WHERE t.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
-            AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL
-                     THEN false
-                     ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(t.queue, t.key)) END
-          FOR UPDATE SKIP LOCKED) x;
-    DELETE FROM pgq.fair_turns t
-    WHERE t.ctid = ANY (v_tids)
-      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    UPDATE pgq.fair_turns t SET parked_until = now() + pgq._fair_keep()
+    WHERE t.ctid = ANY (ARRAY(
+        SELECT x.ctid FROM pgq.fair_turns x
+        WHERE x.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
+          AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = x.queue AND j.fair_key = x.key LIMIT 1) IS NULL
+        FOR UPDATE SKIP LOCKED));
 END;
 $$;
 
@@ -4019,7 +4030,7 @@ $$;
 -- Name: FUNCTION _fair_prune(); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._fair_prune() IS 'Ends the parked turns of fair queues whose key has no live job left (S125); called by pgq.rotate.';
+COMMENT ON FUNCTION pgq._fair_prune() IS 'Parks for pgq._fair_keep() the turns of fair queues parked while their jobs ran, once no live job is left (S126); called by pgq.rotate.';
 
 
 --
@@ -4210,17 +4221,18 @@ DECLARE
     v_w     int[];
     v_at    timestamptz[];
     v_front jsonb;     -- per queue, the lowest pass served
+    v_was   boolean[]; -- parked before this reserve walked it
     v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
     v_idle  tid[];
 BEGIN
     SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
            array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
            array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
-           array_agg(l.at ORDER BY l.queue, l.key)
-    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at
+           array_agg(l.at ORDER BY l.queue, l.key), array_agg(l.was ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at, v_was
     FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n,
                  CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, pgq._fair_rejoin(t.queue)) END AS pass,
-                 coalesce(w.weight, 1) AS weight, e.at
+                 coalesce(w.weight, 1) AS weight, e.at, t.parked_until IS NOT NULL AS was
           FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
                 FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
                       FROM jsonb_array_elements(p_pending) p
@@ -4250,15 +4262,21 @@ BEGIN
         parked_until = CASE WHEN u.n > 0 THEN NULL ELSE u.at END
     FROM unnest(v_tids, v_pass, v_n, v_w, v_at) u(tid, pass, n, w, at)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
-    -- An idle key: alone on its lock first; then, by a statement that starts after, no
-    -- live job. A key seen with a live job (delayed, or running) keeps its turn without
-    -- the lock being tried: held to the reserve's end, it would hold up every store of
-    -- the keys that share it. A probe per turn, to the key's first job: a scalar
-    -- subquery, which the planner never turns into a join that reads every job of the
-    -- queue.
+    -- An idle key in play with no live job is kept, parked for pgq._fair_keep(): a key
+    -- that dispatches again meanwhile comes back as a parked one, with no turn to make.
+    -- A probe per turn, to the key's first job: a scalar subquery, which the planner
+    -- never turns into a join that reads every job of the queue.
     v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
-    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0
+    UPDATE pgq.fair_turns t SET parked_until = now() + pgq._fair_keep(), pass = u.pass
+    FROM unnest(v_tids, v_pass, v_was) u(tid, pass, was)
+    WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid AND NOT u.was
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    -- An idle key back from parking: alone on its lock first; then, by a statement that
+    -- starts after, no live job. A key seen with a live job (delayed, or running) keeps
+    -- its turn without the lock being tried: held to the reserve's end, it would hold
+    -- up every store of the keys that share it.
+    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n, v_was) u(tid, q, k, n, was)
+                     WHERE u.n = 0 AND u.was
                        AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = u.q AND j.fair_key = u.k LIMIT 1) IS NOT NULL
                                 THEN false  -- a CASE: the planner orders the conditions of an AND by cost
                                 ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)) END);
@@ -14166,6 +14184,13 @@ REVOKE ALL ON FUNCTION pgq._fair_entered() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._fair_floor(p_queue text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _fair_keep(); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._fair_keep() FROM PUBLIC;
 
 
 --

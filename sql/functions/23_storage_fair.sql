@@ -9,14 +9,17 @@
 -- waits at most one round, whatever the others' backlog (S115); within a key the jobs
 -- go in queue order (S116).
 --
--- A key's turn ends when a reserve finds it with no live job (waiting or reserved). A
--- transaction that stores jobs of a key holds the key's 'fair' lock shared until it
--- ends (pgq._fair_enter), and a reserve ends a turn only when it gets that lock alone
--- and then, in a later statement, still sees no live job of the key: every store that
--- began before is then visible, and every store that begins later waits for the
--- reserve's end and finds no turn, so it makes one (at its commit: S121). So no key
--- is left with jobs and no turn. A reserve tries the lock only for a key it sees with
--- no live job, so stores of keys with live jobs never wait for a reserve.
+-- A key found with no live job (waiting or reserved) keeps its turn, parked, for
+-- pgq._fair_keep() (S126), so that a key that dispatches a job a second makes no new
+-- turn each time; the first reserve that walks it after, finding it still with no live
+-- job, ends the turn. A transaction that stores jobs of a key holds the key's 'fair'
+-- lock shared until it ends (pgq._fair_enter), and a reserve ends a turn only when it
+-- gets that lock alone and then, in a later statement, still sees no live job of the
+-- key: every store that began before is then visible, and every store that begins
+-- later waits for the reserve's end and finds no turn, so it makes one (at its commit:
+-- S121). So no key is left with jobs and no turn. A reserve tries the lock only for a
+-- key it sees with no live job, so stores of keys with live jobs never wait for a
+-- reserve.
 --
 -- A key walked with nothing ready but with live jobs (they wait for later, or all run)
 -- is parked (S125): its turn stays, with parked_until the time its first waiting job
@@ -348,17 +351,18 @@ DECLARE
     v_w     int[];
     v_at    timestamptz[];
     v_front jsonb;     -- per queue, the lowest pass served
+    v_was   boolean[]; -- parked before this reserve walked it
     v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
     v_idle  tid[];
 BEGIN
     SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
            array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
            array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
-           array_agg(l.at ORDER BY l.queue, l.key)
-    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at
+           array_agg(l.at ORDER BY l.queue, l.key), array_agg(l.was ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at, v_was
     FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n,
                  CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, pgq._fair_rejoin(t.queue)) END AS pass,
-                 coalesce(w.weight, 1) AS weight, e.at
+                 coalesce(w.weight, 1) AS weight, e.at, t.parked_until IS NOT NULL AS was
           FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
                 FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
                       FROM jsonb_array_elements(p_pending) p
@@ -388,15 +392,21 @@ BEGIN
         parked_until = CASE WHEN u.n > 0 THEN NULL ELSE u.at END
     FROM unnest(v_tids, v_pass, v_n, v_w, v_at) u(tid, pass, n, w, at)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
-    -- An idle key: alone on its lock first; then, by a statement that starts after, no
-    -- live job. A key seen with a live job (delayed, or running) keeps its turn without
-    -- the lock being tried: held to the reserve's end, it would hold up every store of
-    -- the keys that share it. A probe per turn, to the key's first job: a scalar
-    -- subquery, which the planner never turns into a join that reads every job of the
-    -- queue.
+    -- An idle key in play with no live job is kept, parked for pgq._fair_keep(): a key
+    -- that dispatches again meanwhile comes back as a parked one, with no turn to make.
+    -- A probe per turn, to the key's first job: a scalar subquery, which the planner
+    -- never turns into a join that reads every job of the queue.
     v_idle := ARRAY(SELECT u.tid FROM unnest(v_tids, v_n) u(tid, n) WHERE u.n = 0);
-    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n) u(tid, q, k, n)
-                     WHERE u.n = 0
+    UPDATE pgq.fair_turns t SET parked_until = now() + pgq._fair_keep(), pass = u.pass
+    FROM unnest(v_tids, v_pass, v_was) u(tid, pass, was)
+    WHERE t.ctid = ANY (v_idle) AND t.ctid = u.tid AND NOT u.was
+      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    -- An idle key back from parking: alone on its lock first; then, by a statement that
+    -- starts after, no live job. A key seen with a live job (delayed, or running) keeps
+    -- its turn without the lock being tried: held to the reserve's end, it would hold
+    -- up every store of the keys that share it.
+    v_alone := ARRAY(SELECT u.tid FROM unnest(v_tids, v_q, v_k, v_n, v_was) u(tid, q, k, n, was)
+                     WHERE u.n = 0 AND u.was
                        AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = u.q AND j.fair_key = u.k LIMIT 1) IS NOT NULL
                                 THEN false  -- a CASE: the planner orders the conditions of an AND by cost
                                 ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(u.q, u.k)) END);
@@ -424,31 +434,35 @@ $$;
 COMMENT ON FUNCTION pgq._fair_settle(jsonb, jsonb) IS
     'Reserve''s end: a fair queue''s turns after its picks: passes advance by 1/weight a job taken, idle keys with no live job lose their turn, those with live jobs are parked, turns that came back are due (S115, S117, S125).';
 
--- pgq._fair_prune: ends the parked turns whose key has no live job left. A key parked
--- while all its jobs ran keeps its turn once they end, since no reserve walks it; this,
--- called by pgq.rotate every second, ends those turns as a reserve ends an idle key's:
--- the key's lock alone first, then, in a later statement, no live job (see the top of
--- this file). A turn a reserve is settling is left for a later call.
+-- pgq._fair_keep: how long a fair queue's key keeps its turn, parked, once it has no
+-- live job (S126): a key that dispatches again within it needs no new turn.
+CREATE OR REPLACE FUNCTION pgq._fair_keep() RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT interval '1 minute' $$;
+
+COMMENT ON FUNCTION pgq._fair_keep() IS 'How long a fair queue''s key with no live job keeps its turn, parked: 1 minute (S126).';
+
+-- pgq._fair_prune: the parked turns whose key has no live job left are kept for
+-- pgq._fair_keep() (S126). A key parked while all its jobs ran is walked by no reserve
+-- until one is written; this, called by pgq.rotate every second, parks its turn until
+-- then, and the first reserve that walks it after, with still no live job, ends it as
+-- an idle key's (see the top of this file). A turn a reserve is settling is left for a
+-- later call.
 CREATE OR REPLACE FUNCTION pgq._fair_prune() RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off
 AS $$
-DECLARE
-    v_tids tid[];
 BEGIN
-    SELECT array_agg(x.tid) INTO v_tids
-    FROM (SELECT t.ctid AS tid FROM pgq.fair_turns t
-          WHERE t.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
-            AND CASE WHEN (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NOT NULL
-                     THEN false
-                     ELSE pg_try_advisory_xact_lock(pgq._lock_space('fair'), pgq._fair_lock(t.queue, t.key)) END
-          FOR UPDATE SKIP LOCKED) x;
-    DELETE FROM pgq.fair_turns t
-    WHERE t.ctid = ANY (v_tids)
-      AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key LIMIT 1) IS NULL;
+    UPDATE pgq.fair_turns t SET parked_until = now() + pgq._fair_keep()
+    WHERE t.ctid = ANY (ARRAY(
+        SELECT x.ctid FROM pgq.fair_turns x
+        WHERE x.parked_until = 'infinity'  -- fair_turns_parked_idx: parked while all its jobs ran
+          AND (SELECT j.id FROM pgq.jobs j WHERE j.queue = x.queue AND j.fair_key = x.key LIMIT 1) IS NULL
+        FOR UPDATE SKIP LOCKED));
 END;
 $$;
 
 COMMENT ON FUNCTION pgq._fair_prune() IS
-    'Ends the parked turns of fair queues whose key has no live job left (S125); called by pgq.rotate.';
+    'Parks for pgq._fair_keep() the turns of fair queues parked while their jobs ran, once no live job is left (S126); called by pgq.rotate.';
