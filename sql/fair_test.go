@@ -510,6 +510,27 @@ func TestS114S115FairByChangeWaitsForOpenDispatches(t *testing.T) {
 	}
 }
 
+// reserveOneBeside reserves one job of 'exports' on another connection while tx, which
+// has reserved, still holds its rows, then commits tx (the other reserve's end waits
+// for it) and returns what the other reserve took.
+func reserveOneBeside(t *testing.T, db *pgqtest.DB, tx pgx.Tx) []taken {
+	t.Helper()
+	second := make(chan []taken, 1)
+	go func() {
+		c, err := db.Pool.Acquire(ctx)
+		if err != nil {
+			second <- nil
+			return
+		}
+		defer c.Release()
+		got, _ := reserveFairOn(t, c.Conn(), "w2", 1)
+		second <- got
+	}()
+	time.Sleep(200 * time.Millisecond) // the second reserve picks while the first holds its rows
+	require.NoError(t, tx.Commit(ctx))
+	return <-second
+}
+
 // S116, S117: a key's weight lets a reserve take up to that many of its jobs a round,
 // but one that takes fewer locks no more than it takes: a reserve of one job in an open
 // transaction leaves the key's next job to a concurrent reserve, which takes them in
@@ -526,23 +547,10 @@ func TestS116S117WeightedKeyLocksOnlyWhatItTakes(t *testing.T) {
 	first, err := reserveFairOn(t, tx.Conn(), "w1", 1)
 	require.NoError(t, err)
 	require.Equal(t, []taken{{"a", 1}}, first)
-	second := make(chan []taken, 1)
-	go func() {
-		c, err := db.Pool.Acquire(ctx)
-		if err != nil {
-			second <- nil
-			return
-		}
-		defer c.Release()
-		got, _ := reserveFairOn(t, c.Conn(), "w2", 1)
-		second <- got
-	}()
-	time.Sleep(200 * time.Millisecond) // the second reserve picks while the first holds its rows
-	require.NoError(t, tx.Commit(ctx))
-	require.Equal(t, []taken{{"a", 2}}, <-second, "the key's next job, in order")
+	require.Equal(t, []taken{{"a", 2}}, reserveOneBeside(t, db, tx), "the key's next job, in order")
 }
 
-// S116, S117: a reserve whose size cuts a round short, in its first round or a later
+// S116, S117: a reserve whose size cuts a round short, its opening round or a later
 // one, locks no more of the key it stops in than it takes: a concurrent reserve, which
 // picks while the first holds its rows, takes that key's next job.
 func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
@@ -553,8 +561,8 @@ func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
 		jobsA  int
 		next   int // the job of b the second reserve takes
 	}{
-		{"later round", 2, 4, 4}, // 7: a1 a2 b1 b2, then a3 a4 b3 of b's quota of 2
-		{"first round", 5, 5, 3}, // 7: a1-a5 b1 b2 of b's quota of 5
+		{"later round", 2, 4, 4},   // 7: a1 a2 b1 b2, then a3 a4 b3 of b's quota of 2
+		{"opening round", 5, 5, 3}, // 7: a1-a5 b1 b2 of b's quota of 5
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -571,20 +579,7 @@ func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
 			first, err := reserveFairOn(t, tx.Conn(), "w1", 7)
 			require.NoError(t, err)
 			require.Len(t, first, 7)
-			second := make(chan []taken, 1)
-			go func() {
-				c, err := db.Pool.Acquire(ctx)
-				if err != nil {
-					second <- nil
-					return
-				}
-				defer c.Release()
-				got, _ := reserveFairOn(t, c.Conn(), "w2", 1)
-				second <- got
-			}()
-			time.Sleep(200 * time.Millisecond) // the second reserve picks while the first holds its rows
-			require.NoError(t, tx.Commit(ctx))
-			require.Equal(t, []taken{{"b", tc.next}}, <-second, "b's first job the first reserve did not take")
+			require.Equal(t, []taken{{"b", tc.next}}, reserveOneBeside(t, db, tx), "b's first job the first reserve did not take")
 		})
 	}
 }
