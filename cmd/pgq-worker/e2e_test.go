@@ -836,7 +836,8 @@ func TestS31E2EWakeUp(t *testing.T) {
 		db := pgqtest.New(t)
 		db.Exec(t, appSchema+`SELECT pgq.define_job('rec', handler => 'app.rec');`)
 		w := startWorker(t, db, "W", "--sleep", "30", "--concurrency", "2")
-		waitUntil(t, 5*time.Second, "the worker listens", func() bool { return listenerPID(db) != 0 })
+		// A worker's start, on a machine busy with the rest of the suite, is not what S31 times.
+		waitUntil(t, 15*time.Second, "the worker listens", func() bool { return listenerPID(db) != 0 })
 		time.Sleep(500 * time.Millisecond) // past its first reserve: idle
 
 		start := time.Now()
@@ -867,7 +868,8 @@ func TestS31E2EWakeUp(t *testing.T) {
 		db := pgqtest.New(t)
 		db.Exec(t, appSchema+`SELECT pgq.define_job('rec', handler => 'app.rec');`)
 		w := startWorker(t, db, "W", "--sleep", "1", "--concurrency", "2")
-		waitUntil(t, 5*time.Second, "the worker listens", func() bool { return listenerPID(db) != 0 })
+		// A worker's start, on a machine busy with the rest of the suite, is not what S31 times.
+		waitUntil(t, 15*time.Second, "the worker listens", func() bool { return listenerPID(db) != 0 })
 		require.True(t, scalar[bool](t, db, `SELECT pg_terminate_backend($1)`, listenerPID(db)))
 		// A delayed job sends no NOTIFY: only the poll can find it once it is due.
 		id := dispatch(t, db, `pgq.dispatch('rec', '{"n":"1"}', delay => interval '1 second')`)
