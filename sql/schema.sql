@@ -4158,7 +4158,7 @@ BEGIN
            coalesce(array_agg(t.weight ORDER BY t.pass, t.key), '{}')
     INTO v_tk, v_tp, v_tw
     FROM pgq._fair_turns_now(p_queue, p_now) t;
-    -- The first round: the turns by pass, each key's next jobs up to its weight, until
+    -- The opening round: the turns by pass, each key's next jobs up to its weight, until
     -- p_want jobs. The turns walked before the last that gave a job, and every turn
     -- when it left room, that gave none are idle.
     v_r := pgq._fair_round(p_slots, p_queue, p_prio, v_tk, v_tw, p_want, p_now, p_skip);
