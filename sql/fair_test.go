@@ -472,6 +472,39 @@ func TestS123FairTurnReadsItsKeyOnly(t *testing.T) {
 	require.Less(t, n, 2000, "the turns fetched %d rows by index: a key's turn read other keys' jobs", n)
 }
 
+// S123: a dispatch into a fair queue of 1,000 keys with turns reads its own key's turn,
+// whether the key has one or not, and no other: the index entries and rows of
+// pgq.fair_turns it reads, counted by the statistics, are a few, not a thousand.
+func TestS123FairDispatchReadsItsKeysTurnsOnly(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.dispatch_many('export', ARRAY(SELECT jsonb_build_object('tenant', 'k' || k)
+	            FROM generate_series(1, 1000) k), queue => 'exports')`)
+	c, err := db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	var turns int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM pgq.fair_turns WHERE queue = 'exports'`).Scan(&turns))
+	require.Equal(t, 1000, turns)
+	turnReads := func() int {
+		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.QueryRow(ctx, `
+			SELECT (SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE relid = 'pgq.fair_turns'::regclass)
+			     + (SELECT coalesce(seq_tup_read, 0)::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass)`).Scan(&n))
+		return n
+	}
+	for _, tenant := range []string{"k500", "new"} {
+		before := turnReads()
+		_, err = c.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text), queue => 'exports')`, tenant)
+		require.NoError(t, err)
+		n := turnReads() - before
+		require.Less(t, n, 10, "a dispatch of tenant %s read %d turns of pgq.fair_turns", tenant, n)
+	}
+}
+
 // S114, S115: a change of fair_by waits for the transactions storing jobs in the queue
 // under the old one, so that their jobs are keyed anew with the others and each key
 // has a turn: a plain queue made fair, and a fair queue keyed by another field, while a

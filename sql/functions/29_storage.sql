@@ -239,14 +239,20 @@ DECLARE
     v_keys    text[] := ARRAY(SELECT DISTINCT k FROM unnest(p_keys) k ORDER BY k);
     v_new     jsonb;
     v_pending text := current_setting('pgq.fair_entering', true);
+    v_any_iso boolean := current_setting('transaction_isolation') <> 'read committed';  -- every key is entered
+    v_key     text;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(pgq._lock_space('fair'), l.id)
     FROM (SELECT DISTINCT pgq._fair_lock(p_queue, k) AS id FROM unnest(v_keys) k) l
     ORDER BY l.id;
-    SELECT jsonb_agg(jsonb_build_array(p_queue, u.k)) INTO v_new
-    FROM unnest(v_keys) u(k)
-    WHERE current_setting('transaction_isolation') <> 'read committed'
-       OR NOT EXISTS (SELECT FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = u.k);
+    -- A probe of the primary key per key: as one query over the keys, the plan can
+    -- read every turn of the queue (a hashed subplan, or a scan by queue alone when the
+    -- table has no statistics), so a dispatch would cost more the more keys there are.
+    FOREACH v_key IN ARRAY v_keys LOOP
+        IF v_any_iso OR NOT EXISTS (SELECT FROM pgq.fair_turns t WHERE t.queue = p_queue AND t.key = v_key) THEN
+            v_new := coalesce(v_new, '[]') || jsonb_build_array(jsonb_build_array(p_queue, v_key));
+        END IF;
+    END LOOP;
     IF v_new IS NULL THEN
         RETURN;
     END IF;
