@@ -191,6 +191,58 @@ func TestS99EndsWakeWaitingJobsWithoutWaiting(t *testing.T) {
 		"the locked first waiting job still waits, the second is woken")
 }
 
+// S99: a job that a reserve leaves waiting for a place is woken by an end of its key
+// that runs while that reserve is still open: the end waits for the reserve's commit,
+// then wakes it (not the job's delay, up to the overlap TTL, later). And while an end
+// that has freed a place is still open, a reserve leaves the key's job as it was, ready
+// for the next reserve, instead of waiting for an end that will not see it.
+func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	mw := `middleware => '[{"concurrency_limited": {"limit": 1}}]'`
+	dispatch(t, db, `'one', `+mw)
+	holder := runnable(reserveOn(t, db.Pool, "w1", time.Now()))
+	require.Len(t, holder, 1)
+	waiting := dispatch(t, db, `'one', `+mw)
+
+	reserver, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer reserver.Rollback(ctx)
+	require.Empty(t, runnable(reserveOn(t, reserver, "w2", time.Now())), "the key is full")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL`, waiting), "its wait is not committed yet")
+	ended := make(chan error, 1)
+	go func() {
+		_, err := session(t, db).Exec(ctx, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, holder[0].UUID, *holder[0].Token)
+		ended <- err
+	}()
+	// The end runs while the reserve is open: it waits for it, or (before) went through.
+	require.Eventually(t, func() bool {
+		return len(ended) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, reserver.Commit(ctx))
+	require.NoError(t, <-ended)
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, waiting),
+		"the end woke the job the reserve left waiting")
+	got := runnable(reserveOn(t, db.Pool, "w3", time.Now()))
+	require.Len(t, got, 1)
+	require.Equal(t, waiting, got[0].UUID)
+
+	// Its end, open: a reserve of the key's next job leaves it ready, untouched.
+	next := dispatch(t, db, `'one', `+mw)
+	ender, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer ender.Rollback(ctx)
+	_, err = ender.Exec(ctx, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, got[0].UUID, *got[0].Token)
+	require.NoError(t, err)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w4", time.Now())))
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, next),
+		"left ready while a place is being freed")
+	require.NoError(t, ender.Commit(ctx))
+	last := runnable(reserveOn(t, db.Pool, "w4", time.Now()))
+	require.Len(t, last, 1)
+	require.Equal(t, next, last[0].UUID)
+}
+
 // S99: two concurrency_limited entries that count one key would each find the other's
 // place taken, so their jobs would wait for ever: define_job and dispatch refuse them.
 // Entries on different keys (a class's own limit per account, and a named limit) go

@@ -725,8 +725,8 @@ DECLARE
     v_key   text[];
     v_lim   int[];
     v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
-    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
-    v_k_at  int[]; v_k_next int[]; v_k_room int[];
+    v_k_lim int[]; v_k_places int[];    -- the next to offer, how many more handlers it may start, whether its jobs may wait
+    v_k_at  int[]; v_k_next int[]; v_k_room int[]; v_k_wait boolean[];
     v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
     v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
@@ -794,15 +794,20 @@ BEGIN
         won_exp := won_exp || v_ov.won_exp;
         EXIT WHEN cardinality(won_ord) = cardinality(v_ord);
     END LOOP;
-    -- A job left waiting is ready again when the first of its key's leases could run
-    -- out: one held before this call, or else one it took.
+    -- A job left waiting is ready again when a job of its key ends, or when the first of
+    -- its key's leases could run out: one held before this call, or else one it took;
+    -- unless its key may not wait now: then it is left as it was (busy).
+    v_k_wait := pgq._concurrency_may_wait(v_k_key, v_ord, v_key, won_ord, v_h_name, p_now);
     turned := turned || ARRAY(
-        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
-                   greatest(1, ceil(extract(epoch FROM coalesce(
-                       (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
-                       pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
-                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+        SELECT CASE WHEN v_k_wait[k.n] THEN
+                   ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                       greatest(1, ceil(extract(epoch FROM coalesce(
+                           (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
+                            WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
+                           pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
+                       false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+               ELSE ROW(j.ord, 'concurrency_limited', format('concurrency_limited key %s: a place is being freed; left waiting', j.key),
+                        NULL, false, NULL, NULL, NULL, true)::pgq.admission END
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
 END;
@@ -2670,6 +2675,39 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) IS 'The advisory lock ids of named concurrency limits (''limit'') or of concurrency_limited keys (''key''), one per name (S99).';
+
+
+--
+-- Name: _concurrency_may_wait(text[], integer[], text[], integer[], text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) RETURNS boolean[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_left  text[] := ARRAY(SELECT CASE WHEN k.key = ANY (ARRAY(SELECT j.key FROM unnest(p_ord, p_key) j(ord, key)
+                                                                WHERE j.ord <> ALL (coalesce(p_won, '{}')))) THEN k.key END
+                            FROM unnest(p_keys) WITH ORDINALITY k(key, n) ORDER BY k.n);  -- NULL: none left
+    v_alone boolean[] := ARRAY(SELECT k.key IS NOT NULL AND pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
+                               FROM unnest(v_left) WITH ORDINALITY k(key, n) ORDER BY k.n);
+BEGIN
+    RETURN ARRAY(
+        SELECT k.key IS NULL OR v_alone[k.n] AND NOT EXISTS (
+                   SELECT FROM unnest(p_held) h(name)
+                   WHERE regexp_replace(substr(h.name, 2), '#[0-9]+$', '') = k.key
+                     AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = h.name AND o.expires_at > p_now))
+        FROM unnest(v_left) WITH ORDINALITY k(key, n)
+        ORDER BY k.n);
+END;
+$_$;
+
+
+--
+-- Name: FUNCTION _concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) IS 'Admission: per concurrency_limited key, whether the jobs without a place may wait: its lock held alone, and no place freed since they were counted (S99).';
 
 
 --
@@ -6562,6 +6600,12 @@ DECLARE
     v_freed text[];
     v_n     bigint[];
 BEGIN
+    -- Shared: ends never wait for each other; in lock order, though only reserves,
+    -- which never wait for it, take it alone.
+    PERFORM pg_advisory_xact_lock_shared(l.id)
+    FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('key',
+              ARRAY(SELECT regexp_replace(substr(k, 2), '#[0-9]+$', '') FROM unnest(p_keys) k WHERE k LIKE '#%'))) AS id) l
+    ORDER BY l.id;
     -- The keys as one index scan of each generation, and the uuids as a hashed
     -- semi-join, not "= ANY", which would test each lease found against every uuid of a
     -- completion batch (a join with unnest(p_keys) gets a generic plan that does too).
@@ -14010,6 +14054,13 @@ REVOKE ALL ON FUNCTION pgq._clear_circuits(p_jobs text[], p_breakers jsonb[], p_
 --
 
 REVOKE ALL ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

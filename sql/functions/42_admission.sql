@@ -295,7 +295,9 @@ COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], u
 -- per name: of named limits (p_kind 'limit': held shared by a reserve from before it
 -- reads the limit until it commits, taken alone by pgq.define_concurrency to lower it)
 -- or of keys (p_kind 'key': taken by a reserve that admits jobs of a key whose places
--- exceed its limit, pgq._admit_concurrency_keys).
+-- exceed its limit, pgq._admit_concurrency_keys, or leaves jobs waiting for a place,
+-- pgq._concurrency_may_wait; held shared by an end that frees a place,
+-- pgq._release_overlap).
 CREATE OR REPLACE FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) RETURNS bigint[]
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -430,8 +432,8 @@ DECLARE
     v_key   text[];
     v_lim   int[];
     v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
-    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
-    v_k_at  int[]; v_k_next int[]; v_k_room int[];
+    v_k_lim int[]; v_k_places int[];    -- the next to offer, how many more handlers it may start, whether its jobs may wait
+    v_k_at  int[]; v_k_next int[]; v_k_room int[]; v_k_wait boolean[];
     v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
     v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
@@ -499,15 +501,20 @@ BEGIN
         won_exp := won_exp || v_ov.won_exp;
         EXIT WHEN cardinality(won_ord) = cardinality(v_ord);
     END LOOP;
-    -- A job left waiting is ready again when the first of its key's leases could run
-    -- out: one held before this call, or else one it took.
+    -- A job left waiting is ready again when a job of its key ends, or when the first of
+    -- its key's leases could run out: one held before this call, or else one it took;
+    -- unless its key may not wait now: then it is left as it was (busy).
+    v_k_wait := pgq._concurrency_may_wait(v_k_key, v_ord, v_key, won_ord, v_h_name, p_now);
     turned := turned || ARRAY(
-        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
-                   greatest(1, ceil(extract(epoch FROM coalesce(
-                       (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
-                       pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
-                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+        SELECT CASE WHEN v_k_wait[k.n] THEN
+                   ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                       greatest(1, ceil(extract(epoch FROM coalesce(
+                           (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
+                            WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
+                           pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
+                       false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
+               ELSE ROW(j.ord, 'concurrency_limited', format('concurrency_limited key %s: a place is being freed; left waiting', j.key),
+                        NULL, false, NULL, NULL, NULL, true)::pgq.admission END
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
 END;
@@ -515,6 +522,44 @@ $$;
 
 COMMENT ON FUNCTION pgq._admit_concurrency(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
     'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases), the jobs left to wait, uncounted, and those left untouched while another transaction counts their key (S99).';
+
+-- pgq._concurrency_may_wait: for each concurrency_limited key of p_keys, whether the
+-- jobs of p_ord (with their keys, p_key) that a reserve found no place for (not in
+-- p_won) may wait for one (S99); true for a key with no such job. They may only if
+-- this transaction holds the key's lock alone, and then, in a statement after it,
+-- every place that a live lease held when the reserve counted them (p_held, at p_now)
+-- is still held. An end of a job that holds a place takes the key's lock shared
+-- before it frees the place and wakes the key's waiting jobs after
+-- (pgq._release_overlap), so an end under way when the lock is taken wakes these jobs
+-- once this transaction commits, and one that committed before it shows here as a
+-- place freed. Where false, another transaction is freeing a place or has freed one
+-- unseen: the jobs are left as they were, for a later reserve, so that none waits for
+-- an end that has come and gone.
+CREATE OR REPLACE FUNCTION pgq._concurrency_may_wait(
+    p_keys text[], p_ord int[], p_key text[], p_won int[], p_held text[], p_now timestamptz
+) RETURNS boolean[]
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_left  text[] := ARRAY(SELECT CASE WHEN k.key = ANY (ARRAY(SELECT j.key FROM unnest(p_ord, p_key) j(ord, key)
+                                                                WHERE j.ord <> ALL (coalesce(p_won, '{}')))) THEN k.key END
+                            FROM unnest(p_keys) WITH ORDINALITY k(key, n) ORDER BY k.n);  -- NULL: none left
+    v_alone boolean[] := ARRAY(SELECT k.key IS NOT NULL AND pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
+                               FROM unnest(v_left) WITH ORDINALITY k(key, n) ORDER BY k.n);
+BEGIN
+    RETURN ARRAY(
+        SELECT k.key IS NULL OR v_alone[k.n] AND NOT EXISTS (
+                   SELECT FROM unnest(p_held) h(name)
+                   WHERE regexp_replace(substr(h.name, 2), '#[0-9]+$', '') = k.key
+                     AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = h.name AND o.expires_at > p_now))
+        FROM unnest(v_left) WITH ORDINALITY k(key, n)
+        ORDER BY k.n);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._concurrency_may_wait(text[], int[], text[], int[], text[], timestamptz) IS
+    'Admission: per concurrency_limited key, whether the jobs without a place may wait: its lock held alone, and no place freed since they were counted (S99).';
 
 -- pgq._concurrency_room: how many more handlers each key of pgq._admit_concurrency may
 -- start: its limit less its handlers running, those whose lease on one of its places
