@@ -5986,6 +5986,7 @@ DECLARE
     v_at  timestamptz;
     v_id  bigint;
 BEGIN
+    PERFORM set_config('pgq.fair_rest', '', true);  -- the rows a fair pick kept, left locked (pgq._pick_fair)
     IF v_p IS NULL THEN
         SELECT coalesce(jsonb_agg(jsonb_build_array(f.priority, f.available_at, f.id) ORDER BY f.priority DESC), '[]')
         INTO v_new
@@ -6067,41 +6068,59 @@ CREATE FUNCTION pgq._pick_fair(p_cursor jsonb, p_queue text, p_want integer, p_n
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
+    v_rest  jsonb := nullif(current_setting('pgq.fair_rest', true), '')::jsonb;
     v_slots smallint[] := pgq._pick_slots(p_cursor);
     v_prio  int := 2147483647;
     v_rows  record;
+    v_tids  tid[];      -- the rows in the order to take them: by tag, then as walked
+    v_rslot smallint[];
+    v_ids   bigint[];
+    v_plain boolean[];
+    v_keys  text[];
+    v_idle  text[];
     v_n     int;
     v_out   pgq.picked;
 BEGIN
-    LOOP
-        -- The next priority, below the last, that has a ready keyed job.
-        SELECT p.priority INTO v_prio FROM pgq.jobs p
-        WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.priority < v_prio
-          AND p.fair_key IS NOT NULL AND p.id <> ALL (p_skip) AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
-        ORDER BY p.priority DESC, p.available_at, p.id  -- jobs_reserve_idx
-        LIMIT 1;
-        IF NOT FOUND THEN
-            RETURN pgq._pick(p_cursor, p_queue, p_want, p_now, p_skip);
-        END IF;
-        v_rows := pgq._fair_rows(v_slots, p_queue, v_prio, p_want, p_now, p_skip);
-        EXIT WHEN cardinality(v_rows.tids) > 0;
-        PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
-    END LOOP;
-    -- In the order to take them: by tag, then as walked.
-    SELECT array_agg(v_rows.tids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.slots[i] ORDER BY v_rows.tags[i], i),
-           array_agg(v_rows.ids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.plain[i] ORDER BY v_rows.tags[i], i),
-           array_agg(v_rows.keys[i] ORDER BY v_rows.tags[i], i)
-    INTO v_rows.tids, v_rows.slots, v_rows.ids, v_rows.plain, v_rows.keys
-    FROM generate_subscripts(v_rows.tags, 1) i;
-    -- One slot: up to the first row of another, which stays locked and comes first in
-    -- the next pick.
-    v_n := coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rows.slots, 1) i
-                     WHERE v_rows.slots[i] <> v_rows.slots[1]), cardinality(v_rows.tids));
-    PERFORM pgq._fair_taken(p_queue, v_rows.keys[1 : v_n], v_rows.idle);
-    v_out.slot := v_rows.slots[1];
-    v_out.tids := v_rows.tids[1 : v_n];
-    v_out.ids := v_rows.ids[1 : v_n];
-    v_out.plain := v_rows.plain[1 : v_n];
+    IF v_rest ->> 'queue' = p_queue THEN
+        SELECT array_agg((r.e ->> 'tid')::tid ORDER BY r.i), array_agg((r.e ->> 'slot')::smallint ORDER BY r.i),
+               array_agg((r.e ->> 'id')::bigint ORDER BY r.i), array_agg((r.e ->> 'plain')::boolean ORDER BY r.i),
+               array_agg(r.e ->> 'key' ORDER BY r.i)
+        INTO v_tids, v_rslot, v_ids, v_plain, v_keys
+        FROM jsonb_array_elements(v_rest -> 'rows') WITH ORDINALITY r(e, i);
+    ELSE
+        LOOP
+            -- The next priority, below the last, that has a ready keyed job.
+            SELECT p.priority INTO v_prio FROM pgq.jobs p
+            WHERE p.queue = p_queue AND p.reserved_at IS NULL AND p.available_at <= p_now AND p.priority < v_prio
+              AND p.fair_key IS NOT NULL AND p.id <> ALL (p_skip) AND p.slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4])
+            ORDER BY p.priority DESC, p.available_at, p.id  -- jobs_reserve_idx
+            LIMIT 1;
+            IF NOT FOUND THEN
+                RETURN pgq._pick(p_cursor, p_queue, p_want, p_now, p_skip);
+            END IF;
+            v_rows := pgq._fair_rows(v_slots, p_queue, v_prio, p_want, p_now, p_skip);
+            EXIT WHEN cardinality(v_rows.tids) > 0;
+            PERFORM pgq._fair_taken(p_queue, '{}', v_rows.idle);
+        END LOOP;
+        SELECT array_agg(v_rows.tids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.slots[i] ORDER BY v_rows.tags[i], i),
+               array_agg(v_rows.ids[i] ORDER BY v_rows.tags[i], i), array_agg(v_rows.plain[i] ORDER BY v_rows.tags[i], i),
+               array_agg(v_rows.keys[i] ORDER BY v_rows.tags[i], i)
+        INTO v_tids, v_rslot, v_ids, v_plain, v_keys
+        FROM generate_subscripts(v_rows.tags, 1) i;
+        v_idle := v_rows.idle;
+    END IF;
+    -- One slot: up to the first row of another; the rest for the next pick.
+    v_n := least(p_want, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rslot, 1) i WHERE v_rslot[i] <> v_rslot[1]),
+                                  cardinality(v_tids)));
+    PERFORM pgq._fair_taken(p_queue, v_keys[1 : v_n], coalesce(v_idle, '{}'));
+    PERFORM set_config('pgq.fair_rest', CASE WHEN v_n < cardinality(v_tids) THEN jsonb_build_object('queue', p_queue, 'rows',
+        (SELECT jsonb_agg(jsonb_build_object('tid', v_tids[i], 'slot', v_rslot[i], 'id', v_ids[i], 'plain', v_plain[i], 'key', v_keys[i])
+                          ORDER BY i)
+         FROM generate_series(v_n + 1, cardinality(v_tids)) i))::text ELSE '' END, true);
+    v_out.slot := v_rslot[1];
+    v_out.tids := v_tids[1 : v_n];
+    v_out.ids := v_ids[1 : v_n];
+    v_out.plain := v_plain[1 : v_n];
     v_out.last := false;  -- a lower priority may have ready jobs: the next pick tells
     RETURN v_out;
 END;
