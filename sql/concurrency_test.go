@@ -209,6 +209,9 @@ func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	require.NoError(t, err)
 	defer reserver.Rollback(ctx)
 	require.Empty(t, runnable(reserveOn(t, reserver, "w2", time.Now())), "the key is full")
+	var waitsOn *string
+	require.NoError(t, reserver.QueryRow(ctx, `SELECT waits_on FROM pgq.jobs WHERE uuid = $1`, waiting).Scan(&waitsOn))
+	require.NotNil(t, waitsOn, "the reserve leaves it waiting")
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL`, waiting), "its wait is not committed yet")
 	ended := make(chan error, 1)
 	go func() {
@@ -217,7 +220,8 @@ func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	}()
 	// The end runs while the reserve is open: it waits for it, or (before) went through.
 	require.Eventually(t, func() bool {
-		return len(ended) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
+		return len(ended) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, reserver.Commit(ctx))
 	require.NoError(t, <-ended)
@@ -241,6 +245,32 @@ func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	last := runnable(reserveOn(t, db.Pool, "w4", time.Now()))
 	require.Len(t, last, 1)
 	require.Equal(t, next, last[0].UUID)
+}
+
+// S99: a reserve that takes a place and gives it back (its job turned away by a later
+// middleware) frees it as an end does: a reserve beside it that found that place locked
+// and left its job waiting makes the job ready again instead.
+func TestS99PlaceGivenBackBesideAReserveLeavesNoJobWaiting(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_limit('api', 1, '1 hour')`)
+	db.Exec(t, `SELECT pgq.define_job('call', middleware => '[{"concurrency_limited": {"limit": 1}}, {"rate_limited": {"limit": "api"}}]')`)
+	dispatch(t, db, `'call'`)
+	first := runnable(reserveOn(t, db.Pool, "w1", time.Now()))
+	require.Len(t, first, 1)
+	require.True(t, complete(t, db, reserved{UUID: first[0].UUID, Token: *first[0].Token}), "the hour's one call is spent")
+
+	turned := dispatch(t, db, `'call'`)
+	givingBack, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer givingBack.Rollback(ctx)
+	require.Empty(t, runnable(reserveOn(t, givingBack, "w2", time.Now())), "took the place, then turned away by the rate limit")
+	waiting := dispatch(t, db, `'call'`)
+	require.Empty(t, runnable(reserveOn(t, db.Pool, "w3", time.Now())), "the place is locked by the reserve giving it back")
+	require.NoError(t, givingBack.Commit(ctx))
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, waiting),
+		"ready again, not waiting for an end that will not come")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND available_at > now()`, turned), "turned away for the rate limit's window")
 }
 
 // S99: two concurrency_limited entries that count one key would each find the other's
@@ -465,9 +495,9 @@ func TestS99RotateBringsPlacesBackToTheLimit(t *testing.T) {
 	require.Equal(t, 1, places(), "never below the limit")
 }
 
-// S99: lowering a limit waits for the reserves that read it to commit, so that none
-// admits a job under the higher limit once the lowering has committed; meanwhile a
-// reserve leaves the limit's jobs as they were (busy), and raising it waits for no one.
+// S99: a change of a limit waits for the reserves that read it to commit, so that none
+// admits a job under the higher limit once a lowering has committed; meanwhile a
+// reserve leaves the limit's jobs as they were (busy).
 func TestS99LoweringWaitsForReservesThatReadTheLimit(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -483,7 +513,7 @@ func TestS99LoweringWaitsForReservesThatReadTheLimit(t *testing.T) {
 	_, err = definer.Exec(ctx, `SET lock_timeout = '200ms'`)
 	require.NoError(t, err)
 	_, err = definer.Exec(ctx, `SELECT pgq.define_concurrency('vendor', 3)`)
-	require.NoError(t, err, "raising waits for no reserve")
+	require.Equal(t, "55P03", pgCode(err), "raising waits for the open reserve: %v", err)
 	_, err = definer.Exec(ctx, `SELECT pgq.define_concurrency('vendor', 1)`)
 	require.Equal(t, "55P03", pgCode(err), "lowering waits for the open reserve: %v", err)
 
@@ -506,6 +536,36 @@ func TestS99LoweringWaitsForReservesThatReadTheLimit(t *testing.T) {
 	require.NoError(t, <-lowered)
 	require.Empty(t, runnable(reserveOn(t, db.Pool, "w2", clock())), "lowered to 1, with 1 running")
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on = '@vendor'`, later))
+}
+
+// S99: a raise of a limit wakes the jobs that a reserve still open when it began left
+// waiting: it waits for that reserve's commit, then wakes them.
+func TestS99RaiseWakesJobsAnOpenReserveLeftWaiting(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 1)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	dispatch(t, db, `'push'`)
+	require.Len(t, runnable(reserveOn(t, db.Pool, "w1", clock())), 1)
+	waiting := dispatch(t, db, `'push'`)
+	reserving, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer reserving.Rollback(ctx)
+	require.Empty(t, runnable(reserveOn(t, reserving, "w2", clock())), "the limit is full")
+	raised := make(chan error, 1)
+	go func() {
+		_, err := session(t, db).Exec(ctx, `SELECT pgq.define_concurrency('vendor', 2)`)
+		raised <- err
+	}()
+	require.Eventually(t, func() bool {
+		return len(raised) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, reserving.Commit(ctx))
+	require.NoError(t, <-raised)
+	got := runnable(reserveOn(t, db.Pool, "w3", clock()))
+	require.Len(t, got, 1, "the raise woke the job the reserve left waiting")
+	require.Equal(t, waiting, got[0].UUID)
 }
 
 // S99 under concurrency: while handlers hold places above a lowered limit, the reserves

@@ -649,11 +649,12 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
-    -- Jobs turned away, failed or left waiting give back the leases earlier ones took.
-    IF cardinality(v_out) > 0 THEN
-        DELETE FROM pgq.overlap_locks o
-        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
-        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
+    -- Jobs turned away, failed or left waiting give back the leases earlier ones took,
+    -- as an end does (a place given back wakes a job waiting for one, S99).
+    IF EXISTS (SELECT FROM unnest(v_out) d WHERE v_held[d.ord] IS NOT NULL) THEN
+        PERFORM pgq._release_overlap(ARRAY(SELECT p_uuids[d.ord] FROM unnest(v_out) d WHERE v_held[d.ord] IS NOT NULL),
+                                     ARRAY(SELECT DISTINCT k FROM unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+                                           WHERE v_held[d.ord] IS NOT NULL));
     END IF;
     -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] would read the
     -- arrays from their start for each job.
@@ -725,8 +726,8 @@ DECLARE
     v_key   text[];
     v_lim   int[];
     v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
-    v_k_lim int[]; v_k_places int[];    -- the next to offer, how many more handlers it may start, whether its jobs may wait
-    v_k_at  int[]; v_k_next int[]; v_k_room int[]; v_k_wait boolean[];
+    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
+    v_k_at  int[]; v_k_next int[]; v_k_room int[];
     v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
     v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
@@ -795,21 +796,20 @@ BEGIN
         EXIT WHEN cardinality(won_ord) = cardinality(v_ord);
     END LOOP;
     -- A job left waiting is ready again when a job of its key ends, or when the first of
-    -- its key's leases could run out: one held before this call, or else one it took;
-    -- unless its key may not wait now: then it is left as it was (busy).
-    v_k_wait := pgq._concurrency_may_wait(v_k_key, v_ord, v_key, won_ord, v_h_name, p_now);
+    -- its key's leases could run out: one held before this call, or else one it took.
     turned := turned || ARRAY(
-        SELECT CASE WHEN v_k_wait[k.n] THEN
-                   ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
-                       greatest(1, ceil(extract(epoch FROM coalesce(
-                           (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                            WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
-                           pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
-                       false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
-               ELSE ROW(j.ord, 'concurrency_limited', format('concurrency_limited key %s: a place is being freed; left waiting', j.key),
-                        NULL, false, NULL, NULL, NULL, true)::pgq.admission END
+        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                   greatest(1, ceil(extract(epoch FROM coalesce(
+                       (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
+                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
+                       pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
+                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
+    -- Checked again at the reserve's end (pgq._concurrency_waits).
+    PERFORM pgq._concurrency_waiting(v_k_key, v_k_lim, v_k_places,
+                                     ARRAY(SELECT p_uuids[j.ord] FROM unnest(v_ord) j(ord) WHERE j.ord <> ALL (coalesce(won_ord, '{}'))),
+                                     ARRAY(SELECT j.key FROM unnest(v_ord, v_key) j(ord, key) WHERE j.ord <> ALL (coalesce(won_ord, '{}'))));
 END;
 $$;
 
@@ -2678,39 +2678,6 @@ COMMENT ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) IS 'T
 
 
 --
--- Name: _concurrency_may_wait(text[], integer[], text[], integer[], text[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
---
-
-CREATE FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) RETURNS boolean[]
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-DECLARE
-    v_left  text[] := ARRAY(SELECT CASE WHEN k.key = ANY (ARRAY(SELECT j.key FROM unnest(p_ord, p_key) j(ord, key)
-                                                                WHERE j.ord <> ALL (coalesce(p_won, '{}')))) THEN k.key END
-                            FROM unnest(p_keys) WITH ORDINALITY k(key, n) ORDER BY k.n);  -- NULL: none left
-    v_alone boolean[] := ARRAY(SELECT k.key IS NOT NULL AND pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
-                               FROM unnest(v_left) WITH ORDINALITY k(key, n) ORDER BY k.n);
-BEGIN
-    RETURN ARRAY(
-        SELECT k.key IS NULL OR v_alone[k.n] AND NOT EXISTS (
-                   SELECT FROM unnest(p_held) h(name)
-                   WHERE regexp_replace(substr(h.name, 2), '#[0-9]+$', '') = k.key
-                     AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = h.name AND o.expires_at > p_now))
-        FROM unnest(v_left) WITH ORDINALITY k(key, n)
-        ORDER BY k.n);
-END;
-$_$;
-
-
---
--- Name: FUNCTION _concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
---
-
-COMMENT ON FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) IS 'Admission: per concurrency_limited key, whether the jobs without a place may wait: its lock held alone, and no place freed since they were counted (S99).';
-
-
---
 -- Name: _concurrency_room(integer[], integer[], integer[], text[], bigint[], boolean[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -2738,6 +2705,102 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]) IS 'Admission: how many more handlers each concurrency_limited key may start: its limit less those holding its places, above the limit too (S99).';
+
+
+--
+-- Name: _concurrency_waiting(text[], integer[], integer[], uuid[], text[]); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._concurrency_waiting(p_keys text[], p_lims integer[], p_places integer[], p_uuids uuid[], p_wkeys text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF cardinality(p_uuids) > 0 THEN
+        PERFORM set_config('pgq.concurrency_waits',
+            (coalesce(nullif(current_setting('pgq.concurrency_waits', true), ''), '[]')::jsonb
+             || (SELECT jsonb_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid))
+                 FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n)))::text,
+            true);
+    END IF;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _concurrency_waiting(p_keys text[], p_lims integer[], p_places integer[], p_uuids uuid[], p_wkeys text[]); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._concurrency_waiting(p_keys text[], p_lims integer[], p_places integer[], p_uuids uuid[], p_wkeys text[]) IS 'Admission: notes the jobs left waiting for a concurrency_limited place, for the check at the reserve''s end (S99).';
+
+
+--
+-- Name: _concurrency_waits(timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+DECLARE
+    v_w     jsonb := nullif(current_setting('pgq.concurrency_waits', true), '')::jsonb;
+    v_key   text[]; v_lim int[]; v_places int[]; v_alone boolean[];  -- per key
+    v_at    int[];
+    v_names text[]; v_ids bigint[]; v_live boolean[];  -- per place
+    v_held  text[];
+    v_room  int[];
+    v_ready text[];    -- the keys whose jobs may not wait
+    v_queue text;
+BEGIN
+    IF v_w IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('pgq.concurrency_waits', '', true);
+    SELECT array_agg(k.key ORDER BY k.key), array_agg(k.lim ORDER BY k.key), array_agg(k.places ORDER BY k.key)
+    INTO v_key, v_lim, v_places
+    FROM (SELECT w ->> 0 AS key, max((w ->> 1)::int) AS lim, max((w ->> 2)::int) AS places
+          FROM jsonb_array_elements(v_w) w GROUP BY 1) k;
+    v_alone := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                     FROM unnest(pgq._concurrency_lock_ids('key', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+    -- The places as pgq._admit_concurrency counts them, read after the locks.
+    v_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
+                  FROM unnest(v_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
+    v_names := ARRAY(SELECT '#' || k.key || '#' || i FROM unnest(v_key, v_places) WITH ORDINALITY k(key, places, n),
+                                                         generate_series(1, k.places) i ORDER BY k.n, i);
+    v_ids := pgq._overlap_lock_ids(v_names);
+    v_held := ARRAY(SELECT o.key FROM pgq.overlap_locks o WHERE o.key = ANY (v_names) AND o.expires_at > p_now);
+    v_live := ARRAY(SELECT p.name = ANY (v_held) FROM unnest(v_names) WITH ORDINALITY p(name, n) ORDER BY p.n);
+    v_room := pgq._concurrency_room(v_lim, v_places, v_at, v_names, v_ids, v_live, v_held);
+    v_ready := ARRAY(SELECT k.key FROM unnest(v_key, v_lim, v_at, v_alone, v_room) WITH ORDINALITY k(key, lim, at, alone, room, n)
+                     WHERE NOT k.alone
+                        OR k.room > 0 AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
+                                                  WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
+    IF cardinality(v_ready) = 0 THEN
+        RETURN;
+    END IF;
+    FOR v_queue IN
+        WITH ready AS (
+            UPDATE pgq.jobs j SET available_at = least(p_now, now()), waits_on = NULL
+            FROM (SELECT w ->> 0 AS key, (w ->> 3)::uuid AS uuid FROM jsonb_array_elements(v_w) w) w
+            WHERE w.key = ANY (v_ready) AND j.uuid = w.uuid AND j.waits_on = w.key AND j.reserved_at IS NULL
+            RETURNING j.queue
+        )
+        SELECT DISTINCT r.queue FROM ready r
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _concurrency_waits(p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) IS 'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s lock is held alone and no place is free (S99).';
 
 
 --
@@ -6619,8 +6682,8 @@ DECLARE
     v_freed text[];
     v_n     bigint[];
 BEGIN
-    -- Shared: ends never wait for each other; in lock order, though only reserves,
-    -- which never wait for it, take it alone.
+    -- Shared: ends never wait for each other. A reserve takes it alone only in its last
+    -- stage, after which it waits for nothing, so an end waits for it in no cycle.
     PERFORM pg_advisory_xact_lock_shared(l.id)
     FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('key',
               ARRAY(SELECT regexp_replace(substr(k, 2), '#[0-9]+$', '') FROM unnest(p_keys) k WHERE k LIKE '#%'))) AS id) l
@@ -8251,7 +8314,9 @@ BEGIN
     END IF;
     -- The limit this one replaces: read under the row's lock, which a concurrent change waits for.
     SELECT l."limit" INTO v_was FROM pgq.concurrency_limits l WHERE l.name = define_concurrency.name FOR UPDATE;
-    IF v_was > define_concurrency."limit" THEN
+    -- A change waits for the reserves that read the limit: a lowering holds once it
+    -- commits, and a raise wakes the jobs they left waiting (a statement after the lock).
+    IF v_was <> define_concurrency."limit" THEN
         PERFORM pg_advisory_xact_lock((pgq._concurrency_lock_ids('limit', ARRAY[define_concurrency.name]))[1]);
     END IF;
     INSERT INTO pgq.concurrency_limits AS l (name, "limit", places)
@@ -9745,6 +9810,7 @@ BEGIN
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
     v_cursor := pgq._pick_end(v_cursor);
+    PERFORM pgq._concurrency_waits(v_now);
 END;
 $$;
 
@@ -14076,17 +14142,24 @@ REVOKE ALL ON FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) FR
 
 
 --
--- Name: FUNCTION _concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
---
-
-REVOKE ALL ON FUNCTION pgq._concurrency_may_wait(p_keys text[], p_ord integer[], p_key text[], p_won integer[], p_held text[], p_now timestamp with time zone) FROM PUBLIC;
-
-
---
 -- Name: FUNCTION _concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]); Type: ACL; Schema: pgq; Owner: -
 --
 
 REVOKE ALL ON FUNCTION pgq._concurrency_room(p_lim integer[], p_places integer[], p_at integer[], p_names text[], p_ids bigint[], p_live boolean[], p_leased text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _concurrency_waiting(p_keys text[], p_lims integer[], p_places integer[], p_uuids uuid[], p_wkeys text[]); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._concurrency_waiting(p_keys text[], p_lims integer[], p_places integer[], p_uuids uuid[], p_wkeys text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _concurrency_waits(p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

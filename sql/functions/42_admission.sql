@@ -163,11 +163,12 @@ BEGIN
             END LOOP;
         END IF;
     END LOOP;
-    -- Jobs turned away, failed or left waiting give back the leases earlier ones took.
-    IF cardinality(v_out) > 0 THEN
-        DELETE FROM pgq.overlap_locks o
-        USING unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
-        WHERE v_held[d.ord] IS NOT NULL AND o.key = k AND o.job_uuid = p_uuids[d.ord];
+    -- Jobs turned away, failed or left waiting give back the leases earlier ones took,
+    -- as an end does (a place given back wakes a job waiting for one, S99).
+    IF EXISTS (SELECT FROM unnest(v_out) d WHERE v_held[d.ord] IS NOT NULL) THEN
+        PERFORM pgq._release_overlap(ARRAY(SELECT p_uuids[d.ord] FROM unnest(v_out) d WHERE v_held[d.ord] IS NOT NULL),
+                                     ARRAY(SELECT DISTINCT k FROM unnest(v_out) d, unnest(v_held[d.ord]::text[]) k
+                                           WHERE v_held[d.ord] IS NOT NULL));
     END IF;
     -- unnest, not a subscript per row: v_held[a.ord] and v_exp[a.ord] would read the
     -- arrays from their start for each job.
@@ -295,8 +296,8 @@ COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], u
 -- per name: of named limits (p_kind 'limit': held shared by a reserve from before it
 -- reads the limit until it commits, taken alone by pgq.define_concurrency to lower it)
 -- or of keys (p_kind 'key': taken by a reserve that admits jobs of a key whose places
--- exceed its limit, pgq._admit_concurrency_keys, or leaves jobs waiting for a place,
--- pgq._concurrency_may_wait; held shared by an end that frees a place,
+-- exceed its limit, pgq._admit_concurrency_keys, or that leaves jobs waiting for a
+-- place, pgq._concurrency_waits; held shared by a transaction that frees a place,
 -- pgq._release_overlap).
 CREATE OR REPLACE FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) RETURNS bigint[]
 LANGUAGE plpgsql IMMUTABLE
@@ -432,8 +433,8 @@ DECLARE
     v_key   text[];
     v_lim   int[];
     v_k_key text[];                     -- per key: the key, its limit and places, where its places start in v_p_*,
-    v_k_lim int[]; v_k_places int[];    -- the next to offer, how many more handlers it may start, whether its jobs may wait
-    v_k_at  int[]; v_k_next int[]; v_k_room int[]; v_k_wait boolean[];
+    v_k_lim int[]; v_k_places int[];    -- the next of them to offer, and how many more handlers it may start
+    v_k_at  int[]; v_k_next int[]; v_k_room int[];
     v_p_name text[];                    -- every place of the batch's keys (per key, 1..limit in offer order,
     v_p_id  bigint[]; v_p_live boolean[];  -- then those above): name, lock id, leased
     v_h_name text[];                    -- the places a live lease holds: name, the lease's end
@@ -502,64 +503,120 @@ BEGIN
         EXIT WHEN cardinality(won_ord) = cardinality(v_ord);
     END LOOP;
     -- A job left waiting is ready again when a job of its key ends, or when the first of
-    -- its key's leases could run out: one held before this call, or else one it took;
-    -- unless its key may not wait now: then it is left as it was (busy).
-    v_k_wait := pgq._concurrency_may_wait(v_k_key, v_ord, v_key, won_ord, v_h_name, p_now);
+    -- its key's leases could run out: one held before this call, or else one it took.
     turned := turned || ARRAY(
-        SELECT CASE WHEN v_k_wait[k.n] THEN
-                   ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
-                       greatest(1, ceil(extract(epoch FROM coalesce(
-                           (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
-                            WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
-                           pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
-                       false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
-               ELSE ROW(j.ord, 'concurrency_limited', format('concurrency_limited key %s: a place is being freed; left waiting', j.key),
-                        NULL, false, NULL, NULL, NULL, true)::pgq.admission END
+        SELECT ROW(j.ord, 'concurrency_limited', format('waits for a place of concurrency_limited key %s (limit %s)', j.key, j.lim),
+                   greatest(1, ceil(extract(epoch FROM coalesce(
+                       (SELECT min(h.e) FROM unnest(v_h_name, v_h_end) h(name, e)
+                        WHERE h.name = ANY (v_p_name[v_k_at[k.n] : v_k_at[k.n] + v_k_places[k.n] - 1])),
+                       pgq._overlap_until(p_now, p_now, NULL)) - p_now)))::int,
+                   false, ARRAY[j.key], NULL, NULL, NULL)::pgq.admission
         FROM unnest(v_ord, v_key, v_lim) j(ord, key, lim), array_position(v_k_key, j.key) k(n)
         WHERE j.ord <> ALL (coalesce(won_ord, '{}')));
+    -- Checked again at the reserve's end (pgq._concurrency_waits).
+    PERFORM pgq._concurrency_waiting(v_k_key, v_k_lim, v_k_places,
+                                     ARRAY(SELECT p_uuids[j.ord] FROM unnest(v_ord) j(ord) WHERE j.ord <> ALL (coalesce(won_ord, '{}'))),
+                                     ARRAY(SELECT j.key FROM unnest(v_ord, v_key) j(ord, key) WHERE j.ord <> ALL (coalesce(won_ord, '{}'))));
 END;
 $$;
 
 COMMENT ON FUNCTION pgq._admit_concurrency(int[], text[], jsonb[], text[], uuid[], uuid[], text, timestamptz) IS
     'Admission: concurrency_limited for one middleware position of a batch: the places won (as overlap leases), the jobs left to wait, uncounted, and those left untouched while another transaction counts their key (S99).';
 
--- pgq._concurrency_may_wait: for each concurrency_limited key of p_keys, whether the
--- jobs of p_ord (with their keys, p_key) that a reserve found no place for (not in
--- p_won) may wait for one (S99); true for a key with no such job. They may only if
--- this transaction holds the key's lock alone, and then, in a statement after it,
--- every place that a live lease held when the reserve counted them (p_held, at p_now)
--- is still held. An end of a job that holds a place takes the key's lock shared
--- before it frees the place and wakes the key's waiting jobs after
--- (pgq._release_overlap), so an end under way when the lock is taken wakes these jobs
--- once this transaction commits, and one that committed before it shows here as a
--- place freed. Where false, another transaction is freeing a place or has freed one
--- unseen: the jobs are left as they were, for a later reserve, so that none waits for
--- an end that has come and gone.
-CREATE OR REPLACE FUNCTION pgq._concurrency_may_wait(
-    p_keys text[], p_ord int[], p_key text[], p_won int[], p_held text[], p_now timestamptz
-) RETURNS boolean[]
+-- pgq._concurrency_waiting: notes, for pgq._concurrency_waits at the reserve's end, the
+-- jobs (p_uuids, with their keys p_wkeys) that pgq._admit_concurrency leaves waiting
+-- for a place, and the limit and places of each key of p_keys (p_lims, p_places). Kept
+-- in the transaction's setting pgq.concurrency_waits: a jsonb array of [key, limit,
+-- places, uuid].
+CREATE OR REPLACE FUNCTION pgq._concurrency_waiting(
+    p_keys text[], p_lims int[], p_places int[], p_uuids uuid[], p_wkeys text[]
+) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_left  text[] := ARRAY(SELECT CASE WHEN k.key = ANY (ARRAY(SELECT j.key FROM unnest(p_ord, p_key) j(ord, key)
-                                                                WHERE j.ord <> ALL (coalesce(p_won, '{}')))) THEN k.key END
-                            FROM unnest(p_keys) WITH ORDINALITY k(key, n) ORDER BY k.n);  -- NULL: none left
-    v_alone boolean[] := ARRAY(SELECT k.key IS NOT NULL AND pg_try_advisory_xact_lock((pgq._concurrency_lock_ids('key', ARRAY[k.key]))[1])
-                               FROM unnest(v_left) WITH ORDINALITY k(key, n) ORDER BY k.n);
 BEGIN
-    RETURN ARRAY(
-        SELECT k.key IS NULL OR v_alone[k.n] AND NOT EXISTS (
-                   SELECT FROM unnest(p_held) h(name)
-                   WHERE regexp_replace(substr(h.name, 2), '#[0-9]+$', '') = k.key
-                     AND NOT EXISTS (SELECT FROM pgq.overlap_locks o WHERE o.key = h.name AND o.expires_at > p_now))
-        FROM unnest(v_left) WITH ORDINALITY k(key, n)
-        ORDER BY k.n);
+    IF cardinality(p_uuids) > 0 THEN
+        PERFORM set_config('pgq.concurrency_waits',
+            (coalesce(nullif(current_setting('pgq.concurrency_waits', true), ''), '[]')::jsonb
+             || (SELECT jsonb_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid))
+                 FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n)))::text,
+            true);
+    END IF;
 END;
 $$;
 
-COMMENT ON FUNCTION pgq._concurrency_may_wait(text[], int[], text[], int[], text[], timestamptz) IS
-    'Admission: per concurrency_limited key, whether the jobs without a place may wait: its lock held alone, and no place freed since they were counted (S99).';
+COMMENT ON FUNCTION pgq._concurrency_waiting(text[], int[], int[], uuid[], text[]) IS
+    'Admission: notes the jobs left waiting for a concurrency_limited place, for the check at the reserve''s end (S99).';
+
+-- pgq._concurrency_waits: the last stage of pgq.reserve: the jobs it left waiting for a
+-- place of a concurrency_limited key (pgq._concurrency_waiting) wait only if this
+-- transaction holds the key's lock alone and then, in a statement after it, no place of
+-- the key is free: within its limit, none without a live lease whose lock this
+-- transaction can take, or no room (pgq._concurrency_room). An end of a job that holds
+-- a place, and a reserve that gives back a place it took, take the key's lock shared
+-- before they free it and wake the key's waiting jobs after (pgq._release_overlap): an
+-- end under way now wakes these jobs once this transaction commits, and a place freed
+-- by one that committed since the jobs were counted is found here. Otherwise the jobs
+-- are made ready again, and their queues' workers woken, so that none waits for an end
+-- that came and went. Last: the lock is taken alone only where nothing is waited for
+-- after it, so that an end waiting for it never waits in a cycle.
+CREATE OR REPLACE FUNCTION pgq._concurrency_waits(p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+AS $$
+DECLARE
+    v_w     jsonb := nullif(current_setting('pgq.concurrency_waits', true), '')::jsonb;
+    v_key   text[]; v_lim int[]; v_places int[]; v_alone boolean[];  -- per key
+    v_at    int[];
+    v_names text[]; v_ids bigint[]; v_live boolean[];  -- per place
+    v_held  text[];
+    v_room  int[];
+    v_ready text[];    -- the keys whose jobs may not wait
+    v_queue text;
+BEGIN
+    IF v_w IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('pgq.concurrency_waits', '', true);
+    SELECT array_agg(k.key ORDER BY k.key), array_agg(k.lim ORDER BY k.key), array_agg(k.places ORDER BY k.key)
+    INTO v_key, v_lim, v_places
+    FROM (SELECT w ->> 0 AS key, max((w ->> 1)::int) AS lim, max((w ->> 2)::int) AS places
+          FROM jsonb_array_elements(v_w) w GROUP BY 1) k;
+    v_alone := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
+                     FROM unnest(pgq._concurrency_lock_ids('key', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+    -- The places as pgq._admit_concurrency counts them, read after the locks.
+    v_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
+                  FROM unnest(v_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
+    v_names := ARRAY(SELECT '#' || k.key || '#' || i FROM unnest(v_key, v_places) WITH ORDINALITY k(key, places, n),
+                                                         generate_series(1, k.places) i ORDER BY k.n, i);
+    v_ids := pgq._overlap_lock_ids(v_names);
+    v_held := ARRAY(SELECT o.key FROM pgq.overlap_locks o WHERE o.key = ANY (v_names) AND o.expires_at > p_now);
+    v_live := ARRAY(SELECT p.name = ANY (v_held) FROM unnest(v_names) WITH ORDINALITY p(name, n) ORDER BY p.n);
+    v_room := pgq._concurrency_room(v_lim, v_places, v_at, v_names, v_ids, v_live, v_held);
+    v_ready := ARRAY(SELECT k.key FROM unnest(v_key, v_lim, v_at, v_alone, v_room) WITH ORDINALITY k(key, lim, at, alone, room, n)
+                     WHERE NOT k.alone
+                        OR k.room > 0 AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
+                                                  WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
+    IF cardinality(v_ready) = 0 THEN
+        RETURN;
+    END IF;
+    FOR v_queue IN
+        WITH ready AS (
+            UPDATE pgq.jobs j SET available_at = least(p_now, now()), waits_on = NULL
+            FROM (SELECT w ->> 0 AS key, (w ->> 3)::uuid AS uuid FROM jsonb_array_elements(v_w) w) w
+            WHERE w.key = ANY (v_ready) AND j.uuid = w.uuid AND j.waits_on = w.key AND j.reserved_at IS NULL
+            RETURNING j.queue
+        )
+        SELECT DISTINCT r.queue FROM ready r
+    LOOP
+        PERFORM pgq._notify(v_queue);
+    END LOOP;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._concurrency_waits(timestamptz) IS
+    'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s lock is held alone and no place is free (S99).';
 
 -- pgq._concurrency_room: how many more handlers each key of pgq._admit_concurrency may
 -- start: its limit less its handlers running, those whose lease on one of its places

@@ -355,6 +355,7 @@ BEGIN
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
     v_cursor := pgq._pick_end(v_cursor);
+    PERFORM pgq._concurrency_waits(v_now);
 END;
 $$;
 

@@ -441,10 +441,10 @@ COMMENT ON FUNCTION pgq.drop_limit(text) IS
 -- once this commits: the handlers running finish, and no job of a key starts until
 -- fewer than the new limit of them run, those holding places above it included
 -- (places: how many of each key's places a handler may hold, raised here, brought back
--- down by pgq.rotate). Lowering waits for the reserves that read the limit to commit
+-- down by pgq.rotate). A change waits for the reserves that read the limit to commit
 -- (each holds its lock shared), so that none admits a job under the higher limit after
--- this commits. A raised limit wakes, per key, as many of its waiting jobs as it adds
--- places.
+-- a lowering commits. A raised limit wakes, per key, as many of its waiting jobs as it
+-- adds places, those such reserves left waiting included.
 CREATE OR REPLACE FUNCTION pgq.define_concurrency(name text, "limit" int) RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -458,7 +458,9 @@ BEGIN
     END IF;
     -- The limit this one replaces: read under the row's lock, which a concurrent change waits for.
     SELECT l."limit" INTO v_was FROM pgq.concurrency_limits l WHERE l.name = define_concurrency.name FOR UPDATE;
-    IF v_was > define_concurrency."limit" THEN
+    -- A change waits for the reserves that read the limit: a lowering holds once it
+    -- commits, and a raise wakes the jobs they left waiting (a statement after the lock).
+    IF v_was <> define_concurrency."limit" THEN
         PERFORM pg_advisory_xact_lock((pgq._concurrency_lock_ids('limit', ARRAY[define_concurrency.name]))[1]);
     END IF;
     INSERT INTO pgq.concurrency_limits AS l (name, "limit", places)
