@@ -466,10 +466,24 @@ func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg(jsonb_build_object('k', i)), queue => 'mw',
 	                                     middleware => '[{"without_overlapping": {"by": ["k"]}}]')
 	            FROM generate_series(1, 200) i`)
+	// A concurrency_limited key held for good: each reserve of its queue leaves ten jobs
+	// waiting for a place.
+	const reserveWaiting = `SELECT * FROM pgq.reserve('w', '{cl}', 10)`
+	limited := func() {
+		db.Exec(t, `SELECT pgq.dispatch_many('j', array_fill('{}'::jsonb, ARRAY[10]), queue => 'cl',
+		                                     middleware => '[{"concurrency_limited": {"limit": 1}}]')`)
+	}
+	db.Exec(t, `SELECT pgq.dispatch('j', '{}', queue => 'cl', middleware => '[{"concurrency_limited": {"limit": 1}}]')`)
+	_, err := s.Exec(ctx, `SELECT * FROM pgq.reserve('holder', '{cl}', 1)`)
+	require.NoError(t, err)
+	db.Exec(t, `UPDATE pgq.overlap_locks SET expires_at = now() + interval '1 hour' WHERE key LIKE '#%'`)
 	db.Exec(t, `ANALYZE pgq.jobs`)
 	for range 8 { // past plpgsql's five custom plans: the generic plans are cached now
 		run(false)
 		_, err := s.Exec(ctx, reserveMiddleware)
+		require.NoError(t, err)
+		limited()
+		_, err = s.Exec(ctx, reserveWaiting)
 		require.NoError(t, err)
 	}
 	db.Exec(t, `SELECT pgq.dispatch_many('j', array_agg('{}'::jsonb)) FROM generate_series(1, 50000)`)
@@ -479,6 +493,9 @@ func TestS78PlansCachedOnASmallTableStayByKey(t *testing.T) {
 	reserveTen()
 	costs["SELECT * FROM pgq.reserve"] = cost(`SELECT * FROM pgq.reserve('w', '{default}', 10)`)
 	costs["pgq.reserve of middleware jobs"] = cost(reserveMiddleware)
+	limited()
+	costs["pgq.reserve leaving jobs waiting"] = cost(reserveWaiting)
+	require.Equal(t, 90, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.jobs WHERE waits_on IS NOT NULL`))
 	// The settings the reserve changes for that statement are the caller's again after
 	// the call, in the caller's transaction.
 	tx, err := s.Begin(ctx)

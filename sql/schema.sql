@@ -542,13 +542,7 @@ BEGIN
         END IF;
         v_tids[v_places[i]] := NULL;
     END LOOP;
-    -- The jobs that wait, uncounted, until a place of their key frees (S99), in one
-    -- statement: each row as it was, but for when it is ready and what it waits on.
-    UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => w.delay), waits_on = w.key
-    FROM (SELECT a.delay, a.held[1] AS key, v_uuids[a.ordinality] AS uuid
-          FROM unnest(v_adm) WITH ORDINALITY a
-          WHERE a.turned_by = 'concurrency_limited' AND a.error IS NULL AND a.busy IS NOT TRUE) w
-    WHERE j.uuid = w.uuid AND j.slot = p_batch.slot;
+    PERFORM pgq._wait_for_places(p_batch.slot, v_adm, v_uuids, p_now);
     p_batch.tids := v_tids;
     p_batch.held := v_held;
     p_batch.expire := v_expire;
@@ -7892,6 +7886,34 @@ COMMENT ON FUNCTION pgq._uuid7s(p_count integer) IS 'Version 7 uuids, as many as
 
 
 --
+-- Name: _wait_for_places(smallint, pgq.admission[], uuid[], timestamp with time zone); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    AS $$
+BEGIN
+    UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => w.delay), waits_on = w.key
+    FROM (SELECT a.delay, a.held[1] AS key, p_uuids[a.ordinality] AS uuid
+          FROM unnest(p_adm) WITH ORDINALITY a
+          WHERE a.turned_by = 'concurrency_limited' AND a.error IS NULL AND a.busy IS NOT TRUE) w
+    WHERE j.uuid = w.uuid AND j.slot = p_slot;
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamp with time zone) IS 'Admission: the jobs of a batch left waiting for a concurrency_limited place wait, uncounted (S99).';
+
+
+--
 -- Name: _wake_waiting(text[], bigint[]); Type: FUNCTION; Schema: pgq; Owner: -
 --
 
@@ -15147,6 +15169,13 @@ REVOKE ALL ON FUNCTION pgq._turn_away_slack() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._uuid7s(p_count integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamp with time zone); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamp with time zone) FROM PUBLIC;
 
 
 --

@@ -785,6 +785,28 @@ $$;
 COMMENT ON FUNCTION pgq._admit_circuit(int[], text[], text[], timestamptz) IS
     'Admission: throttles_exceptions for one middleware position of a batch: the jobs whose circuit is open, turned away (S29).';
 
+-- pgq._wait_for_places: the jobs of a batch (p_uuids, in the slot p_slot) that
+-- admission (p_adm, by place in the batch) leaves waiting for a concurrency_limited
+-- place wait, uncounted, until a place of their key frees (S99), in one statement: each
+-- row as it was, but for when it is ready and what it waits on.
+CREATE OR REPLACE FUNCTION pgq._wait_for_places(p_slot smallint, p_adm pgq.admission[], p_uuids uuid[], p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
+AS $$
+BEGIN
+    UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => w.delay), waits_on = w.key
+    FROM (SELECT a.delay, a.held[1] AS key, p_uuids[a.ordinality] AS uuid
+          FROM unnest(p_adm) WITH ORDINALITY a
+          WHERE a.turned_by = 'concurrency_limited' AND a.error IS NULL AND a.busy IS NOT TRUE) w
+    WHERE j.uuid = w.uuid AND j.slot = p_slot;
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._wait_for_places(smallint, pgq.admission[], uuid[], timestamptz) IS
+    'Admission: the jobs of a batch left waiting for a concurrency_limited place wait, uncounted (S99).';
+
 -- pgq._admission: stage 4 of pgq.reserve: the batch's jobs with middleware (those the
 -- pickup checks let through, as reserved) are admitted by one pgq._admit call, in pick
 -- order (S26-S29, S67). A job turned away uses its attempt (S5), is recorded (S19),
@@ -860,13 +882,7 @@ BEGIN
         END IF;
         v_tids[v_places[i]] := NULL;
     END LOOP;
-    -- The jobs that wait, uncounted, until a place of their key frees (S99), in one
-    -- statement: each row as it was, but for when it is ready and what it waits on.
-    UPDATE pgq.jobs j SET available_at = p_now + make_interval(secs => w.delay), waits_on = w.key
-    FROM (SELECT a.delay, a.held[1] AS key, v_uuids[a.ordinality] AS uuid
-          FROM unnest(v_adm) WITH ORDINALITY a
-          WHERE a.turned_by = 'concurrency_limited' AND a.error IS NULL AND a.busy IS NOT TRUE) w
-    WHERE j.uuid = w.uuid AND j.slot = p_batch.slot;
+    PERFORM pgq._wait_for_places(p_batch.slot, v_adm, v_uuids, p_now);
     p_batch.tids := v_tids;
     p_batch.held := v_held;
     p_batch.expire := v_expire;
