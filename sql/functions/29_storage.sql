@@ -631,7 +631,7 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    v_rest  jsonb := nullif(current_setting('pgq.fair_rest', true), '')::jsonb;
+    v_rest  text[] := nullif(current_setting('pgq.fair_rest', true), '')::text[];  -- queue, then the arrays as text
     v_slots smallint[] := pgq._pick_slots(p_cursor);
     v_prio  int := 2147483647;
     v_rows  record;
@@ -644,12 +644,12 @@ DECLARE
     v_n     int;
     v_out   pgq.picked;
 BEGIN
-    IF v_rest ->> 'queue' = p_queue THEN
-        SELECT array_agg((r.e ->> 'tid')::tid ORDER BY r.i), array_agg((r.e ->> 'slot')::smallint ORDER BY r.i),
-               array_agg((r.e ->> 'id')::bigint ORDER BY r.i), array_agg((r.e ->> 'plain')::boolean ORDER BY r.i),
-               array_agg(r.e ->> 'key' ORDER BY r.i)
-        INTO v_tids, v_rslot, v_ids, v_plain, v_keys
-        FROM jsonb_array_elements(v_rest -> 'rows') WITH ORDINALITY r(e, i);
+    IF v_rest[1] = p_queue THEN
+        v_tids := v_rest[2]::tid[];
+        v_rslot := v_rest[3]::smallint[];
+        v_ids := v_rest[4]::bigint[];
+        v_plain := v_rest[5]::boolean[];
+        v_keys := v_rest[6]::text[];
     ELSE
         LOOP
             -- The next priority, below the last, that has a ready keyed job.
@@ -676,10 +676,9 @@ BEGIN
     v_n := least(p_want, coalesce((SELECT min(i) - 1 FROM generate_subscripts(v_rslot, 1) i WHERE v_rslot[i] <> v_rslot[1]),
                                   cardinality(v_tids)));
     PERFORM pgq._fair_taken(p_queue, v_keys[1 : v_n], coalesce(v_idle, '{}'));
-    PERFORM set_config('pgq.fair_rest', CASE WHEN v_n < cardinality(v_tids) THEN jsonb_build_object('queue', p_queue, 'rows',
-        (SELECT jsonb_agg(jsonb_build_object('tid', v_tids[i], 'slot', v_rslot[i], 'id', v_ids[i], 'plain', v_plain[i], 'key', v_keys[i])
-                          ORDER BY i)
-         FROM generate_series(v_n + 1, cardinality(v_tids)) i))::text ELSE '' END, true);
+    PERFORM set_config('pgq.fair_rest', CASE WHEN v_n < cardinality(v_tids) THEN
+        ARRAY[p_queue, v_tids[v_n + 1 :]::text, v_rslot[v_n + 1 :]::text, v_ids[v_n + 1 :]::text,
+              v_plain[v_n + 1 :]::text, v_keys[v_n + 1 :]::text]::text ELSE '' END, true);
     v_out.slot := v_rslot[1];
     v_out.tids := v_tids[1 : v_n];
     v_out.ids := v_ids[1 : v_n];
