@@ -282,6 +282,24 @@ func TestS74S75FailureCancelsTheBatch(t *testing.T) {
 	require.Equal(t, "cancelled", pgqtest.Scalar[string](t, db, `SELECT state FROM pgq.chains WHERE batch_id = $1`, batch))
 }
 
+// S74: a member failed for good at pickup (its deadline passed) cancels its batch's
+// waiting members, among them one picked by the same reserve: that one ends once,
+// cancelled, and the batch counts it once.
+func TestS74S12MemberFailedAtPickupCancelsASiblingOfItsPickOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	batch := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_batch('[{"job": "x"}, {"job": "y"}]', finally_job => 'finally')`)
+	y := pgqtest.Scalar[uuid.UUID](t, db, `SELECT uuid FROM pgq.jobs WHERE job = 'y'`)
+	db.Exec(t, `UPDATE pgq.jobs SET retry_until = now() - interval '1 hour' WHERE job = 'x'`)
+	require.Empty(t, reserveAll(t, db), "x failed for good, y cancelled")
+	require.Equal(t, []string{"cancelled"}, pgqtest.Scalar[[]string](t, db,
+		`SELECT coalesce(array_agg(outcome ORDER BY id), '{}') FROM pgq.job_ends WHERE job_uuid = $1`, y))
+	require.Equal(t, []string{"cancelled"}, outcomes(t, db, y))
+	require.Equal(t, batchRow{Total: 2, Pending: 1, Failed: 1, Cancelled: 1, Cancelled_: true, Finished: true}, batchState(t, db, batch),
+		"pending counts the failed member, as Laravel's pendingJobs does")
+	require.Equal(t, 1, jobsNamed(t, db, "finally"))
+}
+
 // pgq.cancel_batch: waiting jobs are cancelled now, running ones finish, then never
 // runs and finally runs once at the end (S74). A running job of the batch adds to it
 // through the worker role, with its uuid and lease token (S93); an admin cancels.

@@ -688,6 +688,30 @@ func TestS115RoundGoesOnAcrossSlots(t *testing.T) {
 		slices.DeleteFunc(slices.Clone(got), func(j taken) bool { return j.Tenant == small }), "the big key's jobs in order")
 }
 
+// S115, S74: the rows of a walk that a reserve keeps for its next pick (past a slot
+// boundary) and that an earlier pick's job ends meanwhile (x, failed for good at
+// pickup, cancels its batch's waiting member y) are not charged to their key: key c
+// keeps its turn, and its next job goes in the same round as the other keys'.
+func TestS115S74RestEndedByAnEarlierPickIsNotCharged(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.dispatch_batch('[{"job": "export", "payload": {"tenant": "a", "n": 1}},
+	                                        {"job": "export", "payload": {"tenant": "c", "n": 1}}]', queue => 'exports')`)
+	db.Exec(t, `SELECT pgq.dispatch_many('filler', array_fill('{}'::jsonb, ARRAY[1000]), queue => 'other')`)
+	db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536)`) // the next jobs go to a slot of their own
+	dispatchTenant(t, db, "b", 1, 0)
+	dispatchTenant(t, db, "c", 1, 0)
+	db.Exec(t, `UPDATE pgq.jobs SET payload = payload || '{"n": 2}' WHERE fair_key = 'c' AND batch_id IS NULL`)
+	dispatchTenant(t, db, "d", 1, 0)
+	db.Exec(t, `UPDATE pgq.jobs SET retry_until = now() - interval '1 hour' WHERE fair_key = 'a'`)
+	got := reserveTenants(t, db, 3)
+	require.ElementsMatch(t, []taken{{"b", 1}, {"c", 2}, {"d", 1}}, got, "a failed for good, c's batch job cancelled with it")
+	require.Equal(t, []float64{1, 1, 1}, pgqtest.Scalar[[]float64](t, db,
+		`SELECT array_agg(pass ORDER BY key) FROM pgq.fair_turns WHERE queue = 'exports' AND key IN ('b', 'c', 'd')`),
+		"one job taken of each: none charged for the cancelled one")
+}
+
 // S120: a reserve that finds a key with nothing ready but a live job (one that waits an
 // hour) keeps the key's turn without taking the key's lock, so a dispatch of that key
 // goes on while the reserve's transaction is open; it takes the lock only to end the

@@ -6139,11 +6139,17 @@ DECLARE
     v_out   pgq.picked;
 BEGIN
     IF v_rest[1] = p_queue THEN
-        v_tids := v_rest[2]::tid[];
-        v_rslot := v_rest[3]::smallint[];
-        v_ids := v_rest[4]::bigint[];
-        v_plain := v_rest[5]::boolean[];
-        v_keys := v_rest[6]::text[];
+        -- Those still waiting: an earlier pick's job can have ended some (S74).
+        SELECT array_agg(r.tid ORDER BY r.n), array_agg(r.slot ORDER BY r.n), array_agg(r.id ORDER BY r.n),
+               array_agg(r.plain ORDER BY r.n), array_agg(r.key ORDER BY r.n)
+        INTO v_tids, v_rslot, v_ids, v_plain, v_keys
+        FROM unnest(v_rest[2]::tid[], v_rest[3]::smallint[], v_rest[4]::bigint[], v_rest[5]::boolean[], v_rest[6]::text[])
+             WITH ORDINALITY r(tid, slot, id, plain, key, n)
+        WHERE pgq._still_waiting(r.slot, r.tid);
+        IF v_tids IS NULL THEN
+            PERFORM set_config('pgq.fair_rest', '', true);
+            RETURN pgq._pick_fair(p_cursor, p_queue, p_want, p_now, p_skip);
+        END IF;
     ELSE
         LOOP
             -- The next priority, below the last, that has a ready keyed job.
@@ -6391,12 +6397,17 @@ DECLARE
     v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
+    v_ended boolean := false;             -- a job ended here: it may have ended others of the pick
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
     SELECT r.jobs, r.ords, r.checked INTO v_jobs, v_ords, v_checked FROM pgq._pickup_rows(p_pick, p_now, p_default_tries) r;
     v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
+        IF v_ended AND NOT pgq._still_waiting(p_pick.slot, v_tids[v_ords[i]]) THEN
+            v_tids[v_ords[i]] := NULL;
+            CONTINUE;
+        END IF;
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission
             v_admit := v_admit || v_jobs[i];
             v_admit_ords := v_admit_ords || v_ords[i];
@@ -6441,7 +6452,14 @@ BEGIN
         END IF;
         v_rep_places := v_rep_places || v_ords[i];
         v_tids[v_ords[i]] := NULL;
+        v_ended := true;
     END LOOP;
+    IF v_ended THEN  -- those sent to admission before an end that ended them too
+        SELECT coalesce(array_agg(v_admit[a.n] ORDER BY a.n), '{}'), coalesce(array_agg(a.o ORDER BY a.n), '{}')
+        INTO v_admit, v_admit_ords
+        FROM unnest(v_admit_ords) WITH ORDINALITY a(o, n)
+        WHERE pgq._still_waiting(p_pick.slot, v_tids[a.o]);
+    END IF;
     v_b.tids := v_tids;
     v_b.held := array_fill(NULL::text, ARRAY[v_n]);
     v_b.expire := array_fill(NULL::int, ARRAY[v_n]);
@@ -7225,6 +7243,27 @@ $$;
 --
 
 COMMENT ON FUNCTION pgq._stamp_txid() IS 'Trigger: stamps pgq.jobs.txid on an update that leaves the job waiting or renews its lease, for the low-water marks of pgq.reserve (S77).';
+
+
+--
+-- Name: _still_waiting(smallint, tid); Type: FUNCTION; Schema: pgq; Owner: -
+--
+
+CREATE FUNCTION pgq._still_waiting(p_slot smallint, p_tid tid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = p_slot AND j.ctid = p_tid AND j.reserved_at IS NULL);
+END;
+$$;
+
+
+--
+-- Name: FUNCTION _still_waiting(p_slot smallint, p_tid tid); Type: COMMENT; Schema: pgq; Owner: -
+--
+
+COMMENT ON FUNCTION pgq._still_waiting(p_slot smallint, p_tid tid) IS 'Reserve: whether a row it picked is still a waiting job, not ended by another job of the same reserve (S74).';
 
 
 --
@@ -15035,6 +15074,13 @@ REVOKE ALL ON FUNCTION pgq._staged_payloads_checked() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION pgq._stamp_txid() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION _still_waiting(p_slot smallint, p_tid tid); Type: ACL; Schema: pgq; Owner: -
+--
+
+REVOKE ALL ON FUNCTION pgq._still_waiting(p_slot smallint, p_tid tid) FROM PUBLIC;
 
 
 --

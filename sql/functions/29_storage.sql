@@ -612,6 +612,21 @@ $$;
 COMMENT ON FUNCTION pgq._pick(jsonb, text, int, timestamptz, bigint[]) IS
     'Reserve: the next waiting jobs of a queue in its order, locked (SKIP LOCKED): rows of one slot, or the chunk of a bulk dispatch whose jobs come next (S30, S77, S85).';
 
+-- pgq._still_waiting: whether the row at p_tid of slot p_slot, picked and locked by
+-- this transaction, is still a waiting job: not ended meanwhile by another job of the
+-- same reserve (a member failed for good cancels its batch's waiting members, S74).
+CREATE OR REPLACE FUNCTION pgq._still_waiting(p_slot smallint, p_tid tid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN EXISTS (SELECT FROM pgq.jobs j WHERE j.slot = p_slot AND j.ctid = p_tid AND j.reserved_at IS NULL);
+END;
+$$;
+
+COMMENT ON FUNCTION pgq._still_waiting(smallint, tid) IS
+    'Reserve: whether a row it picked is still a waiting job, not ended by another job of the same reserve (S74).';
+
 -- pgq._pick_fair: pgq._pick for a fair queue (S114-S117): the next ready jobs of p_queue
 -- at the highest priority that has one, round-robin across its keys (pgq._fair_rows),
 -- locked with SKIP LOCKED, at most p_want, none of p_skip, as rows of one slot in the
@@ -645,11 +660,17 @@ DECLARE
     v_out   pgq.picked;
 BEGIN
     IF v_rest[1] = p_queue THEN
-        v_tids := v_rest[2]::tid[];
-        v_rslot := v_rest[3]::smallint[];
-        v_ids := v_rest[4]::bigint[];
-        v_plain := v_rest[5]::boolean[];
-        v_keys := v_rest[6]::text[];
+        -- Those still waiting: an earlier pick's job can have ended some (S74).
+        SELECT array_agg(r.tid ORDER BY r.n), array_agg(r.slot ORDER BY r.n), array_agg(r.id ORDER BY r.n),
+               array_agg(r.plain ORDER BY r.n), array_agg(r.key ORDER BY r.n)
+        INTO v_tids, v_rslot, v_ids, v_plain, v_keys
+        FROM unnest(v_rest[2]::tid[], v_rest[3]::smallint[], v_rest[4]::bigint[], v_rest[5]::boolean[], v_rest[6]::text[])
+             WITH ORDINALITY r(tid, slot, id, plain, key, n)
+        WHERE pgq._still_waiting(r.slot, r.tid);
+        IF v_tids IS NULL THEN
+            PERFORM set_config('pgq.fair_rest', '', true);
+            RETURN pgq._pick_fair(p_cursor, p_queue, p_want, p_now, p_skip);
+        END IF;
     ELSE
         LOOP
             -- The next priority, below the last, that has a ready keyed job.

@@ -166,7 +166,10 @@ COMMENT ON FUNCTION pgq._pickup_rows(pgq.picked, timestamptz, int) IS
 --     MaxAttemptsExceeded (its until-processing lock goes too, S23).
 -- A job with middleware goes on to admission; any other is handed over (S23). Reads
 -- only the batch's rows that need any of this, by one TID scan (never a plain one:
--- pgq.reserve takes a pick of plain jobs without this stage). Returns the batch.
+-- pgq.reserve takes a pick of plain jobs without this stage). A job that ends here can
+-- end others of the pick (a member failed for good cancels its batch's waiting
+-- members, S74): those, ended and recorded already, are dropped from the batch.
+-- Returns the batch.
 CREATE OR REPLACE FUNCTION pgq._pickup_checks(
     p_pick pgq.picked, p_base text, p_now timestamptz, p_lease int, p_worker text, p_default_tries int
 ) RETURNS pgq.reserve_batch
@@ -189,12 +192,17 @@ DECLARE
     v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
+    v_ended boolean := false;             -- a job ended here: it may have ended others of the pick
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
     SELECT r.jobs, r.ords, r.checked INTO v_jobs, v_ords, v_checked FROM pgq._pickup_rows(p_pick, p_now, p_default_tries) r;
     v_jobs := pgq._as_reserved(v_jobs, v_ords, v_tokens, p_now, p_lease, p_worker);
     FOR i IN 1 .. coalesce(cardinality(v_jobs), 0) LOOP
+        IF v_ended AND NOT pgq._still_waiting(p_pick.slot, v_tids[v_ords[i]]) THEN
+            v_tids[v_ords[i]] := NULL;
+            CONTINUE;
+        END IF;
         IF NOT v_checked[i] THEN  -- middleware only: straight to admission
             v_admit := v_admit || v_jobs[i];
             v_admit_ords := v_admit_ords || v_ords[i];
@@ -239,7 +247,14 @@ BEGIN
         END IF;
         v_rep_places := v_rep_places || v_ords[i];
         v_tids[v_ords[i]] := NULL;
+        v_ended := true;
     END LOOP;
+    IF v_ended THEN  -- those sent to admission before an end that ended them too
+        SELECT coalesce(array_agg(v_admit[a.n] ORDER BY a.n), '{}'), coalesce(array_agg(a.o ORDER BY a.n), '{}')
+        INTO v_admit, v_admit_ords
+        FROM unnest(v_admit_ords) WITH ORDINALITY a(o, n)
+        WHERE pgq._still_waiting(p_pick.slot, v_tids[a.o]);
+    END IF;
     v_b.tids := v_tids;
     v_b.held := array_fill(NULL::text, ARRAY[v_n]);
     v_b.expire := array_fill(NULL::int, ARRAY[v_n]);
