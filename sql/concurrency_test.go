@@ -194,8 +194,8 @@ func TestS99EndsWakeWaitingJobsWithoutWaiting(t *testing.T) {
 // S99: a job that a reserve leaves waiting for a place is woken by an end of its key
 // that runs while that reserve is still open: the end waits for the reserve's commit,
 // then wakes it (not the job's delay, up to the overlap TTL, later). And while an end
-// that has freed a place is still open, a reserve leaves the key's job as it was, ready
-// for the next reserve, instead of waiting for an end that will not see it.
+// that has freed a place is still open, a reserve makes the key's job ready a tenth of
+// a second on, for the next reserve, instead of waiting for an end that will not see it.
 func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
@@ -239,10 +239,10 @@ func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	_, err = ender.Exec(ctx, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, got[0].UUID, *got[0].Token)
 	require.NoError(t, err)
 	require.Empty(t, runnable(reserveOn(t, db.Pool, "w4", time.Now())))
-	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, next),
-		"left ready while a place is being freed")
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now() + interval '0.1 s'`, next),
+		"ready a tenth of a second on while a place is being freed")
 	require.NoError(t, ender.Commit(ctx))
-	last := runnable(reserveOn(t, db.Pool, "w4", time.Now()))
+	last := runnable(reserveOn(t, db.Pool, "w4", clock()))
 	require.Len(t, last, 1)
 	require.Equal(t, next, last[0].UUID)
 }
@@ -268,9 +268,57 @@ func TestS99PlaceGivenBackBesideAReserveLeavesNoJobWaiting(t *testing.T) {
 	waiting := dispatch(t, db, `'call'`)
 	require.Empty(t, runnable(reserveOn(t, db.Pool, "w3", time.Now())), "the place is locked by the reserve giving it back")
 	require.NoError(t, givingBack.Commit(ctx))
-	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, waiting),
+	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now() + interval '0.1 s'`, waiting),
 		"ready again, not waiting for an end that will not come")
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND available_at > now()`, turned), "turned away for the rate limit's window")
+}
+
+// S99, S34: an end that frees places of two keys one statement at a time never waits in
+// a cycle with a reserve. The reserve holds a named limit's key alone while it counts
+// handlers above the lowered limit, then waits to take over a place whose lease ran out
+// and whose row the end has deleted; the end's second job frees a place of the limit:
+// it must not wait for the reserve (a deadlock the server breaks after a second).
+func TestS99S34EndFreeingTwoKeysDoesNotWaitForACountingReserve(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 3)`)
+	db.Exec(t, `SELECT pgq.define_job('push', middleware => '[{"concurrency_limited": {"limit": "vendor"}}]')`)
+	db.Exec(t, `SELECT pgq.define_job('own', middleware => '[{"concurrency_limited": {"limit": 1}}]')`)
+	for range 3 {
+		dispatch(t, db, `'push'`)
+	}
+	pushing := runnable(reserveOn(t, db.Pool, "w1", time.Now()))
+	require.Len(t, pushing, 3)
+	db.Exec(t, `SELECT pgq.define_concurrency('vendor', 2)`) // three places, a limit of two
+	dispatch(t, db, `'own'`)
+	owning := runnable(reserveOn(t, db.Pool, "w1", time.Now()))
+	require.Len(t, owning, 1)
+	db.Exec(t, `UPDATE pgq.overlap_locks SET expires_at = now() - interval '1 minute' WHERE key = '#own#1'`)
+	dispatch(t, db, `'push'`)
+	dispatch(t, db, `'own'`)
+
+	ender, err := session(t, db).Begin(ctx)
+	require.NoError(t, err)
+	defer ender.Rollback(ctx)
+	_, err = ender.Exec(ctx, `SET LOCAL lock_timeout = '5s'`)
+	require.NoError(t, err)
+	_, err = ender.Exec(ctx, `SELECT pgq.fail($1, $2, 'boom')`, owning[0].UUID, *owning[0].Token)
+	require.NoError(t, err)
+	reserving := session(t, db)
+	var reserverPID int
+	require.NoError(t, reserving.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&reserverPID))
+	reserved := make(chan error, 1)
+	go func() {
+		_, err := reserving.Exec(ctx, `SELECT * FROM pgq.reserve('w2', '{default}', 10)`)
+		reserved <- err
+	}()
+	require.Eventually(t, func() bool {
+		return count(t, db, `pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, reserverPID) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the reserve waits for the end's deleted lease")
+	_, err = ender.Exec(ctx, `SELECT pgq.fail($1, $2, 'boom')`, pushing[0].UUID, *pushing[0].Token)
+	require.NoError(t, err, "the end frees a place of the limit without waiting for the reserve")
+	require.NoError(t, ender.Commit(ctx))
+	require.NoError(t, <-reserved)
 }
 
 // S99: two concurrency_limited entries that count one key would each find the other's

@@ -2712,9 +2712,9 @@ CREATE FUNCTION pgq._concurrency_waiting(p_keys text[], p_lims integer[], p_plac
 BEGIN
     IF cardinality(p_uuids) > 0 THEN
         PERFORM set_config('pgq.concurrency_waits',
-            (coalesce(nullif(current_setting('pgq.concurrency_waits', true), ''), '[]')::jsonb
-             || (SELECT jsonb_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid))
-                 FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n)))::text,
+            concat_ws(',', nullif(current_setting('pgq.concurrency_waits', true), ''),
+                      (SELECT string_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid)::text, ',')
+                       FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n))),
             true);
     END IF;
 END;
@@ -2740,13 +2740,14 @@ CREATE FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) RETURNS v
     SET enable_mergejoin TO 'off'
     AS $$
 DECLARE
-    v_w     jsonb := nullif(current_setting('pgq.concurrency_waits', true), '')::jsonb;
+    v_w     jsonb := '[' || nullif(current_setting('pgq.concurrency_waits', true), '') || ']';
     v_key   text[]; v_lim int[]; v_places int[]; v_alone boolean[];  -- per key
     v_at    int[];
     v_names text[]; v_ids bigint[]; v_live boolean[];  -- per place
     v_held  text[];
     v_room  int[];
-    v_ready text[];    -- the keys whose jobs may not wait
+    v_ready text[];    -- the keys whose jobs may not wait: a place is free,
+    v_later text[];    -- or an end is under way
     v_queue text;
 BEGIN
     IF v_w IS NULL THEN
@@ -2758,7 +2759,7 @@ BEGIN
     FROM (SELECT w ->> 0 AS key, max((w ->> 1)::int) AS lim, max((w ->> 2)::int) AS places
           FROM jsonb_array_elements(v_w) w GROUP BY 1) k;
     v_alone := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
-                     FROM unnest(pgq._concurrency_lock_ids('key', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+                     FROM unnest(pgq._concurrency_lock_ids('wake', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
     -- The places as pgq._admit_concurrency counts them, read after the locks.
     v_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
                   FROM unnest(v_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
@@ -2768,21 +2769,25 @@ BEGIN
     v_held := ARRAY(SELECT o.key FROM pgq.overlap_locks o WHERE o.key = ANY (v_names) AND o.expires_at > p_now);
     v_live := ARRAY(SELECT p.name = ANY (v_held) FROM unnest(v_names) WITH ORDINALITY p(name, n) ORDER BY p.n);
     v_room := pgq._concurrency_room(v_lim, v_places, v_at, v_names, v_ids, v_live, v_held);
+    v_later := ARRAY(SELECT k.key FROM unnest(v_key, v_alone) k(key, alone) WHERE NOT k.alone);
     v_ready := ARRAY(SELECT k.key FROM unnest(v_key, v_lim, v_at, v_alone, v_room) WITH ORDINALITY k(key, lim, at, alone, room, n)
-                     WHERE NOT k.alone
-                        OR k.room > 0 AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
-                                                  WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
-    IF cardinality(v_ready) = 0 THEN
+                     WHERE k.alone AND k.room > 0
+                       AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
+                                   WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
+    IF cardinality(v_ready) + cardinality(v_later) = 0 THEN
         RETURN;
     END IF;
     FOR v_queue IN
         WITH ready AS (
-            UPDATE pgq.jobs j SET available_at = least(p_now, now()), waits_on = NULL
+            UPDATE pgq.jobs j
+            SET available_at = CASE WHEN w.key = ANY (v_ready) THEN least(p_now, now()) ELSE now() + interval '0.1 s' END,
+                waits_on = NULL
             FROM (SELECT w ->> 0 AS key, (w ->> 3)::uuid AS uuid FROM jsonb_array_elements(v_w) w) w
-            WHERE w.key = ANY (v_ready) AND j.uuid = w.uuid AND j.waits_on = w.key AND j.reserved_at IS NULL
-            RETURNING j.queue
+            WHERE (w.key = ANY (v_ready) OR w.key = ANY (v_later)) AND j.uuid = w.uuid AND j.waits_on = w.key
+              AND j.reserved_at IS NULL
+            RETURNING j.queue, w.key = ANY (v_ready) AS woken
         )
-        SELECT DISTINCT r.queue FROM ready r
+        SELECT DISTINCT r.queue FROM ready r WHERE r.woken
     LOOP
         PERFORM pgq._notify(v_queue);
     END LOOP;
@@ -6693,10 +6698,10 @@ DECLARE
     v_freed text[];
     v_n     bigint[];
 BEGIN
-    -- Shared: ends never wait for each other. A reserve takes it alone only in its last
-    -- stage, after which it waits for nothing, so an end waits for it in no cycle.
+    -- Shared: ends never wait for each other. Only a reserve's last stage takes it
+    -- alone, and waits for nothing after, so an end waits for it in no cycle.
     PERFORM pg_advisory_xact_lock_shared(l.id)
-    FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('key',
+    FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('wake',
               ARRAY(SELECT regexp_replace(substr(k, 2), '#[0-9]+$', '') FROM unnest(p_keys) k WHERE k LIKE '#%'))) AS id) l
     ORDER BY l.id;
     -- The keys as one index scan of each generation, and the uuids as a hashed

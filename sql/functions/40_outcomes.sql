@@ -300,10 +300,10 @@ COMMENT ON FUNCTION pgq._cancel(pgq.jobs, timestamptz, boolean) IS 'Ends a job a
 -- keys of their attempts, jobs.overlap_keys). A lease another job took over after one of
 -- theirs expired stays. For each place of a concurrency_limited key freed ('#' key '#'
 -- i), the key's first job waiting for it is made ready and its queue's workers woken
--- (S99, pgq._wake_waiting), under the key's lock held shared from before the lease
--- ends: a reserve that leaves the key's jobs waiting holds it alone from its last stage
--- to its commit (pgq._concurrency_waits), so the wake sees them. No-op when p_keys is
--- NULL.
+-- (S99, pgq._wake_waiting), under the key's wake lock held shared from before the
+-- lease ends: a reserve that leaves the key's jobs waiting holds it alone from its last
+-- stage to its commit (pgq._concurrency_waits), so the wake sees them. No-op when
+-- p_keys is NULL.
 CREATE OR REPLACE FUNCTION pgq._release_overlap(p_uuids uuid[], p_keys text[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -313,10 +313,10 @@ DECLARE
     v_freed text[];
     v_n     bigint[];
 BEGIN
-    -- Shared: ends never wait for each other. A reserve takes it alone only in its last
-    -- stage, after which it waits for nothing, so an end waits for it in no cycle.
+    -- Shared: ends never wait for each other. Only a reserve's last stage takes it
+    -- alone, and waits for nothing after, so an end waits for it in no cycle.
     PERFORM pg_advisory_xact_lock_shared(l.id)
-    FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('key',
+    FROM (SELECT DISTINCT unnest(pgq._concurrency_lock_ids('wake',
               ARRAY(SELECT regexp_replace(substr(k, 2), '#[0-9]+$', '') FROM unnest(p_keys) k WHERE k LIKE '#%'))) AS id) l
     ORDER BY l.id;
     -- The keys as one index scan of each generation, and the uuids as a hashed

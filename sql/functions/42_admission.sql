@@ -294,10 +294,11 @@ COMMENT ON FUNCTION pgq._admit_overlap(int[], text[], jsonb[], text[], uuid[], u
 
 -- pgq._concurrency_lock_ids: the advisory lock ids of concurrency_limited (S99), one
 -- per name: of named limits (p_kind 'limit': held shared by a reserve from before it
--- reads the limit until it commits, taken alone by pgq.define_concurrency to lower it)
--- or of keys (p_kind 'key': taken by a reserve that admits jobs of a key whose places
--- exceed its limit, pgq._admit_concurrency_keys, or that leaves jobs waiting for a
--- place, pgq._concurrency_waits; held shared by a transaction that frees a place,
+-- reads the limit until it commits, taken alone by pgq.define_concurrency to change
+-- it), of keys (p_kind 'key': taken by a reserve that admits jobs of a key whose
+-- places exceed its limit, pgq._admit_concurrency_keys), or of keys' wakes (p_kind
+-- 'wake': taken alone by a reserve's last stage when it leaves jobs of the key waiting,
+-- pgq._concurrency_waits; held shared by a transaction that frees a place of the key,
 -- pgq._release_overlap).
 CREATE OR REPLACE FUNCTION pgq._concurrency_lock_ids(p_kind text, p_names text[]) RETURNS bigint[]
 LANGUAGE plpgsql IMMUTABLE
@@ -526,8 +527,9 @@ COMMENT ON FUNCTION pgq._admit_concurrency(int[], text[], jsonb[], text[], uuid[
 -- pgq._concurrency_waiting: notes, for pgq._concurrency_waits at the reserve's end, the
 -- jobs (p_uuids, with their keys p_wkeys) that pgq._admit_concurrency leaves waiting
 -- for a place, and the limit and places of each key of p_keys (p_lims, p_places). Kept
--- in the transaction's setting pgq.concurrency_waits: a jsonb array of [key, limit,
--- places, uuid].
+-- in the transaction's setting pgq.concurrency_waits: the elements of a jsonb array of
+-- [key, limit, places, uuid], as text, appended to without being read (a reserve
+-- passing over a thousand jobs one pick at a time notes as many times).
 CREATE OR REPLACE FUNCTION pgq._concurrency_waiting(
     p_keys text[], p_lims int[], p_places int[], p_uuids uuid[], p_wkeys text[]
 ) RETURNS void
@@ -537,9 +539,9 @@ AS $$
 BEGIN
     IF cardinality(p_uuids) > 0 THEN
         PERFORM set_config('pgq.concurrency_waits',
-            (coalesce(nullif(current_setting('pgq.concurrency_waits', true), ''), '[]')::jsonb
-             || (SELECT jsonb_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid))
-                 FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n)))::text,
+            concat_ws(',', nullif(current_setting('pgq.concurrency_waits', true), ''),
+                      (SELECT string_agg(jsonb_build_array(w.key, p_lims[k.n], p_places[k.n], w.uuid)::text, ',')
+                       FROM unnest(p_wkeys, p_uuids) w(key, uuid), array_position(p_keys, w.key) k(n))),
             true);
     END IF;
 END;
@@ -550,29 +552,33 @@ COMMENT ON FUNCTION pgq._concurrency_waiting(text[], int[], int[], uuid[], text[
 
 -- pgq._concurrency_waits: the last stage of pgq.reserve: the jobs it left waiting for a
 -- place of a concurrency_limited key (pgq._concurrency_waiting) wait only if this
--- transaction holds the key's lock alone and then, in a statement after it, no place of
--- the key is free: within its limit, none without a live lease whose lock this
--- transaction can take, or no room (pgq._concurrency_room). An end of a job that holds
--- a place, and a reserve that gives back a place it took, take the key's lock shared
--- before they free it and wake the key's waiting jobs after (pgq._release_overlap): an
--- end under way now wakes these jobs once this transaction commits, and a place freed
--- by one that committed since the jobs were counted is found here. Otherwise the jobs
--- are made ready again, and their queues' workers woken, so that none waits for an end
--- that came and went. Last: the lock is taken alone only where nothing is waited for
--- after it, so that an end waiting for it never waits in a cycle.
+-- transaction holds the key's wake lock alone and then, in a statement after it, no
+-- place of the key is free: within its limit, none without a live lease whose lock
+-- this transaction can take, or no room (pgq._concurrency_room). An end of a job that
+-- holds a place, and a reserve that gives back a place it took, take the key's wake
+-- lock shared before they free it and wake the key's waiting jobs after
+-- (pgq._release_overlap): an end under way now wakes these jobs once this transaction
+-- commits, and a place freed by one that committed since the jobs were counted is
+-- found here. A key with a place free has its jobs made ready now, and its queue's
+-- workers woken; a key whose wake lock another transaction holds (an end not yet
+-- committed, which wakes no job it cannot see) has them ready a tenth of a second on,
+-- for the next reserve, not woken: reserves do not go round while the end is open.
+-- Last: the lock is taken alone only where nothing is waited for after it, so an end
+-- waiting for it never waits in a cycle.
 CREATE OR REPLACE FUNCTION pgq._concurrency_waits(p_now timestamptz) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off  -- by key only (S78)
 AS $$
 DECLARE
-    v_w     jsonb := nullif(current_setting('pgq.concurrency_waits', true), '')::jsonb;
+    v_w     jsonb := '[' || nullif(current_setting('pgq.concurrency_waits', true), '') || ']';
     v_key   text[]; v_lim int[]; v_places int[]; v_alone boolean[];  -- per key
     v_at    int[];
     v_names text[]; v_ids bigint[]; v_live boolean[];  -- per place
     v_held  text[];
     v_room  int[];
-    v_ready text[];    -- the keys whose jobs may not wait
+    v_ready text[];    -- the keys whose jobs may not wait: a place is free,
+    v_later text[];    -- or an end is under way
     v_queue text;
 BEGIN
     IF v_w IS NULL THEN
@@ -584,7 +590,7 @@ BEGIN
     FROM (SELECT w ->> 0 AS key, max((w ->> 1)::int) AS lim, max((w ->> 2)::int) AS places
           FROM jsonb_array_elements(v_w) w GROUP BY 1) k;
     v_alone := ARRAY(SELECT pg_try_advisory_xact_lock(l.id)
-                     FROM unnest(pgq._concurrency_lock_ids('key', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
+                     FROM unnest(pgq._concurrency_lock_ids('wake', v_key)) WITH ORDINALITY l(id, n) ORDER BY l.n);
     -- The places as pgq._admit_concurrency counts them, read after the locks.
     v_at := ARRAY(SELECT 1 + (sum(k.places) OVER (ORDER BY k.n) - k.places)::int
                   FROM unnest(v_places) WITH ORDINALITY k(places, n) ORDER BY k.n);
@@ -594,21 +600,25 @@ BEGIN
     v_held := ARRAY(SELECT o.key FROM pgq.overlap_locks o WHERE o.key = ANY (v_names) AND o.expires_at > p_now);
     v_live := ARRAY(SELECT p.name = ANY (v_held) FROM unnest(v_names) WITH ORDINALITY p(name, n) ORDER BY p.n);
     v_room := pgq._concurrency_room(v_lim, v_places, v_at, v_names, v_ids, v_live, v_held);
+    v_later := ARRAY(SELECT k.key FROM unnest(v_key, v_alone) k(key, alone) WHERE NOT k.alone);
     v_ready := ARRAY(SELECT k.key FROM unnest(v_key, v_lim, v_at, v_alone, v_room) WITH ORDINALITY k(key, lim, at, alone, room, n)
-                     WHERE NOT k.alone
-                        OR k.room > 0 AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
-                                                  WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
-    IF cardinality(v_ready) = 0 THEN
+                     WHERE k.alone AND k.room > 0
+                       AND EXISTS (SELECT FROM generate_series(k.at, k.at + k.lim - 1) i
+                                   WHERE NOT v_live[i] AND pg_try_advisory_xact_lock(v_ids[i])));
+    IF cardinality(v_ready) + cardinality(v_later) = 0 THEN
         RETURN;
     END IF;
     FOR v_queue IN
         WITH ready AS (
-            UPDATE pgq.jobs j SET available_at = least(p_now, now()), waits_on = NULL
+            UPDATE pgq.jobs j
+            SET available_at = CASE WHEN w.key = ANY (v_ready) THEN least(p_now, now()) ELSE now() + interval '0.1 s' END,
+                waits_on = NULL
             FROM (SELECT w ->> 0 AS key, (w ->> 3)::uuid AS uuid FROM jsonb_array_elements(v_w) w) w
-            WHERE w.key = ANY (v_ready) AND j.uuid = w.uuid AND j.waits_on = w.key AND j.reserved_at IS NULL
-            RETURNING j.queue
+            WHERE (w.key = ANY (v_ready) OR w.key = ANY (v_later)) AND j.uuid = w.uuid AND j.waits_on = w.key
+              AND j.reserved_at IS NULL
+            RETURNING j.queue, w.key = ANY (v_ready) AS woken
         )
-        SELECT DISTINCT r.queue FROM ready r
+        SELECT DISTINCT r.queue FROM ready r WHERE r.woken
     LOOP
         PERFORM pgq._notify(v_queue);
     END LOOP;
