@@ -9875,7 +9875,9 @@ BEGIN
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
     v_cursor := pgq._pick_end(v_cursor);
-    PERFORM pgq._concurrency_waits(v_now);
+    IF current_setting('pgq.concurrency_waits', true) <> '' THEN  -- jobs left waiting (stage 7)
+        PERFORM pgq._concurrency_waits(v_now);
+    END IF;
 END;
 $$;
 

@@ -28,6 +28,9 @@ COMMENT ON FUNCTION pgq._reported(pgq.jobs, pgq.pickup, text, text) IS 'A job as
 --   5. take         the others are reserved, their attempt counted (S5)
 --                                                                      pgq._take_rows, pgq._take_chunk (storage)
 --   6. report       every job is returned: to run, or what happened to it at pickup
+--   7. waits        jobs left waiting for a concurrency_limited place wait only if no
+--                   end of their key is under way and no place is free (S99)
+--                                                                      pgq._concurrency_waits
 -- An until-processing lock (S23) goes, and a debounce burst ends, only for a job whose
 -- handler will run: at the stage that lets it through (checks, or admission for a job
 -- with middleware); a turn-away keeps the lock.
@@ -370,7 +373,9 @@ BEGIN
         v_cursor := pgq._pick_done(v_cursor, v_queue);
     END LOOP;
     v_cursor := pgq._pick_end(v_cursor);
-    PERFORM pgq._concurrency_waits(v_now);
+    IF current_setting('pgq.concurrency_waits', true) <> '' THEN  -- jobs left waiting (stage 7)
+        PERFORM pgq._concurrency_waits(v_now);
+    END IF;
 END;
 $$;
 
