@@ -712,6 +712,41 @@ func TestS115S74RestEndedByAnEarlierPickIsNotCharged(t *testing.T) {
 		"one job taken of each: none charged for the cancelled one")
 }
 
+// S115, S116, S117: where a slot boundary falls changes nothing in a fair queue's order:
+// the same dispatches (weighted keys, jobs with middleware, which go through admission)
+// reserved in the same calls give the same jobs in the same order whether the backlog
+// fills one slot or two.
+func TestS115S116S117SlotBoundaryChangesNoOrder(t *testing.T) {
+	t.Parallel()
+	order := func(rotate bool) [][]taken {
+		db := pgqtest.New(t)
+		fairQueue(t, db)
+		db.Exec(t, `SELECT pgq.set_fair_weight('exports', 'a', 2)`)
+		db.Exec(t, `SELECT pgq.dispatch_many('filler', array_fill('{}'::jsonb, ARRAY[1000]), queue => 'other')`)
+		dispatchTenant(t, db, "a", 4, 0)
+		dispatchTenant(t, db, "b", 3, 0)
+		db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'd', 'n', i), queue => 'exports',
+		            middleware => '[{"without_overlapping": {"by": ["n"]}}]') FROM generate_series(1, 2) i`)
+		if rotate {
+			db.Exec(t, `SELECT pgq.rotate(slot_bytes => 65536)`) // the jobs below go to a slot of their own
+		}
+		dispatchTenant(t, db, "c", 2, 0)
+		db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', t, 'n', 10 + i), queue => 'exports',
+		            middleware => CASE WHEN t = 'd' THEN '[{"without_overlapping": {"by": ["n"]}}]'::jsonb END)
+		            FROM unnest(ARRAY['a', 'a', 'b', 'd', 'd']) WITH ORDINALITY u(t, i)`)
+		slots := map[bool]int{false: 1, true: 2}[rotate]
+		require.Equal(t, slots, count(t, db, `(SELECT DISTINCT slot FROM pgq.jobs WHERE queue = 'exports') s`))
+		var got [][]taken
+		for range 4 {
+			got = append(got, reserveTenants(t, db, 4))
+		}
+		require.Zero(t, count(t, db, `pgq.jobs WHERE queue = 'exports' AND reserved_at IS NULL`), "every job reserved")
+		return got
+	}
+	one, two := order(false), order(true)
+	require.Equal(t, one, two, "one slot: %v; two: %v", one, two)
+}
+
 // S120: a reserve that finds a key with nothing ready but a live job (one that waits an
 // hour) keeps the key's turn without taking the key's lock, so a dispatch of that key
 // goes on while the reserve's transaction is open; it takes the lock only to end the
