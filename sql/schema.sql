@@ -6150,7 +6150,7 @@ BEGIN
         INTO v_tids, v_rslot, v_ids, v_plain, v_keys
         FROM unnest(v_rest[2]::tid[], v_rest[3]::smallint[], v_rest[4]::bigint[], v_rest[5]::boolean[], v_rest[6]::text[])
              WITH ORDINALITY r(tid, slot, id, plain, key, n)
-        WHERE pgq._still_waiting(r.slot, r.tid);
+        WHERE (SELECT true FROM pgq.jobs j WHERE j.slot = r.slot AND j.ctid = r.tid AND j.reserved_at IS NULL);  -- a TID probe a row
         IF v_tids IS NULL THEN
             PERFORM set_config('pgq.fair_rest', '', true);
             RETURN pgq._pick_fair(p_cursor, p_queue, p_want, p_now, p_skip);
