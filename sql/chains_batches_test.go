@@ -300,6 +300,28 @@ func TestS74S12MemberFailedAtPickupCancelsASiblingOfItsPickOnce(t *testing.T) {
 	require.Equal(t, 1, jobsNamed(t, db, "finally"))
 }
 
+// S74, S67: a member whose middleware cannot be evaluated fails for good at admission and
+// cancels its batch's waiting members, among them others of the same admission: the one
+// admitted before it gives back its overlap lease and does not run, the one after it is
+// not failed a second time; each ends once.
+func TestS74S67MemberFailedAtAdmissionEndsEachSiblingOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	batch := pgqtest.Scalar[uuid.UUID](t, db, `SELECT pgq.dispatch_batch('[
+		{"job": "a", "payload": {"k": 1}, "middleware": [{"without_overlapping": {"by": ["k"]}}]},
+		{"job": "b", "payload": {"k": 2}, "middleware": [{"without_overlapping": {"by": ["k"]}}]},
+		{"job": "c", "payload": {"k": 3}, "middleware": [{"without_overlapping": {"by": ["k"]}}]}]')`)
+	db.Exec(t, `UPDATE pgq.jobs SET payload = '{}', middleware_keys = NULL WHERE job IN ('b', 'c')`) // no key: b fails
+	require.Empty(t, reserveAll(t, db), "b failed, a and c cancelled with its batch")
+	require.Equal(t, []string{"a cancelled", "b failed", "c cancelled"}, pgqtest.Scalar[[]string](t, db, `
+		SELECT array_agg(j.job || ' ' || e.outcome ORDER BY j.job)
+		FROM pgq.job_ends e JOIN (SELECT DISTINCT job_uuid, job FROM pgq.attempts) j ON j.job_uuid = e.job_uuid
+		WHERE e.batch_id = $1`, batch))
+	require.Equal(t, 1, count(t, db, `pgq.failed_jobs`), "b only")
+	require.Zero(t, count(t, db, `pgq.overlap_locks`), "a's lease given back")
+	require.Equal(t, batchRow{Total: 3, Pending: 1, Failed: 1, Cancelled: 2, Cancelled_: true, Finished: true}, batchState(t, db, batch))
+}
+
 // pgq.cancel_batch: waiting jobs are cancelled now, running ones finish, then never
 // runs and finally runs once at the end (S74). A running job of the batch adds to it
 // through the worker role, with its uuid and lease token (S93); an admin cancels.

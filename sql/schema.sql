@@ -498,6 +498,7 @@ DECLARE
     v_adm    pgq.admission[];
     v_a      pgq.admission;
     v_job    pgq.jobs;
+    v_cascade boolean := false;         -- a batch member failed for good: others may have ended with it
 BEGIN
     IF cardinality(p_batch.admit) = 0 THEN
         RETURN p_batch;
@@ -516,6 +517,11 @@ BEGIN
                    ORDER BY a.ord);
     FOR i IN 1 .. cardinality(v_adm) LOOP
         v_a := v_adm[i];
+        IF v_cascade AND NOT pgq._still_waiting(p_batch.slot, v_tids[v_places[i]]) THEN
+            PERFORM pgq._release_overlap(ARRAY[v_uuids[i]], v_a.held);
+            v_tids[v_places[i]] := NULL;
+            CONTINUE;
+        END IF;
         IF v_a.turned_by IS NULL AND v_a.error IS NULL AND v_a.busy IS NOT TRUE THEN  -- admitted
             IF v_over[i] THEN
                 PERFORM pgq._handing_over(v_admit[i]);
@@ -532,6 +538,7 @@ BEGIN
             PERFORM pgq._bury(v_job, v_a.error, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
+            v_cascade := v_cascade OR v_job.batch_id IS NOT NULL;
         ELSIF v_a.turned_by = 'concurrency_limited' THEN
             p_batch.turned := p_batch.turned || v_job.id;  -- waits, below
         ELSE
@@ -541,6 +548,13 @@ BEGIN
             p_batch.turned := p_batch.turned || v_job.id;
         END IF;
         v_tids[v_places[i]] := NULL;
+    END LOOP;
+    FOR i IN 1 .. CASE WHEN v_cascade THEN cardinality(v_adm) ELSE 0 END LOOP  -- admitted before the failure ended them
+        IF v_tids[v_places[i]] IS NOT NULL AND NOT pgq._still_waiting(p_batch.slot, v_tids[v_places[i]]) THEN
+            PERFORM pgq._release_overlap(ARRAY[v_uuids[i]], v_adm[i].held);
+            v_tids[v_places[i]] := NULL;
+            v_held[v_places[i]] := NULL;
+        END IF;
     END LOOP;
     PERFORM pgq._wait_for_places(p_batch.slot, v_adm, v_uuids, p_now);
     p_batch.tids := v_tids;
@@ -6402,7 +6416,7 @@ DECLARE
     v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
-    v_ended boolean := false;             -- a job ended here: it may have ended others of the pick
+    v_ended boolean := false;             -- a batch member failed for good here: others of the pick may have ended
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
@@ -6447,6 +6461,7 @@ BEGIN
             PERFORM pgq._record(v_job, 'exhausted', p_now, v_why, p_final => true, p_started => false);
             PERFORM pgq._bury(v_job, v_why, p_now);
             v_rep := v_rep || pgq._reported(v_job, 'exhausted', v_why);
+            v_ended := v_ended OR v_job.batch_id IS NOT NULL;  -- only a batch member's failure ends others
         ELSIF v_job.middleware IS NOT NULL THEN
             v_admit := v_admit || v_job;
             v_admit_ords := v_admit_ords || v_ords[i];
@@ -6457,7 +6472,6 @@ BEGIN
         END IF;
         v_rep_places := v_rep_places || v_ords[i];
         v_tids[v_ords[i]] := NULL;
-        v_ended := true;
     END LOOP;
     IF v_ended THEN  -- those sent to admission before an end that ended them too
         SELECT coalesce(array_agg(v_admit[a.n] ORDER BY a.n), '{}'), coalesce(array_agg(a.o ORDER BY a.n), '{}')

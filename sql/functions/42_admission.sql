@@ -824,7 +824,9 @@ COMMENT ON FUNCTION pgq._wait_for_places(smallint, pgq.admission[], uuid[], time
 -- lock (S23); one whose middleware cannot be evaluated fails for good; one whose
 -- rate-limit window, or concurrency limit or key, another transaction holds is left
 -- waiting as it was, and ends the queue's turn (busy, S82, S99). The admitted are
--- handed over (S23) with their overlap leases (S34). Returns the batch.
+-- handed over (S23) with their overlap leases (S34). A batch member failed for good
+-- here cancels its batch's waiting members (S74), others of this batch among them:
+-- those are dropped, the leases admission gave them ended. Returns the batch.
 CREATE OR REPLACE FUNCTION pgq._admission(p_batch pgq.reserve_batch, p_now timestamptz, p_worker text)
 RETURNS pgq.reserve_batch
 LANGUAGE plpgsql VOLATILE
@@ -848,6 +850,7 @@ DECLARE
     v_adm    pgq.admission[];
     v_a      pgq.admission;
     v_job    pgq.jobs;
+    v_cascade boolean := false;         -- a batch member failed for good: others may have ended with it
 BEGIN
     IF cardinality(p_batch.admit) = 0 THEN
         RETURN p_batch;
@@ -866,6 +869,11 @@ BEGIN
                    ORDER BY a.ord);
     FOR i IN 1 .. cardinality(v_adm) LOOP
         v_a := v_adm[i];
+        IF v_cascade AND NOT pgq._still_waiting(p_batch.slot, v_tids[v_places[i]]) THEN
+            PERFORM pgq._release_overlap(ARRAY[v_uuids[i]], v_a.held);
+            v_tids[v_places[i]] := NULL;
+            CONTINUE;
+        END IF;
         IF v_a.turned_by IS NULL AND v_a.error IS NULL AND v_a.busy IS NOT TRUE THEN  -- admitted
             IF v_over[i] THEN
                 PERFORM pgq._handing_over(v_admit[i]);
@@ -882,6 +890,7 @@ BEGIN
             PERFORM pgq._bury(v_job, v_a.error, p_now);
             p_batch.reports := p_batch.reports || pgq._reported(v_job, 'failed', v_a.error);
             p_batch.report_places := p_batch.report_places || v_places[i];
+            v_cascade := v_cascade OR v_job.batch_id IS NOT NULL;
         ELSIF v_a.turned_by = 'concurrency_limited' THEN
             p_batch.turned := p_batch.turned || v_job.id;  -- waits, below
         ELSE
@@ -891,6 +900,13 @@ BEGIN
             p_batch.turned := p_batch.turned || v_job.id;
         END IF;
         v_tids[v_places[i]] := NULL;
+    END LOOP;
+    FOR i IN 1 .. CASE WHEN v_cascade THEN cardinality(v_adm) ELSE 0 END LOOP  -- admitted before the failure ended them
+        IF v_tids[v_places[i]] IS NOT NULL AND NOT pgq._still_waiting(p_batch.slot, v_tids[v_places[i]]) THEN
+            PERFORM pgq._release_overlap(ARRAY[v_uuids[i]], v_adm[i].held);
+            v_tids[v_places[i]] := NULL;
+            v_held[v_places[i]] := NULL;
+        END IF;
     END LOOP;
     PERFORM pgq._wait_for_places(p_batch.slot, v_adm, v_uuids, p_now);
     p_batch.tids := v_tids;

@@ -195,7 +195,7 @@ DECLARE
     v_admit_ords int[] := '{}';
     v_job   pgq.jobs;
     v_why   text;
-    v_ended boolean := false;             -- a job ended here: it may have ended others of the pick
+    v_ended boolean := false;             -- a batch member failed for good here: others of the pick may have ended
 BEGIN
     v_b.slot := p_pick.slot;
     v_b.tokens := v_tokens;
@@ -240,6 +240,7 @@ BEGIN
             PERFORM pgq._record(v_job, 'exhausted', p_now, v_why, p_final => true, p_started => false);
             PERFORM pgq._bury(v_job, v_why, p_now);
             v_rep := v_rep || pgq._reported(v_job, 'exhausted', v_why);
+            v_ended := v_ended OR v_job.batch_id IS NOT NULL;  -- only a batch member's failure ends others
         ELSIF v_job.middleware IS NOT NULL THEN
             v_admit := v_admit || v_job;
             v_admit_ords := v_admit_ords || v_ords[i];
@@ -250,7 +251,6 @@ BEGIN
         END IF;
         v_rep_places := v_rep_places || v_ords[i];
         v_tids[v_ords[i]] := NULL;
-        v_ended := true;
     END LOOP;
     IF v_ended THEN  -- those sent to admission before an end that ended them too
         SELECT coalesce(array_agg(v_admit[a.n] ORDER BY a.n), '{}'), coalesce(array_agg(a.o ORDER BY a.n), '{}')
