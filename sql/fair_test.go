@@ -747,6 +747,35 @@ func TestS115S116S117SlotBoundaryChangesNoOrder(t *testing.T) {
 	require.Equal(t, one, two, "one slot: %v; two: %v", one, two)
 }
 
+// S115, S28: the settings a reserve's stages hand each other cannot be given values by
+// its caller: a transaction that sets pgq.fair_pending (to push key a back a thousand
+// turns) and pgq.fair_rest (to have a job with a spent rate limit taken as plain) before
+// it reserves changes neither the turns nor the admission.
+func TestS115S28ReserveIgnoresItsCallersStageSettings(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	db.Exec(t, `SELECT pgq.define_limit('api', 1, '1 hour')`)
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "a"}', queue => 'exports', middleware => '[{"rate_limited": {"limit": "api"}}]')`)
+	require.Len(t, reserveTenants(t, db, 1), 1, "the hour's one call")
+	db.Exec(t, `SELECT pgq.dispatch('export', '{"tenant": "a", "n": 2}', queue => 'exports', middleware => '[{"rate_limited": {"limit": "api"}}]')`)
+	dispatchTenant(t, db, "b", 1, 0)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `
+		SELECT set_config('pgq.fair_pending', '[["exports", "a", 1000]]', true),
+		       set_config('pgq.fair_rest', ARRAY['exports', ARRAY[j.ctid]::text, ARRAY[j.slot]::text, ARRAY[j.id]::text,
+		                                         '{t}', '{a}']::text, true)
+		FROM pgq.jobs j WHERE j.payload ->> 'n' = '2'`)
+	require.NoError(t, err)
+	got, err := reserveFairOn(t, tx.Conn(), "w", 10)
+	require.NoError(t, err)
+	require.Equal(t, []taken{{"b", 1}}, got, "a's job turned away by its spent limit, not taken as plain")
+	require.NoError(t, tx.Commit(ctx))
+	require.Less(t, pgqtest.Scalar[float64](t, db, `SELECT pass FROM pgq.fair_turns WHERE queue = 'exports' AND key = 'a'`), 10.0)
+}
+
 // S120: a reserve that finds a key with nothing ready but a live job (one that waits an
 // hour) keeps the key's turn without taking the key's lock, so a dispatch of that key
 // goes on while the reserve's transaction is open; it takes the lock only to end the

@@ -321,6 +321,9 @@ BEGIN
     IF reserve.default_tries IS NULL OR reserve.default_tries < 0 THEN
         RAISE EXCEPTION 'pgq: default_tries must be >= 0, got %', reserve.default_tries USING ERRCODE = '22023';
     END IF;
+    -- The settings its stages hand each other start empty: a caller cannot give them values.
+    PERFORM set_config('pgq.fair_pending', '', true), set_config('pgq.fair_back', '', true),
+            set_config('pgq.fair_rest', '', true), set_config('pgq.concurrency_waits', '', true);
     v_cursor := pgq._sweep_leases(pgq._pick_begin(reserve.queues), reserve.queues, v_now);
     FOREACH v_queue IN ARRAY reserve.queues LOOP
         EXIT WHEN v_left <= 0;
