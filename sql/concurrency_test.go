@@ -191,6 +191,24 @@ func TestS99EndsWakeWaitingJobsWithoutWaiting(t *testing.T) {
 		"the locked first waiting job still waits, the second is woken")
 }
 
+// runBeside runs sql on a session of its own, beside a transaction the test holds open,
+// and returns once the statement has finished or waits for an advisory lock in db; its
+// error arrives on the channel when it finishes.
+func runBeside(t *testing.T, db *pgqtest.DB, sql string, args ...any) chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	s := session(t, db)
+	go func() {
+		_, err := s.Exec(ctx, sql, args...)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		return len(done) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	return done
+}
+
 // S99: a job that a reserve leaves waiting for a place is woken by an end of its key
 // that runs while that reserve is still open: the end waits for the reserve's commit,
 // then wakes it (not the job's delay, up to the overlap TTL, later). And while an end
@@ -213,16 +231,8 @@ func TestS99EndBesideAReserveLeavingJobsWaitingWakesThem(t *testing.T) {
 	require.NoError(t, reserver.QueryRow(ctx, `SELECT waits_on FROM pgq.jobs WHERE uuid = $1`, waiting).Scan(&waitsOn))
 	require.NotNil(t, waitsOn, "the reserve leaves it waiting")
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL`, waiting), "its wait is not committed yet")
-	ended := make(chan error, 1)
-	go func() {
-		_, err := session(t, db).Exec(ctx, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, holder[0].UUID, *holder[0].Token)
-		ended <- err
-	}()
 	// The end runs while the reserve is open: it waits for it, or (before) went through.
-	require.Eventually(t, func() bool {
-		return len(ended) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
-	}, 10*time.Second, 10*time.Millisecond)
+	ended := runBeside(t, db, `SELECT pgq.complete(ARRAY[$1::uuid], ARRAY[$2::uuid])`, holder[0].UUID, *holder[0].Token)
 	require.NoError(t, reserver.Commit(ctx))
 	require.NoError(t, <-ended)
 	require.Equal(t, 1, count(t, db, `pgq.jobs WHERE uuid = $1 AND waits_on IS NULL AND available_at <= now()`, waiting),
@@ -600,15 +610,7 @@ func TestS99RaiseWakesJobsAnOpenReserveLeftWaiting(t *testing.T) {
 	require.NoError(t, err)
 	defer reserving.Rollback(ctx)
 	require.Empty(t, runnable(reserveOn(t, reserving, "w2", clock())), "the limit is full")
-	raised := make(chan error, 1)
-	go func() {
-		_, err := session(t, db).Exec(ctx, `SELECT pgq.define_concurrency('vendor', 2)`)
-		raised <- err
-	}()
-	require.Eventually(t, func() bool {
-		return len(raised) > 0 || count(t, db, `pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
-	}, 10*time.Second, 10*time.Millisecond)
+	raised := runBeside(t, db, `SELECT pgq.define_concurrency('vendor', 2)`)
 	require.NoError(t, reserving.Commit(ctx))
 	require.NoError(t, <-raised)
 	got := runnable(reserveOn(t, db.Pool, "w3", clock()))
