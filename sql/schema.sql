@@ -2813,7 +2813,7 @@ $$;
 -- Name: FUNCTION _concurrency_waits(p_now timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) IS 'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s lock is held alone and no place is free (S99).';
+COMMENT ON FUNCTION pgq._concurrency_waits(p_now timestamp with time zone) IS 'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s wake lock is held alone and no place is free (S99).';
 
 
 --

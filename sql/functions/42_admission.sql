@@ -626,7 +626,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq._concurrency_waits(timestamptz) IS
-    'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s lock is held alone and no place is free (S99).';
+    'Reserve''s last stage: the jobs it left waiting for a concurrency_limited place are made ready again unless the key''s wake lock is held alone and no place is free (S99).';
 
 -- pgq._concurrency_room: how many more handlers each key of pgq._admit_concurrency may
 -- start: its limit less its handlers running, those whose lease on one of its places
