@@ -402,11 +402,13 @@ func TestS120ConcurrentReservesTakeEachJobOnce(t *testing.T) {
 	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys`))
 	// A key found with no live job keeps its turn, parked, for a minute at most (S126):
 	// the reserve that serves a key dispatched again walks every turn in play, and
-	// leaves none in play but that key's.
+	// leaves none in play but that key's; the turns parked while their jobs ran are
+	// parked for a minute by the worker's next rotate (S125).
 	dispatchTenant(t, db, "last", 1, 0)
 	n, err := reserveAndComplete(conn, "drain", 50)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	db.Exec(t, `SELECT pgq.rotate()`)
 	require.Zero(t, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns
 	    WHERE key <> 'last' AND (parked_until IS NULL OR parked_until > now() + interval '1 minute')`))
 }
@@ -618,6 +620,49 @@ func TestS116S117RoundCutShortLocksOnlyWhatItTakes(t *testing.T) {
 	}
 }
 
+// fairTurn is where the turn of key stands: "in play", or parked until when.
+func fairTurn(t *testing.T, db *pgqtest.DB, key string) string {
+	t.Helper()
+	return pgqtest.Scalar[string](t, db, `SELECT coalesce(parked_until::text, 'in play') FROM pgq.fair_turns
+	    WHERE queue = 'exports' AND key = $1`, key)
+}
+
+// S125: the reserve that takes a key's last ready job parks the key at its end, as the
+// next walk would find it idle: reserves pass it over while its job runs. A key cut
+// short by the reserve's max stays in play, and a job of the key written waiting brings
+// the turn back.
+func TestS125KeyWhoseLastReadyJobIsTakenIsParkedAtOnce(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "a", 1, 0)
+	dispatchTenant(t, db, "big", 20, 0)
+	require.Equal(t, []string{"a", "big", "big", "big", "big"}, tenants(reserveTenants(t, db, 5)))
+	require.Equal(t, "infinity", fairTurn(t, db, "a"), "a's only job runs")
+	require.Equal(t, "in play", fairTurn(t, db, "big"), "big, cut short by the reserve's max, has more")
+	dispatchTenant(t, db, "a", 1, 0)
+	require.Equal(t, []string{"a", "big"}, tenants(reserveTenants(t, db, 2)), "a back, ahead of big")
+}
+
+// S125: a key whose next ready job another transaction holds (as a reserve under way
+// does, SKIP LOCKED passing it over) is not parked by a reserve that took its other
+// jobs: it stays in play, and the held job is taken by the next reserve.
+func TestS125KeyWhoseNextJobAnotherTransactionHoldsStaysInPlay(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "k", 2, 0)
+	tx, err := db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM pgq.jobs WHERE fair_key = 'k' AND payload->>'n' = '1' FOR UPDATE`)
+	require.NoError(t, err)
+	require.Equal(t, []taken{{"k", 2}}, reserveTenants(t, db, 10), "k's first job held")
+	require.Equal(t, "in play", fairTurn(t, db, "k"))
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, []taken{{"k", 1}}, reserveTenants(t, db, 10))
+}
+
 // S126: a key found with no live job keeps its turn, parked, for a minute: a dispatch
 // of it within the minute makes no new turn (no row written to pgq.fair_turns by its
 // transaction, commit trigger included), and its job is served in the next reserve.
@@ -625,8 +670,11 @@ func TestS126KeyDispatchingAgainWithinAMinuteMakesNoTurn(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
 	fairQueue(t, db)
-	dispatchTenant(t, db, "a", 1, 0)
-	require.Equal(t, []string{"a"}, tenants(reserveTenants(t, db, 10)))
+	// a's second job keeps its turn in play when the first is taken; cancelled, it leaves
+	// the key with no live job once the first is done.
+	dispatchTenant(t, db, "a", 2, 0)
+	require.Equal(t, []string{"a"}, tenants(reserveTenants(t, db, 1)))
+	db.Exec(t, `SELECT pgq.cancel(uuid) FROM pgq.jobs WHERE fair_key = 'a' AND reserved_at IS NULL`)
 	db.Exec(t, `SELECT pgq.complete(ARRAY[uuid], ARRAY[lease_token]) FROM pgq.jobs WHERE fair_key = 'a'`)
 	dispatchTenant(t, db, "b", 1, 0)
 	require.Equal(t, []string{"b"}, tenants(reserveTenants(t, db, 10)), "a walked, with no live job")

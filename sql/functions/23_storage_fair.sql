@@ -221,7 +221,8 @@ COMMENT ON FUNCTION pgq._fair_next_ready(text, text) IS
 -- in further rounds, each its weight's share of what is left, one statement a round
 -- (pgq._fair_round). Rows in walk order, each with its key (keys) and its tag (tags:
 -- its key's pass plus n/weight for its key's n-th job here), by which they are taken.
--- idle: keys walked that gave no row.
+-- idle: keys walked that were left with no ready row: those that gave none, and those
+-- that gave fewer than their share of a round while the walk had room.
 CREATE OR REPLACE FUNCTION pgq._fair_rows(
     p_slots smallint[], p_queue text, p_prio int, p_want int, p_now timestamptz, p_skip bigint[],
     OUT tids tid[], OUT slots smallint[], OUT ids bigint[], OUT plain boolean[], OUT keys text[],
@@ -257,6 +258,9 @@ BEGIN
     idle := ARRAY(SELECT v_tk[o]
                   FROM generate_series(1, CASE WHEN cardinality(tids) < p_want THEN cardinality(v_tk) ELSE v_r.last END) o
                   WHERE o <> ALL (v_r.ords) ORDER BY o);
+    -- A key cut short by the walk's end (its last key when it took p_want) may have more.
+    idle := idle || ARRAY(SELECT v_tk[c.o] FROM (SELECT u.o, count(*)::int AS n FROM unnest(v_r.ords) u(o) GROUP BY u.o) c
+                          WHERE c.n < v_tw[c.o] AND (cardinality(tids) < p_want OR c.o < v_r.last) ORDER BY c.o);
     SELECT coalesce(array_agg(v_tk[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_tp[c.o] ORDER BY c.o), '{}'),
            coalesce(array_agg(v_tw[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(c.n ORDER BY c.o), '{}')
     INTO v_more, v_pass, v_w, v_took
@@ -271,6 +275,9 @@ BEGIN
         keys := keys || ARRAY(SELECT v_more[u.o] FROM unnest(v_r.ords) WITH ORDINALITY u(o, i) ORDER BY u.i);
         tags := tags || ARRAY(SELECT v_pass[u.o] + (v_took[u.o] + u.n)::float8 / v_w[u.o]
                               FROM unnest(v_r.ords, v_r.nth) WITH ORDINALITY u(o, n, i) ORDER BY u.i);
+        idle := idle || ARRAY(SELECT v_more[o] FROM generate_subscripts(v_more, 1) o
+                              WHERE (SELECT count(*) FROM unnest(v_r.ords) u(x) WHERE u.x = o) < v_w[o] * v_m
+                                AND (cardinality(tids) < p_want OR o < v_r.last) ORDER BY o);
         -- The keys that gave their whole quota go on, in their order.
         SELECT coalesce(array_agg(v_more[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_pass[c.o] ORDER BY c.o), '{}'),
                coalesce(array_agg(v_w[c.o] ORDER BY c.o), '{}'), coalesce(array_agg(v_took[c.o] + c.n ORDER BY c.o), '{}')
@@ -333,9 +340,12 @@ COMMENT ON FUNCTION pgq._fair_back(jsonb, jsonb) IS
 -- has no live job left (the module's comment says why no store is missed); one with
 -- live jobs is parked until its first waiting job is ready (S125), or, when only a
 -- store under way writes its jobs, keeps up with the lowest pass served in its queue
--- here, so that it banks no turns; a turn that came back and was not walked is parked
--- no later than its job's time, for every reserve to walk; of a queue noted whole, each
--- parked turn whose key has a job ready before its parking ends comes back then.
+-- here, so that it banks no turns; a key whose last ready job this reserve took (a
+-- walk left it dry, and a probe finds none ready now: a job another reserve holds keeps
+-- it in play) is parked at once, as the next walk would find it idle; a turn that came
+-- back and was not walked is parked no later than its job's time, for every reserve to
+-- walk; of a queue noted whole, each parked turn whose key has a job ready before its
+-- parking ends comes back then.
 CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -347,6 +357,7 @@ DECLARE
     v_q     text[];
     v_k     text[];
     v_n     bigint[];  -- jobs taken of the key; 0: idle; NULL: back, not walked
+    v_dry   boolean[]; -- a walk left the key with no ready job (pgq._fair_rows' idle)
     v_pass  float8[];  -- as reserves order it (a turn back: where it rejoins, pgq._fair_rejoin)
     v_w     int[];
     v_at    timestamptz[];
@@ -358,12 +369,13 @@ BEGIN
     SELECT array_agg(l.tid ORDER BY l.queue, l.key), array_agg(l.queue ORDER BY l.queue, l.key),
            array_agg(l.key ORDER BY l.queue, l.key), array_agg(l.n ORDER BY l.queue, l.key),
            array_agg(l.pass ORDER BY l.queue, l.key), array_agg(l.weight ORDER BY l.queue, l.key),
-           array_agg(l.at ORDER BY l.queue, l.key), array_agg(l.was ORDER BY l.queue, l.key)
-    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at, v_was
-    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n,
+           array_agg(l.at ORDER BY l.queue, l.key), array_agg(l.was ORDER BY l.queue, l.key),
+           array_agg(l.dry ORDER BY l.queue, l.key)
+    INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at, v_was, v_dry
+    FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, e.dry,
                  CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, pgq._fair_rejoin(t.queue)) END AS pass,
                  coalesce(w.weight, 1) AS weight, e.at, t.parked_until IS NOT NULL AS was
-          FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at
+          FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at, coalesce(bool_or(x.n = 0), false) AS dry
                 FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
                       FROM jsonb_array_elements(p_pending) p
                       UNION ALL
@@ -389,8 +401,11 @@ BEGIN
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
     SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
-        parked_until = CASE WHEN u.n > 0 THEN NULL ELSE u.at END
-    FROM unnest(v_tids, v_pass, v_n, v_w, v_at) u(tid, pass, n, w, at)
+        parked_until = CASE WHEN u.n > 0 AND u.dry
+                            THEN (SELECT CASE WHEN r.at > now() THEN r.at END
+                                  FROM (SELECT coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') AS at) r)
+                            WHEN u.n > 0 THEN NULL ELSE u.at END
+    FROM unnest(v_tids, v_pass, v_n, v_w, v_at, v_dry) u(tid, pass, n, w, at, dry)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
     -- An idle key in play with no live job is kept, parked for pgq._fair_keep(): a key
     -- that dispatches again meanwhile comes back as a parked one, with no turn to make.
