@@ -105,7 +105,7 @@ GRANT EXECUTE ON FUNCTION pgq.add_to_batch TO {{ident .Worker}};
 DO $$
 BEGIN
     IF current_setting('server_version_num')::int >= 170000 THEN
-        EXECUTE format('GRANT MAINTAIN ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.loads, pgq.loads_0, pgq.loads_1, pgq.loads_2, pgq.loads_3 TO %I', {{lit .Worker}});
+        EXECUTE format('GRANT MAINTAIN ON pgq.jobs, pgq.jobs_0, pgq.jobs_1, pgq.jobs_2, pgq.jobs_3, pgq.loads, pgq.loads_0, pgq.loads_1, pgq.loads_2, pgq.loads_3, pgq.fair_turns TO %I', {{lit .Worker}});
     END IF;
 END
 $$;

@@ -165,9 +165,10 @@ func WithFetchCooldown(d time.Duration) Option {
 	}
 }
 
-// WithVacuumAfter sets how many dead rows pgq.jobs may hold before the worker vacuums
-// it (checked each second; only when the worker's role owns the table). Default 10,000;
-// 0 leaves vacuuming to autovacuum.
+// WithVacuumAfter sets how many dead rows pgq.jobs (with its loads and the turns of
+// fair queues, pgq.fair_turns) may hold before the worker vacuums them (checked each
+// second; only when the worker's role owns the tables). Default 10,000; 0 leaves
+// vacuuming to autovacuum.
 func WithVacuumAfter(deadRows int) Option {
 	return func(c *config) error {
 		if deadRows < 0 {

@@ -771,7 +771,7 @@ func TestFetchCooldownAfterShortReserve(t *testing.T) {
 
 // S47: under load a worker whose role owns pgq.jobs vacuums it itself once it holds enough
 // dead rows: the dead entries at the head of the reserve index would otherwise slow
-// every reserve. A worker with the least privileges cannot (only a table's owner may
+// every reserve; pgq.fair_turns with it. A worker with the least privileges cannot (only a table's owner may
 // vacuum it) and says so once instead of failing each second.
 func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	t.Parallel()
@@ -779,7 +779,10 @@ func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	vacuums := func() int {
 		return pgqtest.Scalar[int](t, b.db, `SELECT max(vacuum_count)::int FROM pg_stat_user_tables WHERE relid IN (SELECT partition FROM pgq.job_slots)`) // a vacuum of pgq.jobs is one of each slot
 	}
-	before := vacuums()
+	turnVacuums := func() int {
+		return pgqtest.Scalar[int](t, b.db, `SELECT vacuum_count::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass`)
+	}
+	before, turnsBefore := vacuums(), turnVacuums()
 	b.dispatchOrders(t, "ping", 300)
 	owner, err := worker.New(b.db.Pool, worker.WithLogger(quiet), worker.WithSleep(100*time.Millisecond), worker.WithVacuumAfter(100))
 	require.NoError(t, err)
@@ -788,6 +791,7 @@ func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	require.Eventually(t, func() bool { return vacuums() > before }, 20*time.Second, 100*time.Millisecond,
 		"300 finished jobs leave 600 dead rows; the worker vacuums past 100")
 	require.NoError(t, stop())
+	require.Greater(t, turnVacuums(), turnsBefore, "the turns of fair queues are vacuumed with the jobs")
 
 	logs := &lockedBuffer{}
 	w := b.worker(t, worker.WithVacuumAfter(100), worker.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))

@@ -75,7 +75,7 @@ without using up their attempt, and exits 0.
 	logFormat := f.String("log-format", "text", "log format: text or json")
 	metricsAddr := f.String("metrics-addr", "", "serve Prometheus metrics at http://`ADDRESS`/metrics, e.g. 127.0.0.1:9090 (default: not served)")
 	keepHistory := f.Duration("keep-history", 14*24*time.Hour, "prune attempt history of finished jobs older than this (0: keep)")
-	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs once it holds this many dead rows (0: leave it to autovacuum)")
+	vacuumAfter := f.Int("vacuum-after", 10000, "vacuum pgq.jobs (and pgq.fair_turns) once they hold this many dead rows (0: leave it to autovacuum)")
 	slotMB := f.Int("slot-mb", 64, "`MIB` a slot of pgq.jobs holds before new jobs go to the next, and a drained one is truncated (0: never)")
 	keepFailed := f.Duration("keep-failed", 0, "prune failed jobs older than this (0: keep until flushed)")
 	sessionURL := f.String("session-url", "", "PostgreSQL `URL` for what is bound to a session (the reserve and its nap, LISTEN): direct or session-pooled, when --database-url goes through a transaction pooler")

@@ -641,7 +641,7 @@ func (q *Queries) JobsSize(ctx context.Context) (int64, error) {
 }
 
 const jobsVacuum = `-- name: JobsVacuum :exec
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads, pgq.fair_turns
 `
 
 // SKIP_LOCKED: a vacuum already running (another worker's, autovacuum's) is enough.
@@ -651,6 +651,9 @@ VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq
 // the indexes of a busy queue pass the parallel-vacuum size threshold, and the worker
 // vacuums about once a second under load; starting background workers for each vacuum
 // (a process each) cost more than the parallel index pass saved on a table this size.
+// pgq.fair_turns too: a fair queue's reserves update a key's turn for each job they
+// take of it, and walk the turns by index; its dead rows are not counted above, since
+// they come with the jobs', and would only bring the vacuums of pgq.jobs sooner.
 func (q *Queries) JobsVacuum(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, jobsVacuum)
 	return err
@@ -673,7 +676,7 @@ func (q *Queries) JobsVacuumAllowed(ctx context.Context) (bool, error) {
 }
 
 const jobsVacuumShrink = `-- name: JobsVacuumShrink :exec
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads, pgq.fair_turns
 `
 
 // JobsVacuum, and then the empty pages at the table's end are given back to the

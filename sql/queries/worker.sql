@@ -126,14 +126,17 @@ WHERE s.relid IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhpar
 -- the indexes of a busy queue pass the parallel-vacuum size threshold, and the worker
 -- vacuums about once a second under load; starting background workers for each vacuum
 -- (a process each) cost more than the parallel index pass saved on a table this size.
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads;
+-- pgq.fair_turns too: a fair queue's reserves update a key's turn for each job they
+-- take of it, and walk the turns by index; its dead rows are not counted above, since
+-- they come with the jobs', and would only bring the vacuums of pgq.jobs sooner.
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE false, PARALLEL 0) pgq.jobs, pgq.loads, pgq.fair_turns;
 
 -- name: JobsVacuumShrink :exec
 -- JobsVacuum, and then the empty pages at the table's end are given back to the
 -- system (S79): after a held horizon, the whole of what the table grew meanwhile.
 -- VACUUM takes the ACCESS EXCLUSIVE lock this needs only when no one holds a lock on
 -- the table, and lets go of it as soon as someone waits for one.
-VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads;
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON, TRUNCATE true, PARALLEL 0) pgq.jobs, pgq.loads, pgq.fair_turns;
 
 -- name: JobsSize :one
 -- The bytes of pgq.jobs's and pgq.loads's slots, without their indexes.
