@@ -36,6 +36,22 @@ func dispatchTenant(t *testing.T, db *pgqtest.DB, tenant string, n, prio int) {
 	    queue => 'exports', priority => $3::int)`, tenant, n, prio)
 }
 
+// turnReads is how many index entries and rows of pgq.fair_turns the statistics count
+// as read (S123, S125), after c's own counts are flushed.
+func turnReads(t *testing.T, c interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) int {
+	t.Helper()
+	_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `
+		SELECT (SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE relid = 'pgq.fair_turns'::regclass)
+		     + (SELECT coalesce(seq_tup_read, 0)::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass)`).Scan(&n))
+	return n
+}
+
 // taken is a job a reserve took: its tenant and number.
 type taken struct {
 	Tenant string
@@ -490,20 +506,11 @@ func TestS123FairDispatchReadsItsKeysTurnsOnly(t *testing.T) {
 	var turns int
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM pgq.fair_turns WHERE queue = 'exports'`).Scan(&turns))
 	require.Equal(t, 1000, turns)
-	turnReads := func() int {
-		_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-		require.NoError(t, err)
-		var n int
-		require.NoError(t, c.QueryRow(ctx, `
-			SELECT (SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE relid = 'pgq.fair_turns'::regclass)
-			     + (SELECT coalesce(seq_tup_read, 0)::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass)`).Scan(&n))
-		return n
-	}
 	for _, tenant := range []string{"k500", "new"} {
-		before := turnReads()
+		before := turnReads(t, c)
 		_, err = c.Exec(ctx, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', $1::text), queue => 'exports')`, tenant)
 		require.NoError(t, err)
-		n := turnReads() - before
+		n := turnReads(t, c) - before
 		require.Less(t, n, 10, "a dispatch of tenant %s read %d turns of pgq.fair_turns", tenant, n)
 	}
 }
@@ -894,6 +901,32 @@ func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
 	require.Equal(t, []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big"}, tenants(got))
 	n := indexFetches(t, c) - before
 	require.Less(t, n, 100, "the reserve fetched %d rows by index: it walked the parked keys", n)
+}
+
+// S125: the keys that come back cost a reserve their own turns only: with 500 keys
+// parked, a reserve that 20 of them come back to reads a few entries of
+// pgq.fair_turns for each, not every parked turn for each.
+func TestS125KeysComingBackCostTheirOwnTurnsOnly(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	fairQueue(t, db)
+	dispatchTenant(t, db, "big", 1000, 0)
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports', delay => '1 hour')
+	            FROM generate_series(1, 500) k`)
+	c := session(t, db)
+	got, err := reserveFairOn(t, c, "w1", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 10)
+	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until > now() + '59 minutes'`))
+	db.Exec(t, `VACUUM pgq.fair_turns`) // as workers do (S47): the versions the parking left go
+	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports')
+	            FROM generate_series(1, 20) k`)
+	before := turnReads(t, c)
+	got, err = reserveFairOn(t, c, "w1", 50)
+	require.NoError(t, err)
+	require.Len(t, slices.DeleteFunc(tenants(got), func(k string) bool { return k == "big" }), 20)
+	n := turnReads(t, c) - before
+	require.Less(t, n, 300, "a reserve that 20 keys came back to read %d turns of pgq.fair_turns", n)
 }
 
 // firstTurnOf reserves one job at a time on c until one of tenant comes, and returns

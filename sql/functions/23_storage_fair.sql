@@ -131,11 +131,14 @@ BEGIN
           UNION ALL
           SELECT p.key, p.pass, true FROM pgq.fair_turns p WHERE p.queue = p_queue AND p.parked_until <= p_now
           UNION ALL
-          SELECT p.key, p.pass, true  -- a probe a key (fair_turns_pkey): a lateral subquery runs inside
+          -- A probe a key by fair_turns_pkey: the subquery names the key alone, and OFFSET 0
+          -- keeps it apart, so that no plan reads every parked turn for each key instead.
+          SELECT p.key, p.pass, true
           FROM (SELECT DISTINCT b ->> 1 AS k FROM jsonb_array_elements(v_back) b
                 WHERE b ->> 0 = p_queue AND b ->> 1 IS NOT NULL AND (b ->> 2)::timestamptz <= p_now) b
-          CROSS JOIN LATERAL (SELECT p.key, p.pass FROM pgq.fair_turns p
-                              WHERE p.queue = p_queue AND p.key = b.k AND p.parked_until > p_now) p) t
+          CROSS JOIN LATERAL (SELECT p.key, p.pass, p.parked_until FROM pgq.fair_turns p
+                              WHERE p.queue = p_queue AND p.key = b.k OFFSET 0) p
+          WHERE p.parked_until > p_now) t
     LEFT JOIN pgq.fair_weights w ON w.queue = p_queue AND w.key = t.key
     LEFT JOIN (SELECT e ->> 1 AS key, sum((e ->> 2)::int) AS n
                FROM jsonb_array_elements(coalesce(nullif(current_setting('pgq.fair_pending', true), ''), '[]')::jsonb) e
@@ -354,13 +357,13 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_tids  tid[];     -- the turns locked, in (queue, key) order
-    v_q     text[];
-    v_k     text[];
+    v_q     text[]; v_k text[];
     v_n     bigint[];  -- jobs taken of the key; 0: idle; NULL: back, not walked
     v_dry   boolean[]; -- a walk left the key with no ready job (pgq._fair_rows' idle)
     v_pass  float8[];  -- as reserves order it (a turn back: where it rejoins, pgq._fair_rejoin)
-    v_w     int[];
-    v_at    timestamptz[];
+    v_w     int[]; v_at timestamptz[];
+    v_rejoin jsonb := (SELECT jsonb_object_agg(x.q, pgq._fair_rejoin(x.q))  -- per queue, once: where a turn back rejoins
+                       FROM (SELECT DISTINCT p ->> 0 AS q FROM jsonb_array_elements(p_pending || p_back) p) x);
     v_front jsonb;     -- per queue, the lowest pass served
     v_was   boolean[]; -- parked before this reserve walked it
     v_alone tid[];     -- idle turns whose key's lock this reserve holds alone
@@ -373,7 +376,7 @@ BEGIN
            array_agg(l.dry ORDER BY l.queue, l.key)
     INTO v_tids, v_q, v_k, v_n, v_pass, v_w, v_at, v_was, v_dry
     FROM (SELECT t.ctid AS tid, t.queue, t.key, e.n, e.dry,
-                 CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, pgq._fair_rejoin(t.queue)) END AS pass,
+                 CASE WHEN t.parked_until IS NULL THEN t.pass ELSE greatest(t.pass, (v_rejoin ->> t.queue)::float8) END AS pass,
                  coalesce(w.weight, 1) AS weight, e.at, t.parked_until IS NOT NULL AS was
           FROM (SELECT x.q, x.k, sum(x.n) AS n, min(x.at) AS at, coalesce(bool_or(x.n = 0), false) AS dry
                 FROM (SELECT p ->> 0 AS q, p ->> 1 AS k, (p ->> 2)::int AS n, NULL::timestamptz AS at
@@ -401,9 +404,10 @@ BEGIN
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
     SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
-        parked_until = CASE WHEN u.n > 0 AND u.dry
+        parked_until = CASE WHEN u.n > 0 AND u.dry  -- most often none waits: a probe, no call
                             THEN (SELECT CASE WHEN r.at > now() THEN r.at END
-                                  FROM (SELECT coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') AS at) r)
+                                  FROM (SELECT CASE WHEN NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key AND j.reserved_at IS NULL)
+                                                    THEN 'infinity' ELSE coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') END AS at) r)
                             WHEN u.n > 0 THEN NULL ELSE u.at END
     FROM unnest(v_tids, v_pass, v_n, v_w, v_at, v_dry) u(tid, pass, n, w, at, dry)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
