@@ -4387,10 +4387,9 @@ BEGIN
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
     SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
-        parked_until = CASE WHEN u.n > 0 AND u.dry  -- most often none waits: a probe, no call
-                            THEN (SELECT CASE WHEN r.at > now() THEN r.at END
-                                  FROM (SELECT CASE WHEN NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key AND j.reserved_at IS NULL)
-                                                    THEN 'infinity' ELSE coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') END AS at) r)
+        parked_until = CASE WHEN u.n > 0 AND u.dry  -- NULL when ready now; most often none waits: a probe, no call
+                            THEN nullif(greatest(CASE WHEN NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key AND j.reserved_at IS NULL)
+                                                      THEN 'infinity' ELSE coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') END, now()), now())
                             WHEN u.n > 0 THEN NULL ELSE u.at END
     FROM unnest(v_tids, v_pass, v_n, v_w, v_at, v_dry) u(tid, pass, n, w, at, dry)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
@@ -10066,13 +10065,14 @@ DECLARE
     v_snap  pg_snapshot;
     v_moved int;
 BEGIN
-    IF rotate.slot_bytes IS NULL OR rotate.slot_bytes < 65536 THEN
-        RAISE EXCEPTION 'pgq: rotate slot_bytes must be at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
+    IF rotate.slot_bytes IS NULL OR (rotate.slot_bytes <> 0 AND rotate.slot_bytes < 65536) THEN
+        RAISE EXCEPTION 'pgq: rotate slot_bytes must be 0 or at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
     END IF;
     IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
         RETURN v_done;
     END IF;
-    PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
+    -- Said nowhere: see pgq.overlap_gens. With slots left where they are, at the default's share.
+    PERFORM pgq._rotate_overlap_gens(coalesce(nullif(rotate.slot_bytes, 0), 67108864) / 64, v_now);
     PERFORM pgq._shrink_places();
 
     <<steps>>
@@ -10107,7 +10107,8 @@ BEGIN
         WHERE s.slot = v_slot.slot;
     END LOOP;
 
-    -- 2. A full current slot hands over to an empty one.
+    -- 2. A full current slot hands over to an empty one; with slot_bytes 0, none does.
+    EXIT steps WHEN rotate.slot_bytes = 0;
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
     v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
@@ -10152,7 +10153,7 @@ $$;
 -- Name: FUNCTION rotate(slot_bytes bigint, as_of timestamp with time zone); Type: COMMENT; Schema: pgq; Owner: -
 --
 
-COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81). Returns what it did.';
+COMMENT ON FUNCTION pgq.rotate(slot_bytes bigint, as_of timestamp with time zone) IS 'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes (0: never), a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81), the places of named concurrency limits (S99), the turns of fair queues'' keys with no live job (S125). Returns what it did.';
 
 
 --

@@ -112,14 +112,15 @@ func TestS80HeldHorizonCannotGrowTheTable(t *testing.T) {
 	require.Greater(t, jobsBytes(t, db), int64(4*slot), "without the truncations the table grows past the bound")
 }
 
-// pgq.rotate refuses a slot size below 64 KiB, and does nothing while another call runs.
+// pgq.rotate refuses a slot size below 64 KiB but 0, and does nothing while another
+// call runs.
 func TestS80RotateChecksItsArgumentAndRunsOneAtATime(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
-	for _, bad := range []string{"NULL", "0", "65535"} {
+	for _, bad := range []string{"NULL", "-1", "65535"} {
 		_, err := db.Pool.Exec(ctx, `SELECT pgq.rotate(`+bad+`)`)
 		require.Equal(t, "22023", pgCode(err), bad)
-		require.ErrorContains(t, err, "rotate slot_bytes must be at least 65536", bad)
+		require.ErrorContains(t, err, "rotate slot_bytes must be 0 or at least 65536", bad)
 	}
 	dispatch(t, db, `'x', '{}'`)
 	other, err := session(t, db).Begin(ctx)

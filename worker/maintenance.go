@@ -216,13 +216,13 @@ func (m *maintenance) vacuumJobs(ctx context.Context) (waited bool, err error) {
 
 // rotate calls pgq.rotate each second (S80): once the current slot of pgq.jobs holds
 // the slot size, new jobs go to an empty one, and a slot whose jobs have all ended is
-// truncated, which gives back its dead rows whatever holds the xmin horizon. Every
-// worker calls it; PostgreSQL lets one at a time do the work. It needs no privilege on
-// the tables: pgq.rotate runs as pgq's owner.
+// truncated, which gives back its dead rows whatever holds the xmin horizon. With a
+// slot size of 0 the slots stay where they are, and the call does the rest of its
+// work: the generations of overlap leases, the places of named concurrency limits, the
+// turns of fair queues' keys with no live job. Every worker calls it; PostgreSQL lets
+// one at a time do the work. It needs no privilege on the tables: pgq.rotate runs as
+// pgq's owner.
 func (m *maintenance) rotate(ctx context.Context) {
-	if m.cfg.slotBytes <= 0 {
-		return
-	}
 	everySecond(ctx, func() { m.rotateOnce(ctx) })
 }
 

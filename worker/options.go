@@ -165,9 +165,9 @@ func WithFetchCooldown(d time.Duration) Option {
 	}
 }
 
-// WithVacuumAfter sets how many dead rows pgq.jobs (with its loads and the turns of
-// fair queues, pgq.fair_turns) may hold before the worker vacuums them (checked each
-// second; only when the worker's role owns the tables). Default 10,000; 0 leaves
+// WithVacuumAfter sets how many dead rows pgq.jobs (with its loads) may hold before the
+// worker vacuums it, and the turns of fair queues (pgq.fair_turns) with it (checked
+// each second; only when the worker's role owns the tables). Default 10,000; 0 leaves
 // vacuuming to autovacuum.
 func WithVacuumAfter(deadRows int) Option {
 	return func(c *config) error {
@@ -183,7 +183,8 @@ func WithVacuumAfter(deadRows int) Option {
 // pgq.jobs takes no more new jobs: the worker calls pgq.rotate each second, which then
 // sends them to an empty slot and truncates a drained one (S80). While the xmin horizon
 // is held, pgq.jobs stays within about four times this size. Default 64 MiB; at least
-// 64 KiB; 0 leaves the slots where they are.
+// 64 KiB; 0 leaves the slots where they are (pgq.rotate still does the rest of its work
+// each second).
 func WithSlotSize(bytes int64) Option {
 	return func(c *config) error {
 		if bytes != 0 && bytes < 64<<10 {

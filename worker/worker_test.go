@@ -805,6 +805,25 @@ func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	require.ErrorContains(t, err, "WithVacuumAfter: must be >= 0")
 }
 
+// S80, S125: a worker whose slot size is 0 leaves the slots where they are but still
+// calls pgq.rotate each second for the rest of its work: a fair queue's key parked while
+// its job ran is parked for a minute once the job has ended, not kept for ever.
+func TestS80S125WorkerWithSlotsLeftStillRotates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.Exec(t, `SELECT pgq.define_queue('fairq', fair_by => 'tenant')`)
+	b.db.Exec(t, `SELECT pgq.dispatch('ping', '{"order_id": 1, "tenant": "a"}', queue => 'fairq')`)
+	w := b.worker(t, worker.WithSlotSize(0), worker.WithQueues("fairq"))
+	worker.Handle(w, "ping", worker.Handler[order]{Run: func(context.Context, *worker.Job[order]) error { return nil }})
+	stop := start(t, w)
+	defer func() { require.NoError(t, stop()) }()
+	require.Eventually(t, func() bool {
+		return pgqtest.Scalar[bool](t, b.db, `SELECT coalesce(bool_and(parked_until BETWEEN now() AND now() + interval '1 minute'), false)
+		    FROM pgq.fair_turns WHERE queue = 'fairq' AND NOT EXISTS (SELECT FROM pgq.jobs WHERE queue = 'fairq')`)
+	}, 10*time.Second, 100*time.Millisecond, "a's turn parked for a minute once its job ended")
+	require.Equal(t, "current", pgqtest.Scalar[string](t, b.db, `SELECT state::text FROM pgq.job_slots WHERE slot = 0`), "the slots stay")
+}
+
 // WithConcurrency bounds the handlers running at once, whatever the batching of their
 // outcomes; every job still runs exactly once.
 func TestConcurrencyBoundsRunningHandlers(t *testing.T) {

@@ -129,6 +129,8 @@ COMMENT ON FUNCTION pgq._move_waiting(smallint, smallint, int) IS
     'Moves up to p_max waiting jobs no one holds from one slot of pgq.jobs to another (deleted and inserted again); returns how many.';
 
 -- pgq.rotate: moves the slots of pgq.jobs on (S80); the worker calls it every second.
+-- slot_bytes 0 leaves the slots where they are (a draining one is still truncated once
+-- its jobs have ended) and does the rest.
 -- One worker at a time does the work (the others return at once). In one call:
 --   0. the generations of pgq.overlap_locks move on once the current one holds
 --      slot_bytes / 64 of rows (S81, pgq._rotate_overlap_gens), and the places of
@@ -165,13 +167,14 @@ DECLARE
     v_snap  pg_snapshot;
     v_moved int;
 BEGIN
-    IF rotate.slot_bytes IS NULL OR rotate.slot_bytes < 65536 THEN
-        RAISE EXCEPTION 'pgq: rotate slot_bytes must be at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
+    IF rotate.slot_bytes IS NULL OR (rotate.slot_bytes <> 0 AND rotate.slot_bytes < 65536) THEN
+        RAISE EXCEPTION 'pgq: rotate slot_bytes must be 0 or at least 65536, got %', rotate.slot_bytes USING ERRCODE = '22023';
     END IF;
     IF NOT pg_try_advisory_xact_lock(pgq._lock_id('rotate')) THEN
         RETURN v_done;
     END IF;
-    PERFORM pgq._rotate_overlap_gens(rotate.slot_bytes / 64, v_now);  -- said nowhere: see pgq.overlap_gens
+    -- Said nowhere: see pgq.overlap_gens. With slots left where they are, at the default's share.
+    PERFORM pgq._rotate_overlap_gens(coalesce(nullif(rotate.slot_bytes, 0), 67108864) / 64, v_now);
     PERFORM pgq._shrink_places();
 
     <<steps>>
@@ -206,7 +209,8 @@ BEGIN
         WHERE s.slot = v_slot.slot;
     END LOOP;
 
-    -- 2. A full current slot hands over to an empty one.
+    -- 2. A full current slot hands over to an empty one; with slot_bytes 0, none does.
+    EXIT steps WHEN rotate.slot_bytes = 0;
     SELECT * INTO v_cur FROM pgq.job_slots s WHERE s.state = 'current';
     v_bytes := pg_total_relation_size(v_cur.partition) + pg_total_relation_size(v_cur.loads);
     IF v_bytes < rotate.slot_bytes THEN
@@ -247,7 +251,7 @@ END;
 $$;
 
 COMMENT ON FUNCTION pgq.rotate(bigint, timestamptz) IS
-    'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes, a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81). Returns what it did.';
+    'Worker protocol: moves the slots of pgq.jobs on: a new current slot once the current one holds slot_bytes (0: never), a draining slot truncated once no job is left in it, the few waiting jobs of a slot moved when no slot is empty (S80); and the generations of pgq.overlap_locks (S81), the places of named concurrency limits (S99), the turns of fair queues'' keys with no live job (S125). Returns what it did.';
 
 -- pgq._slot_move_max: at most this many jobs are moved out of a draining slot at once,
 -- and only out of a slot holding no more.

@@ -343,12 +343,12 @@ COMMENT ON FUNCTION pgq._fair_back(jsonb, jsonb) IS
 -- has no live job left (the module's comment says why no store is missed); one with
 -- live jobs is parked until its first waiting job is ready (S125), or, when only a
 -- store under way writes its jobs, keeps up with the lowest pass served in its queue
--- here, so that it banks no turns; a key whose last ready job this reserve took (a
--- walk left it dry, and a probe finds none ready now: a job another reserve holds keeps
--- it in play) is parked at once, as the next walk would find it idle; a turn that came
--- back and was not walked is parked no later than its job's time, for every reserve to
--- walk; of a queue noted whole, each parked turn whose key has a job ready before its
--- parking ends comes back then.
+-- here, so that it banks no turns; a key whose last ready job this reserve took with
+-- room for more (a walk left it dry, and a probe finds none ready now: a job another
+-- reserve holds keeps it in play) is parked at once, as the next walk would find it
+-- idle; a turn that came back and was not walked is parked no later than its job's
+-- time, for every reserve to walk; of a queue noted whole, each parked turn whose key
+-- has a job ready before its parking ends comes back then.
 CREATE OR REPLACE FUNCTION pgq._fair_settle(p_pending jsonb, p_back jsonb) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -404,10 +404,9 @@ BEGIN
     FROM (SELECT u.q, min(u.pass) AS pass FROM unnest(v_q, v_pass, v_n) u(q, pass, n) WHERE u.n > 0 GROUP BY u.q) f;
     UPDATE pgq.fair_turns t
     SET pass = CASE WHEN u.n > 0 THEN u.pass + u.n::float8 / u.w ELSE t.pass END,
-        parked_until = CASE WHEN u.n > 0 AND u.dry  -- most often none waits: a probe, no call
-                            THEN (SELECT CASE WHEN r.at > now() THEN r.at END
-                                  FROM (SELECT CASE WHEN NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key AND j.reserved_at IS NULL)
-                                                    THEN 'infinity' ELSE coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') END AS at) r)
+        parked_until = CASE WHEN u.n > 0 AND u.dry  -- NULL when ready now; most often none waits: a probe, no call
+                            THEN nullif(greatest(CASE WHEN NOT EXISTS (SELECT FROM pgq.jobs j WHERE j.queue = t.queue AND j.fair_key = t.key AND j.reserved_at IS NULL)
+                                                      THEN 'infinity' ELSE coalesce(pgq._fair_next_ready(t.queue, t.key), 'infinity') END, now()), now())
                             WHEN u.n > 0 THEN NULL ELSE u.at END
     FROM unnest(v_tids, v_pass, v_n, v_w, v_at, v_dry) u(tid, pass, n, w, at, dry)
     WHERE t.ctid = ANY (v_tids) AND t.ctid = u.tid AND (u.n > 0 OR (u.n IS NULL AND t.parked_until > u.at));
