@@ -878,14 +878,11 @@ func TestS120IdleKeyWithLiveJobKeepsItsTurnWithoutItsLock(t *testing.T) {
 		"late, now and gone have turns")
 }
 
-// S125, S119: keys whose jobs all wait for later are parked by the first reserve that
-// finds them so (pgq.fair_keys shows until when), and the reserves after it read none
-// of their jobs: a reserve of ten jobs
-// of a big key, beside 500 keys with a job an hour away, fetches a few rows by index,
-// not one for each of the 500.
-func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
-	t.Parallel()
-	db := pgqtest.New(t)
+// parkedKeys makes a fair queue of a key with 1,000 ready jobs and 500 keys with a job
+// an hour away each, and returns a session whose first reserve (ten of the big key's
+// jobs) has parked the 500 (S125; pgq.fair_keys shows until when, S119).
+func parkedKeys(t *testing.T, db *pgqtest.DB) *pgx.Conn {
+	t.Helper()
 	fairQueue(t, db)
 	dispatchTenant(t, db, "big", 1000, 0)
 	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports', delay => '1 hour')
@@ -895,8 +892,20 @@ func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 10)
 	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_keys WHERE parked_until > now() + '59 minutes'`))
+	return c
+}
+
+// S125, S119: keys whose jobs all wait for later are parked by the first reserve that
+// finds them so (pgq.fair_keys shows until when), and the reserves after it read none
+// of their jobs: a reserve of ten jobs
+// of a big key, beside 500 keys with a job an hour away, fetches a few rows by index,
+// not one for each of the 500.
+func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
+	t.Parallel()
+	db := pgqtest.New(t)
+	c := parkedKeys(t, db)
 	before := indexFetches(t, c)
-	got, err = reserveFairOn(t, c, "w1", 10)
+	got, err := reserveFairOn(t, c, "w1", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"big", "big", "big", "big", "big", "big", "big", "big", "big", "big"}, tenants(got))
 	n := indexFetches(t, c) - before
@@ -909,20 +918,12 @@ func TestS125S119ParkedKeysCostReservesNothing(t *testing.T) {
 func TestS125KeysComingBackCostTheirOwnTurnsOnly(t *testing.T) {
 	t.Parallel()
 	db := pgqtest.New(t)
-	fairQueue(t, db)
-	dispatchTenant(t, db, "big", 1000, 0)
-	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports', delay => '1 hour')
-	            FROM generate_series(1, 500) k`)
-	c := session(t, db)
-	got, err := reserveFairOn(t, c, "w1", 10)
-	require.NoError(t, err)
-	require.Len(t, got, 10)
-	require.Equal(t, 500, pgqtest.Scalar[int](t, db, `SELECT count(*)::int FROM pgq.fair_turns WHERE parked_until > now() + '59 minutes'`))
+	c := parkedKeys(t, db)
 	db.Exec(t, `VACUUM pgq.fair_turns`) // as workers do (S47): the versions the parking left go
 	db.Exec(t, `SELECT pgq.dispatch('export', jsonb_build_object('tenant', 'a' || k), queue => 'exports')
 	            FROM generate_series(1, 20) k`)
 	before := turnReads(t, c)
-	got, err = reserveFairOn(t, c, "w1", 50)
+	got, err := reserveFairOn(t, c, "w1", 50)
 	require.NoError(t, err)
 	require.Len(t, slices.DeleteFunc(tenants(got), func(k string) bool { return k == "big" }), 20)
 	n := turnReads(t, c) - before
