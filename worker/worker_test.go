@@ -770,9 +770,9 @@ func TestFetchCooldownAfterShortReserve(t *testing.T) {
 }
 
 // S47: under load a worker whose role owns pgq.jobs vacuums it itself once it holds enough
-// dead rows: the dead entries at the head of the reserve index would otherwise slow
-// every reserve; pgq.fair_turns with it. A worker with the least privileges cannot (only a table's owner may
-// vacuum it) and says so once instead of failing each second.
+// dead rows, and pgq.fair_turns with it: the dead entries at the head of the reserve
+// index would otherwise slow every reserve. A worker with the least privileges cannot
+// (only a table's owner may vacuum it) and says so once instead of failing each second.
 func TestS47WorkerVacuumsJobsOnlyAsOwner(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
