@@ -36,20 +36,30 @@ func dispatchTenant(t *testing.T, db *pgqtest.DB, tenant string, n, prio int) {
 	    queue => 'exports', priority => $3::int)`, tenant, n, prio)
 }
 
-// turnReads is how many index entries and rows of pgq.fair_turns the statistics count
-// as read (S123, S125), after c's own counts are flushed.
-func turnReads(t *testing.T, c interface {
+// statsConn is what statCount needs of a connection: a pool's or a plain one.
+type statsConn interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 	QueryRow(context.Context, string, ...any) pgx.Row
-}) int {
+}
+
+// statCount flushes c's own statistics and returns the count that query reads from
+// them.
+func statCount(t *testing.T, c statsConn, query string) int {
 	t.Helper()
 	_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 	require.NoError(t, err)
 	var n int
-	require.NoError(t, c.QueryRow(ctx, `
-		SELECT (SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE relid = 'pgq.fair_turns'::regclass)
-		     + (SELECT coalesce(seq_tup_read, 0)::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass)`).Scan(&n))
+	require.NoError(t, c.QueryRow(ctx, query).Scan(&n))
 	return n
+}
+
+// turnReads is how many index entries and rows of pgq.fair_turns the statistics count
+// as read (S123, S125).
+func turnReads(t *testing.T, c statsConn) int {
+	t.Helper()
+	return statCount(t, c, `
+		SELECT (SELECT coalesce(sum(idx_tup_read), 0)::int FROM pg_stat_user_indexes WHERE relid = 'pgq.fair_turns'::regclass)
+		     + (SELECT coalesce(seq_tup_read, 0)::int FROM pg_stat_user_tables WHERE relid = 'pgq.fair_turns'::regclass)`)
 }
 
 // taken is a job a reserve took: its tenant and number.
@@ -74,17 +84,10 @@ func reserveFairOn(t testing.TB, c *pgx.Conn, worker string, max int) ([]taken, 
 
 // indexFetches is how many rows of pgq.jobs's partitions the session c has fetched
 // through indexes, as flushed to the statistics by the statement before.
-func indexFetches(t *testing.T, c interface {
-	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) int {
+func indexFetches(t *testing.T, c statsConn) int {
 	t.Helper()
-	_, err := c.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
-	require.NoError(t, err)
-	var n int
-	require.NoError(t, c.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
-		WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`).Scan(&n))
-	return n
+	return statCount(t, c, `SELECT coalesce(sum(idx_tup_fetch), 0)::int FROM pg_stat_user_tables
+		WHERE schemaname = 'pgq' AND relname ~ '^jobs_[0-9]+$'`)
 }
 
 // reserveTenants reserves up to max jobs of 'exports' on a connection of db's pool.
